@@ -1,0 +1,310 @@
+"""The ``schedlab`` command: a thin layer that parses options and calls the library.
+
+Every user error ends as one line on stderr — ``error: <where>: <what>`` — with
+exit code 2 and no traceback; files are only written after a run succeeds, and
+each atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from schedlab.errors import InputError, InvariantError
+
+try:  # recent typer vendors click; older releases depend on it
+    from typer._click.exceptions import ClickException as _ClickException
+except ImportError:  # pragma: no cover
+    from click import ClickException as _ClickException  # type: ignore[no-redef]
+
+app = typer.Typer(
+    name="schedlab",
+    help="Simulate and compare decentralized, federated and data-aware cluster schedulers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+trace_app = typer.Typer(help="Inspect and generate job traces.", no_args_is_help=True)
+app.add_typer(trace_app, name="trace")
+
+out = Console()
+err = Console(stderr=True)
+
+
+# -- helpers -------------------------------------------------------------------------------------
+def _parse_params(items: list[str] | None) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise InputError("--param", f"expected KEY=VALUE, got {item!r}")
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        params[key.strip().replace("-", "_")] = value
+    return params
+
+
+def _fmt(x: Any) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        if x != x:
+            return "-"
+        if x == int(x) and abs(x) < 1e9:
+            return str(int(x))
+        return f"{x:.4g}"
+    return str(x)
+
+
+def _summary_table(s: dict[str, Any]) -> Table:
+    t = Table(title=f"{s['scheduler']} on {s['trace']} — {s['workers']} workers, seed {s['seed']}", title_justify="left")
+    cols = ("count", "mean", "p50", "p90", "p99", "p999", "max")
+    t.add_column("seconds")
+    for c in cols:
+        t.add_column(c, justify="right")
+    rows = [("jrt_delay", s["jrt_delay"]), ("jrt", s["jrt"]), ("allocation_time", s["allocation_time"])]
+    rows += [(f"  {k}", v) for k, v in s["allocation_components"].items()]
+    for name, st in rows:
+        t.add_row(name, *(_fmt(st.get(c)) for c in cols))
+    return t
+
+
+class _Progress:
+    """A progress bar on stderr, shown only once a run has lasted half a second."""
+
+    def __init__(self, total_jobs: int | None, enabled: bool) -> None:
+        self.total = total_jobs
+        self.enabled = enabled and err.is_terminal
+        self.t0 = time.perf_counter()
+        self.bar = None
+        self.task = None
+
+    def __call__(self, now: float, events: int, jobs: int) -> None:
+        if not self.enabled:
+            return
+        if self.bar is None:
+            if time.perf_counter() - self.t0 < 0.5:
+                return
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.bar = Progress(
+                TextColumn("simulating"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("jobs  sim t={task.fields[now]:.0f}s  {task.fields[events]} events"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=err,
+                transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("run", total=self.total, now=now, events=events)
+        self.bar.update(self.task, completed=jobs, now=now, events=events)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+# -- simulate -------------------------------------------------------------------------------------
+@app.command()
+def simulate(
+    scheduler: Annotated[str, typer.Option("--scheduler", "-s", help="Scheduler name (see `schedlab schedulers`).")] = "ideal",
+    trace: Annotated[str, typer.Option("--trace", "-t", help="google, syn_250, syn_500, syn_1000, or a trace file.")] = "google",
+    workers: Annotated[int | None, typer.Option("--workers", "-w", help="Data-center size (default: the paper's size for a bundled trace, else 10000).")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Run seed: generated data center and schedulers' random choices.")] = 0,
+    config: Annotated[str | None, typer.Option("--config", help="Data-center config file (*_config_*.json) or 'reference' / 'reference-pigeon'.")] = None,
+    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Scheduler parameter KEY=VALUE (repeatable).")] = None,
+    worker_choice: Annotated[str | None, typer.Option("--worker-choice", help="random or min-constraints (schedulers that choose workers).")] = None,
+    constraints: Annotated[bool, typer.Option("--constraints/--no-constraints", help="Placement constraints (Sharma et al.) on tasks and workers.")] = True,
+    constraint_seed: Annotated[int, typer.Option("--constraint-seed", help="Seed of the task-constraint draws (42 = the papers').")] = 42,
+    machine_model: Annotated[str, typer.Option("--machine-model", help="Generated machine constraints: independent or reference.")] = "independent",
+    resources: Annotated[str, typer.Option("--resources", help="slots (one task per worker) or multi (64 cores, 16 GB per worker).")] = "slots",
+    requests: Annotated[str | None, typer.Option("--requests", help="Task resource requests in multi mode, e.g. fixed:1,256.")] = None,
+    latency: Annotated[float, typer.Option("--latency", help="One-way network latency per message, seconds.")] = 0.0005,
+    exact_durations: Annotated[bool, typer.Option("--exact-durations", help="Keep fractional durations and equal arrival times (no truncation or dephasing).")] = False,
+    summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the summary JSON here.")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Write tasks, jobs, utilization tables and summary.json into this folder.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="Table format for --out: parquet, csv or both.")] = "parquet",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table, no progress bar.")] = False,
+) -> None:
+    """Run one scheduler on one workload and print a summary."""
+    from schedlab.datafiles import BUNDLED_TRACES
+    from schedlab.engine import simulate as run
+    from schedlab.workload.requests import DEFAULT_REQUESTS
+    from schedlab.workload.trace import TraceConventions, count_jobs
+
+    formats = {"parquet": ("parquet",), "csv": ("csv",), "both": ("parquet", "csv")}.get(fmt)
+    if formats is None:
+        raise InputError("--format", f"unknown format {fmt!r} (choose from parquet, csv, both)")
+    params = _parse_params(param)
+    if worker_choice is not None:
+        params["worker_choice"] = worker_choice
+    total = {"google": 10000, "syn_250": 2000, "syn_500": 2000, "syn_1000": 2000}.get(trace)
+    if total is None and trace not in BUNDLED_TRACES and not quiet:
+        total = count_jobs(trace)
+    progress = _Progress(total, not quiet)
+    try:
+        result = run(
+            scheduler,
+            trace,
+            workers,
+            seed,
+            params=params,
+            config=config,
+            constraints=constraints,
+            constraint_seed=constraint_seed,
+            machine_model=machine_model,
+            resource_mode=resources,
+            requests=requests or DEFAULT_REQUESTS,
+            latency=latency,
+            conventions=TraceConventions.exact() if exact_durations else None,
+            progress=progress,
+        )
+    finally:
+        progress.close()
+    s = result.summary
+    if not quiet:
+        out.print(_summary_table(s))
+        c = s["counters"]
+        out.print(
+            f"jobs {s['jobs']}  tasks {s['tasks']}  utilization mean {_fmt(s['utilization']['mean'])}  "
+            f"dropped tasks {c['tasks_dropped_unsatisfiable']}  unfinished {c['tasks_unfinished']}  "
+            f"messages {c['messages']}  events {s['events']}  wall {s['wall_seconds']:.2f}s"
+        )
+    if out_dir is not None:
+        result.save(out_dir, formats)
+    if summary_json is not None:
+        from schedlab.metrics.export import write_json
+
+        write_json(summary_json, s)
+
+
+@app.command("schedulers")
+def list_schedulers() -> None:
+    """List the schedulers that can be run, with their parameters."""
+    from schedlab.schedulers import registry
+
+    t = Table("scheduler", "parameters (defaults)", "what it is")
+    for name in registry.available():
+        cls = registry.get(name)
+        params = ", ".join(f"{k}={f.default}" for k, f in cls.Params.model_fields.items())
+        t.add_row(name, params, cls.summary)
+    out.print(t)
+
+
+# -- trace ---------------------------------------------------------------------------------------
+@trace_app.command("info")
+def trace_info(
+    path: Annotated[str, typer.Argument(help="Trace file or bundled name (google, syn_250, …).")],
+    workers: Annotated[int | None, typer.Option("--workers", "-w", help="Data-center size for load figures.")] = None,
+    config: Annotated[str | None, typer.Option("--config", help="Config whose workers give per-constraint supply.")] = None,
+    constraints: Annotated[bool, typer.Option("--constraints/--no-constraints", help="Synthesize task constraints and report per-constraint load.")] = True,
+    constraint_seed: Annotated[int, typer.Option("--constraint-seed")] = 42,
+    exact_durations: Annotated[bool, typer.Option("--exact-durations", help="No truncation or dephasing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+) -> None:
+    """Jobs, tasks, durations; with --workers or --config, per-second load (median, mean, p99) and per-constraint load."""
+    from schedlab.workload.info import trace_report
+    from schedlab.workload.trace import TraceConventions
+
+    report = trace_report(
+        path,
+        workers=workers,
+        config=config,
+        constraints=constraints,
+        constraint_seed=constraint_seed,
+        conventions=TraceConventions.exact() if exact_durations else None,
+    )
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    w = report["workload"]
+    t = Table(title=f"trace {path}", title_justify="left", show_header=False)
+    t.add_row("jobs", str(w["jobs"]))
+    t.add_row("tasks", str(w["tasks"]))
+    t.add_row("short / long jobs", f"{w['short_jobs']} / {w['long_jobs']} (mean task duration < {w['short_cutoff']} s)")
+    t.add_row("arrival span (s)", _fmt(w["arrival_span"]))
+    for key in ("task_duration", "tasks_per_job"):
+        d = w[key]
+        t.add_row(key.replace("_", " "), "  ".join(f"{k} {_fmt(v)}" for k, v in d.items()))
+    if "load" in report:
+        ld = report["load"]
+        t.add_row(f"load vs {report['workers']} workers", f"median {_fmt(ld['median'])}  mean {_fmt(ld['mean'])}  p99 {_fmt(ld['p99'])}")
+    out.print(t)
+    if "per_constraint_load" in report:
+        pc = Table("constraint", "workers", "tasks", "mean", "p50", "p95", "p99", title="per-constraint load", title_justify="left")
+        for row in report["per_constraint_load"]:
+            pc.add_row(*(_fmt(row[k]) for k in ("constraint", "workers", "tasks", "mean", "p50", "p95", "p99")))
+        out.print(pc)
+
+
+@trace_app.command("generate")
+def trace_generate(
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Trace file to write (.gz to compress).")],
+    jobs: Annotated[int, typer.Option("--jobs", "-n", help="Number of jobs.")] = 2000,
+    arrivals: Annotated[str, typer.Option("--arrivals", help="constant:INTERVAL, poisson:MEAN or mmpp:MEAN,SCV,IDC (seconds).")] = "constant:1",
+    tasks_per_job: Annotated[str, typer.Option("--tasks-per-job", help="Task-count distribution, e.g. const:250, geom:20, uniform:1,100.")] = "const:250",
+    duration: Annotated[str, typer.Option("--duration", help="Task-duration distribution, e.g. const:1, exp:10, lognormal:0,1.")] = "const:1",
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    start: Annotated[float, typer.Option("--start", help="Arrival time of the first job.")] = 1.0,
+) -> None:
+    """Write a synthetic trace (syn_N-like by default: one job/s of 250 one-second tasks)."""
+    from schedlab.sim.rng import RngStreams
+    from schedlab.workload.synthetic import generate_jobs
+    from schedlab.workload.trace import write_trace
+
+    if seed < 0:
+        raise InputError("--seed", f"must be >= 0, got {seed}")
+    rng = RngStreams(seed).np_rng("workload")
+    n = write_trace(out_path, generate_jobs(jobs, arrivals, tasks_per_job, duration, rng, start))
+    err.print(f"wrote {n} jobs to {out_path}")
+
+
+# -- entry point ---------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; user errors become one line on stderr and exit code 2."""
+    try:
+        rc = typer.main.get_command(app).main(args=argv, prog_name="schedlab", standalone_mode=False)
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except typer.Abort:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except _ClickException as e:
+        if type(e).__name__ == "NoArgsIsHelpError":  # bare `schedlab`: the help text was printed
+            return 0
+        print(f"error: {e.format_message()}", file=sys.stderr)
+        return 2
+    except InvariantError as e:
+        print(f"internal error (scheduler invariant broken, please report): {e}", file=sys.stderr)
+        return 3
+    except OSError as e:
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        print(f"error: {where}{e.strerror or e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    return rc if isinstance(rc, int) else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""Files shipped inside the package: the four traces, the reference data-center configs, the constraint model.
+
+Copies of ../shared material, compressed, so the main job runs on a fresh machine.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+BUNDLED_TRACES: dict[str, str] = {
+    "google": "GOOG_subtrace.tr.gz",
+    "syn_250": "syn_250.0.tr.gz",
+    "syn_500": "syn_500.0.tr.gz",
+    "syn_1000": "syn_1000.0.tr.gz",
+}
+
+# The data-center size each bundled trace is studied with in the papers.
+PAPER_WORKERS: dict[str, int] = {"google": 20000, "syn_250": 10000, "syn_500": 10000, "syn_1000": 10000}
+
+REFERENCE_CONFIGS: dict[str, str] = {
+    "megha": "megha_config_G5L5S10000_C.json.gz",
+    "pigeon": "pigeon_config_D10M100S10000_C.json.gz",
+}
+
+
+def data_path(name: str) -> Path:
+    """Path of a file in the package's data folder."""
+    p = resources.files("schedlab") / "data" / name
+    return Path(str(p))
+
+
+def bundled_trace_path(name: str) -> Path:
+    return data_path(BUNDLED_TRACES[name])
+
+
+@cache
+def sharma_constraints() -> dict[str, Any]:
+    """The 21-constraint placement model (task sampling tables, machine frequencies)."""
+    with open(data_path("sharma_constraints.json"), encoding="utf-8") as f:
+        return json.load(f)

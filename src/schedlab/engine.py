@@ -1,0 +1,316 @@
+"""``schedlab.simulate``: one run — a workload through a scheduler on a data center — and its results.
+
+The engine wires the layers together and owns the conventions of a run:
+
+1. **Data center.** ``config`` (a papers' config file, or the bundled
+   ``reference``) gives the exact workers; otherwise ``workers`` workers are
+   generated with machine constraints from the Sharma frequencies (stream
+   ``machines``). Without ``workers``, a bundled trace uses its paper's size
+   (10,000; 20,000 for Google). ``resource_mode="multi"`` gives every worker a
+   capacity vector (default 64 cores, 16 GB; Megha paper V-B) and every task a
+   request (:mod:`schedlab.workload.requests`).
+2. **Workload.** The trace is streamed — one job read ahead — with the papers'
+   conventions (truncated durations, dephased equal arrivals). Task constraints
+   are synthesised in trace order with the constraint seed (default 42, as in
+   the papers). A task no worker could ever run (constraints no machine has, or
+   a request larger than any worker) is dropped from its job, and a job left
+   empty is never submitted; both are counted (``tasks_dropped_unsatisfiable``,
+   ``jobs_unschedulable``), as the authors' simulators do.
+3. **Run.** At each job's arrival the scheduler's ``submit`` is called; the
+   kernel runs until no event is left.
+4. **Results.** Per-task and per-job tables, per-second utilization, and the
+   summary (the JSON contract of issue 2): run identification, statistics of
+   JRT delay, JRT, ideal JRT, allocation time and its components, utilization,
+   counters, messages by type, ``wall_seconds`` and ``events``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from schedlab.cluster.bitsets import ConstraintBitsets
+from schedlab.cluster.config import load_config
+from schedlab.cluster.generate import MACHINE_MODELS, generate_machine_masks
+from schedlab.cluster.model import Cluster
+from schedlab.datafiles import BUNDLED_TRACES, PAPER_WORKERS
+from schedlab.errors import InputError
+from schedlab.metrics.export import write_run
+from schedlab.metrics.recorder import Recorder
+from schedlab.metrics.summary import build_summary, jobs_frame, tasks_frame, utilization_frame
+from schedlab.schedulers import registry
+from schedlab.schedulers.base import SchedulerContext
+from schedlab.schedulers.datacenter import WorkerPool
+from schedlab.sim.runtime import DEFAULT_LATENCY, NetworkModel, SimRuntime
+from schedlab.workload.constraints import PAPER_CONSTRAINT_SEED, TaskConstraintSampler
+from schedlab.workload.model import TaskTable
+from schedlab.workload.requests import DEFAULT_REQUESTS, RequestModel
+from schedlab.workload.trace import TraceConventions, TraceJob, read_trace
+
+DEFAULT_WORKERS = 10000
+RESOURCE_MODES = ("slots", "multi")
+
+
+@dataclass
+class Result:
+    """A finished run: ``summary`` (dict), ``tasks``, ``jobs`` and ``utilization`` (DataFrames)."""
+
+    summary: dict[str, Any]
+    tasks: pd.DataFrame
+    jobs: pd.DataFrame
+    utilization: pd.DataFrame
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def save(self, out_dir: str | os.PathLike, formats: Iterable[str] = ("parquet",)) -> list[Path]:
+        """Write tasks, jobs, utilization (one file per format) and summary.json, each atomically."""
+        tables = {"tasks": self.tasks, "jobs": self.jobs, "utilization": self.utilization}
+        return write_run(out_dir, tables, self.summary, formats)
+
+
+def build_cluster(
+    workers: int | None,
+    config: str | os.PathLike | None,
+    seed: int,
+    machine_model: str = "independent",
+    constraints: bool = True,
+    resource_mode: str = "slots",
+    capacity: tuple[float, ...] = (64.0, 16384.0),
+    resources: tuple[str, ...] = ("cores", "memory_mb"),
+) -> Cluster:
+    """The data center of a run (see the module docstring)."""
+    if resource_mode not in RESOURCE_MODES:
+        raise InputError("resource_mode", f"unknown mode {resource_mode!r} (choose from {', '.join(RESOURCE_MODES)})")
+    if config is not None:
+        cl = load_config(config)
+        if workers is not None and workers != cl.n:
+            raise InputError("--workers", f"{workers} workers requested but config {config} has {cl.n}")
+        masks = cl.machine_masks if constraints else [0] * cl.n
+        topo, source, extra = cl.topology, cl.source, cl.extra
+    else:
+        if workers is None:
+            raise InputError("--workers", "give a number of workers or a --config")
+        if workers < 1:
+            raise InputError("--workers", f"must be >= 1, got {workers}")
+        if machine_model not in MACHINE_MODELS:
+            raise InputError("--machine-model", f"unknown model {machine_model!r} (choose from {', '.join(MACHINE_MODELS)})")
+        from schedlab.sim.rng import RngStreams
+
+        masks = generate_machine_masks(workers, RngStreams(seed).np_rng("machines"), machine_model) if constraints else [0] * workers
+        topo, source, extra = None, f"generated:{machine_model}", {}
+    if resource_mode == "slots":
+        return Cluster(list(masks), None, ("slots",), topo, source, dict(extra))
+    return Cluster.multi_resource(masks, capacity, resources, source=source, topology=topo)
+
+
+class _Feeder:
+    """Streams jobs into the simulation: constraints, requests, dropping, submission, next arrival."""
+
+    def __init__(
+        self,
+        jobs: Iterator[TraceJob],
+        runtime: SimRuntime,
+        tasks: TaskTable,
+        recorder: Recorder,
+        cluster: Cluster,
+        submit: Callable,
+        sampler: TaskConstraintSampler | None,
+        requests: RequestModel | None,
+    ) -> None:
+        self.jobs = jobs
+        self.kernel = runtime.kernel
+        self.tasks = tasks
+        self.rec = recorder
+        self.submit = submit
+        self.sampler = sampler
+        self.requests = requests
+        self.req_rng = runtime.streams.np_rng("requests")
+        self.satisfiable = _Satisfiable(ConstraintBitsets(range(cluster.n), cluster.machine_masks)) if sampler else {}
+        self.max_capacity = None if cluster.capacity is None else cluster.capacity.max(axis=0)
+        self.trace_jobs = 0
+        self.trace_tasks = 0
+        self.dropped_tasks = 0
+        self.unschedulable_jobs = 0
+
+    def start(self) -> None:
+        self._schedule_next()
+
+    def _schedule_next(self) -> None:
+        tj = next(self.jobs, None)
+        if tj is not None:
+            self.kernel.call_at(tj.arrival, self._arrive, tj)
+
+    def _arrive(self, tj: TraceJob) -> None:
+        n = tj.num_tasks
+        self.trace_jobs += 1
+        self.trace_tasks += n
+        durations = tj.durations
+        masks = self.sampler.sample(n) if self.sampler is not None else None
+        reqs = None
+        if self.requests is not None:
+            reqs = [tuple(map(float, r)) for r in self.requests.sample(n, self.req_rng)]
+        keep = self._runnable(masks, reqs, n)
+        if keep is not None:
+            self.dropped_tasks += n - len(keep)
+            if not keep:
+                self.unschedulable_jobs += 1
+                self._schedule_next()
+                return
+            durations = [durations[i] for i in keep]
+            masks = [masks[i] for i in keep] if masks is not None else None
+            reqs = [reqs[i] for i in keep] if reqs is not None else None
+        job = self.tasks.add_job(tj.arrival, durations, masks, reqs, tj.mean_duration, 0, tj.line)
+        self.rec.add_job(job.jid, job.arrival, durations, job.ideal_jrt, job.user)
+        self.submit(job)
+        self._schedule_next()
+
+    def _runnable(self, masks: list[int] | None, reqs: list[tuple[float, ...]] | None, n: int) -> list[int] | None:
+        """Indices of the tasks some worker could ever run, or None when all can."""
+        ok: list[bool] | None = None
+        if masks is not None:
+            sat = self.satisfiable
+            if not all(map(sat.__getitem__, masks)):
+                ok = [sat[m] for m in masks]
+        if reqs is not None and self.max_capacity is not None:
+            cap = tuple(self.max_capacity)
+            fits = [all(x <= c for x, c in zip(r, cap, strict=True)) for r in reqs]
+            if not all(fits):
+                ok = fits if ok is None else [a and b for a, b in zip(ok, fits, strict=True)]
+        return None if ok is None else [i for i in range(n) if ok[i]]
+
+
+class _Satisfiable(dict):
+    """mask -> whether any worker has all of its constraints (computed on first use)."""
+
+    def __init__(self, index: ConstraintBitsets) -> None:
+        super().__init__()
+        self.index = index
+
+    def __missing__(self, mask: int) -> bool:
+        v = self[mask] = self.index.eligible(mask) != 0
+        return v
+
+
+def simulate(
+    scheduler: str = "ideal",
+    trace: str | os.PathLike | Iterable[TraceJob] = "google",
+    workers: int | None = None,
+    seed: int = 0,
+    *,
+    params: dict[str, Any] | None = None,
+    config: str | os.PathLike | None = None,
+    constraints: bool = True,
+    constraint_seed: int = PAPER_CONSTRAINT_SEED,
+    machine_model: str = "independent",
+    resource_mode: str = "slots",
+    capacity: tuple[float, ...] = (64.0, 16384.0),
+    requests: str = DEFAULT_REQUESTS,
+    latency: float = DEFAULT_LATENCY,
+    processing_costs: dict[str, float] | None = None,
+    conventions: TraceConventions | None = None,
+    progress: Callable[[float, int, int], None] | None = None,
+    trace_label: str | None = None,
+) -> Result:
+    """Run ``scheduler`` on ``trace`` with a data center of ``workers`` workers (or ``config``) and ``seed``.
+
+    ``trace`` is a bundled name (``google``, ``syn_250``, ``syn_500``,
+    ``syn_1000``), a trace file path, or an iterable of
+    :class:`~schedlab.workload.trace.TraceJob` (e.g. from
+    :func:`~schedlab.workload.synthetic.generate_jobs`). ``params`` are the
+    scheduler's own parameters (validated; see ``schedlab simulate --help``).
+    ``progress(sim_time, events, jobs_submitted)`` is called periodically.
+    """
+    t_wall = time.perf_counter()
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise InputError("--seed", f"must be a non-negative integer, got {seed!r}")
+    cls = registry.get(scheduler)
+    sched_params = registry.parse_params(cls, params)
+    if isinstance(trace, str | os.PathLike):
+        label = trace_label or str(trace)
+        if workers is None and config is None:
+            workers = PAPER_WORKERS.get(str(trace), DEFAULT_WORKERS)
+        job_iter = read_trace(trace, conventions)
+    else:
+        label = trace_label or "custom"
+        if workers is None and config is None:
+            workers = DEFAULT_WORKERS
+        job_iter = iter(trace)
+    cluster = build_cluster(workers, config, seed, machine_model, constraints, resource_mode, capacity)
+    req_model = RequestModel.parse(requests, len(cluster.resources)) if resource_mode == "multi" else None
+
+    runtime = SimRuntime(seed, NetworkModel(latency, dict(processing_costs or {})))
+    recorder = Recorder()
+    tasks = TaskTable()
+    pool = WorkerPool(runtime, cluster, tasks, recorder)
+    sched = cls(SchedulerContext(runtime, cluster, tasks, recorder, pool), sched_params)
+    sampler = TaskConstraintSampler(constraint_seed) if constraints else None
+    feeder = _Feeder(job_iter, runtime, tasks, recorder, cluster, sched.submit, sampler, req_model)
+    feeder.start()
+    kernel = runtime.kernel
+    report = None
+    if progress is not None:
+
+        def report(now: float, events: int) -> None:
+            progress(now, events, feeder.trace_jobs)
+
+    kernel.run(progress=report)
+    wall = time.perf_counter() - t_wall
+
+    tdf = tasks_frame(recorder)
+    jdf = jobs_frame(recorder)
+    req_arr = np.array(tasks.request, dtype=float) if req_model is not None and len(tasks) else None
+    udf = utilization_frame(recorder, cluster.total_capacity(), cluster.resources, req_arr)
+    counters: dict[str, int] = {
+        "trace_jobs": feeder.trace_jobs,
+        "trace_tasks": feeder.trace_tasks,
+        "tasks_dropped_unsatisfiable": feeder.dropped_tasks,
+        "jobs_unschedulable": feeder.unschedulable_jobs,
+        "tasks_unfinished": int(tdf["end"].isna().sum()),
+        "jobs_incomplete": int(jdf["completion"].isna().sum()),
+        "messages": sum(runtime.message_counts().values()),
+    }
+    counters.update(recorder.counters)
+    counters.update(sched.counters())
+    summary: dict[str, Any] = {
+        "scheduler": scheduler,
+        "trace": label,
+        "workers": cluster.n,
+        "seed": seed,
+        "jobs": recorder.num_jobs,
+        "tasks": recorder.num_tasks,
+    }
+    summary.update(build_summary(tdf, jdf, udf, cluster.resources))
+    summary.update(
+        {
+            "counters": counters,
+            "messages": runtime.message_counts(),
+            "wall_seconds": wall,
+            "events": kernel.events,
+            "sim_time": kernel.now,
+            "config": {
+                "params": sched_params.model_dump(),
+                "data_center": cluster.source,
+                "resource_mode": resource_mode,
+                "resources": list(cluster.resources),
+                "constraints": constraints,
+                "constraint_seed": constraint_seed if constraints else None,
+                "machine_model": machine_model if config is None else None,
+                "latency": latency,
+                "processing_costs": dict(processing_costs or {}),
+                "truncate_durations": (conventions or TraceConventions()).truncate_durations,
+                "dephase": (conventions or TraceConventions()).dephase,
+                "requests": requests if resource_mode == "multi" else None,
+            },
+        }
+    )
+    return Result(summary, tdf, jdf, udf)
+
+
+def bundled_traces() -> list[str]:
+    return list(BUNDLED_TRACES)

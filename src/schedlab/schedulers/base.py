@@ -1,0 +1,60 @@
+"""What every scheduler is: a class with a name, a validated parameter model, and ``submit(job)``.
+
+The engine builds a :class:`SchedulerContext` (runtime, cluster, task table,
+recorder, worker pool), validates the user's parameters against the
+scheduler's ``Params`` (a frozen pydantic model; unknown names are refused) and
+calls :meth:`Scheduler.submit` at each job's arrival time — the moment its
+tasks enter the framework's request queue (Megha paper, Eq. 1). From then on the
+scheduler acts through the runtime (messages, timers) and the worker pool, and
+reports to the recorder: allocation-time phases with ``mark``, and
+``task_reported`` when it learns a task finished.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from schedlab.cluster.model import Cluster
+from schedlab.metrics.recorder import Recorder
+from schedlab.schedulers.datacenter import WorkerPool
+from schedlab.sim.runtime import SimRuntime
+from schedlab.workload.model import Job, TaskTable
+
+
+class SchedulerParams(BaseModel):
+    """Base of every scheduler's parameters: frozen, and unknown fields are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass
+class SchedulerContext:
+    runtime: SimRuntime
+    cluster: Cluster
+    tasks: TaskTable
+    recorder: Recorder
+    pool: WorkerPool
+
+
+class Scheduler(ABC):
+    """A data-center scheduler driven by job arrivals."""
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    Params: ClassVar[type[SchedulerParams]] = SchedulerParams
+
+    def __init__(self, ctx: SchedulerContext, params: SchedulerParams) -> None:
+        self.ctx = ctx
+        self.params = params
+
+    @abstractmethod
+    def submit(self, job: Job) -> None:
+        """The job's tasks arrive at the framework now."""
+
+    def counters(self) -> dict[str, int]:
+        """Scheduler-specific counters added to the run's summary."""
+        return {}

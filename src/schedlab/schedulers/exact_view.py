@@ -1,0 +1,227 @@
+"""An exact global view of worker availability with FIFO waiting queues — the core of ``ideal`` and ``centralized``.
+
+Matching follows the papers' bitset algorithm (Megha paper, Algorithm 1;
+constraint-aware paper, Section 4.3): candidates = availability AND the
+bitsets of the task's constraints, over all workers ranked by (number of
+machine constraints, id), so ``min-constraints`` choice is the highest set bit
+(see :class:`~schedlab.cluster.bitsets.ConstraintBitsets`) and ``random`` picks
+a uniformly random set bit.
+
+In multi-resource mode the availability bitset marks workers with some room
+left, and candidates are checked against the request in order (first fit in
+min-constraints order) or all fitting candidates are collected for a random
+choice.
+
+Tasks that find no worker wait in FIFO queues, one per *class* (constraint mask,
+request). Whenever resources are released on a worker ``w``,
+:meth:`ExactView.pop_waiting_for` returns the earliest-arrived waiting task that
+fits on ``w``. Placing arrivals immediately when possible and re-matching every
+release keeps the invariant "no waiting task fits on any worker", so the
+placement order is FIFO among tasks that can run.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+
+from schedlab.cluster.bitsets import ConstraintBitsets, random_set_bit
+from schedlab.cluster.model import Cluster
+from schedlab.errors import InputError
+from schedlab.workload.model import TaskTable
+
+WORKER_CHOICES = ("min-constraints", "random")
+
+
+class ExactView:
+    """Availability of every worker, known exactly, and the tasks waiting for resources."""
+
+    def __init__(self, cluster: Cluster, tasks: TaskTable, worker_choice: str, rng: random.Random) -> None:
+        if worker_choice not in WORKER_CHOICES:
+            raise InputError("worker_choice", f"unknown choice {worker_choice!r} (choose from {', '.join(WORKER_CHOICES)})")
+        self.cluster = cluster
+        self.tasks = tasks
+        self.random_choice = worker_choice == "random"
+        self.rng = rng
+        self.index = ConstraintBitsets(range(cluster.n), cluster.machine_masks, min_constraints_order=True)
+        self.order = self.index.order  # bit position -> worker id
+        self.pos = self.index.position  # worker id -> bit position
+        self.available = self.index.all  # slot mode: free workers; multi: workers with room left
+        self.slot_mode = cluster.slot_mode
+        self.free: list[list[float]] | None = None
+        if not self.slot_mode:
+            assert cluster.capacity is not None
+            self.free = [list(map(float, row)) for row in cluster.capacity]
+        self.waiting: dict[tuple[int, object], deque[int]] = {}
+        self.num_waiting = 0
+
+    # -- matching ------------------------------------------------------------------------------
+    def place(self, tid: int) -> int:
+        """Find a worker for ``tid`` and hold its resources there; -1 (and nothing held) if none fits."""
+        if self.slot_mode:
+            cand = self.available & self.index.eligible(self.tasks.mask[tid])
+            if not cand:
+                return -1
+            pos = random_set_bit(cand, self.rng) if self.random_choice else cand.bit_length() - 1
+            self.available ^= 1 << pos
+            return self.order[pos]
+        w, _ = self.find_worker(tid)
+        if w >= 0:
+            self.take(w, tid)
+        return w
+
+    def place_many(self, tids: range | list[int]) -> tuple[list[tuple[int, int]], list[int]]:
+        """:meth:`place` each task in order → (``(tid, worker)`` placements, tids that found nothing)."""
+        placed: list[tuple[int, int]] = []
+        unplaced: list[int] = []
+        if not self.slot_mode or self.random_choice:
+            for tid in tids:
+                w = self.place(tid)
+                if w >= 0:
+                    placed.append((tid, w))
+                else:
+                    unplaced.append(tid)
+            return placed, unplaced
+        # Slot mode, min-constraints: the hot path of `ideal`, kept free of calls.
+        avail = self.available
+        masks = self.tasks.mask
+        cache = self.index._eligible
+        eligible = self.index.eligible
+        order = self.order
+        append = placed.append
+        for tid in tids:
+            m = masks[tid]
+            e = cache.get(m)
+            if e is None:
+                e = eligible(m)
+            cand = avail & e
+            if cand:
+                pos = cand.bit_length() - 1
+                avail ^= 1 << pos
+                append((tid, order[pos]))
+            else:
+                unplaced.append(tid)
+        self.available = avail
+        return placed, unplaced
+
+    def find_worker(self, tid: int) -> tuple[int, int]:
+        """(worker, workers scanned) for ``tid`` — worker ``-1`` if none fits now.
+
+        "Scanned" is the first-fit rank of the choice in min-constraints order
+        (all workers when nothing fits or the choice is random); the
+        centralized scheduler's cost model uses it.
+        """
+        size = self.index.size
+        cand = self.available & self.index.eligible(self.tasks.mask[tid])
+        if not cand:
+            return -1, size
+        if self.slot_mode:
+            if self.random_choice:
+                return self.order[random_set_bit(cand, self.rng)], size
+            pos = cand.bit_length() - 1
+            return self.order[pos], size - pos
+        req = self.tasks.request[tid]
+        free = self.free
+        fitting = []
+        while cand:
+            pos = cand.bit_length() - 1
+            w = self.order[pos]
+            fw = free[w]  # type: ignore[index]
+            if all(r <= fw[k] + 1e-9 for k, r in enumerate(req)):  # type: ignore[arg-type]
+                if not self.random_choice:
+                    return w, size - pos
+                fitting.append(w)
+            cand ^= 1 << pos
+        if fitting:
+            return fitting[self.rng.randrange(len(fitting))], size
+        return -1, size
+
+    def fits(self, tid: int, worker: int) -> bool:
+        if self.tasks.mask[tid] & ~self.cluster.machine_masks[worker]:
+            return False
+        if self.slot_mode:
+            return bool(self.available >> self.pos[worker] & 1)
+        fw = self.free[worker]  # type: ignore[index]
+        return all(r <= fw[k] + 1e-9 for k, r in enumerate(self.tasks.request[tid]))  # type: ignore[arg-type]
+
+    # -- bookkeeping ---------------------------------------------------------------------------
+    def take(self, worker: int, tid: int) -> None:
+        """Hold ``tid``'s resources on ``worker`` (which must have room)."""
+        bit = 1 << self.pos[worker]
+        if self.slot_mode:
+            self.available ^= bit
+            return
+        fw = self.free[worker]  # type: ignore[index]
+        for k, r in enumerate(self.tasks.request[tid]):  # type: ignore[arg-type]
+            fw[k] -= r
+        if min(fw) <= 1e-9 and self.available & bit:
+            self.available ^= bit
+
+    def release(self, worker: int, tid: int) -> None:
+        """Give ``tid``'s resources on ``worker`` back."""
+        bit = 1 << self.pos[worker]
+        if self.slot_mode:
+            self.available |= bit
+            return
+        fw = self.free[worker]  # type: ignore[index]
+        for k, r in enumerate(self.tasks.request[tid]):  # type: ignore[arg-type]
+            fw[k] += r
+        if min(fw) > 1e-9:
+            self.available |= bit
+
+    def release_many(self, group: list[tuple[int, int]]) -> None:
+        """:meth:`release` for each ``(tid, worker)``."""
+        if self.slot_mode:
+            pos = self.pos
+            avail = self.available
+            for _tid, worker in group:
+                avail |= 1 << pos[worker]
+            self.available = avail
+        else:
+            for tid, worker in group:
+                self.release(worker, tid)
+
+    # -- waiting tasks -------------------------------------------------------------------------
+    def enqueue(self, tid: int) -> None:
+        key = (self.tasks.mask[tid], self.tasks.request[tid])
+        q = self.waiting.get(key)
+        if q is None:
+            q = self.waiting[key] = deque()
+        q.append(tid)
+        self.num_waiting += 1
+
+    def pop_waiting_for(self, worker: int) -> int:
+        """Remove and return the earliest waiting task that fits on ``worker`` now, or -1."""
+        if not self.num_waiting:
+            return -1
+        wmask = self.cluster.machine_masks[worker]
+        best_key = None
+        best = -1
+        if self.slot_mode:
+            if not (self.available >> self.pos[worker]) & 1:
+                return -1
+            for key, q in self.waiting.items():
+                if key[0] & ~wmask:
+                    continue
+                head = q[0]
+                if best < 0 or head < best:
+                    best, best_key = head, key
+        else:
+            fw = self.free[worker]  # type: ignore[index]
+            for key, q in self.waiting.items():
+                if key[0] & ~wmask:
+                    continue
+                req = key[1]
+                if any(r > fw[k] + 1e-9 for k, r in enumerate(req)):  # type: ignore[arg-type]
+                    continue
+                head = q[0]
+                if best < 0 or head < best:
+                    best, best_key = head, key
+        if best_key is None:
+            return -1
+        q = self.waiting[best_key]
+        q.popleft()
+        if not q:
+            del self.waiting[best_key]
+        self.num_waiting -= 1
+        return best

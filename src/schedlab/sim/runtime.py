@@ -1,0 +1,174 @@
+"""The Runtime interface that sans-IO scheduler components talk through, and its simulated form.
+
+A scheduler component (a Megha GM, a Sparrow node monitor, …) never touches a
+socket or a clock. It reacts to messages and timers and acts only through a
+:class:`Runtime`:
+
+* ``now()`` — the current time in seconds;
+* ``send(dst, msg)`` — deliver ``msg`` to the component registered at ``dst``;
+* ``call_later(delay, fn, *args)`` — a timer; returns a handle for ``cancel``;
+* ``rng(name)`` — a named, seeded random stream (``random.Random``).
+
+:class:`SimRuntime` implements it over the :class:`~schedlab.sim.kernel.Kernel`
+with a network model (:class:`NetworkModel`): every message takes a one-way
+latency (default 0.5 ms, the convention of the papers' simulators), and a
+message type may carry a processing cost at its receiver. A later real runtime
+(asyncio and a broker) implements the same four calls, so the same component
+classes run as services.
+
+Processing costs model a receiver that handles messages one at a time: a
+message whose type has a cost ``c`` arrives after the latency, waits while the
+receiver is busy with earlier costed messages, and its handler runs when its
+``c`` seconds of processing are over. Types without a cost are handled on
+arrival and do not occupy the receiver. Every message sent is counted by type.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from schedlab.sim.kernel import Kernel
+from schedlab.sim.rng import RngStreams
+
+Address = Hashable
+Handler = Callable[[Any], None]
+
+DEFAULT_LATENCY = 0.0005  # seconds, one way; ND of the papers' simulators
+
+
+@runtime_checkable
+class Runtime(Protocol):
+    """What a sans-IO component may use to act on the world."""
+
+    def now(self) -> float: ...
+
+    def send(self, dst: Address, msg: Any) -> None: ...
+
+    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Any: ...
+
+    def cancel(self, handle: Any) -> None: ...
+
+    def rng(self, name: str) -> random.Random: ...
+
+
+class Component:
+    """Base of sans-IO components: an address and a table of message handlers.
+
+    Subclasses list their handlers in :meth:`handlers` (message class → bound
+    method). Registration with the runtime happens in ``__init__``.
+    """
+
+    def __init__(self, address: Address, runtime: Runtime) -> None:
+        self.address = address
+        self.rt = runtime
+        register = getattr(runtime, "register", None)
+        if register is not None:
+            register(self)
+
+    def handlers(self) -> Mapping[type, Handler]:
+        return {}
+
+
+@dataclass(frozen=True)
+class NetworkModel:
+    """One-way latency for every message and optional per-message-type processing costs.
+
+    ``processing`` maps a message class name (e.g. ``"LaunchRequest"``) to the
+    seconds its receiver spends handling one such message.
+    """
+
+    latency: float = DEFAULT_LATENCY
+    processing: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not (self.latency >= 0):
+            raise ValueError(f"network latency must be >= 0, got {self.latency!r}")
+        for name, cost in self.processing.items():
+            if not (cost >= 0):
+                raise ValueError(f"processing cost of {name} must be >= 0, got {cost!r}")
+
+
+class SimRuntime:
+    """The discrete-event Runtime: kernel + network model + named RNG streams + message counters."""
+
+    def __init__(
+        self,
+        seed: int = 0,
+        network: NetworkModel | None = None,
+        kernel: Kernel | None = None,
+    ) -> None:
+        self.kernel = kernel if kernel is not None else Kernel()
+        self.network = network if network is not None else NetworkModel()
+        self.streams = RngStreams(seed)
+        self._components: dict[Address, Component] = {}
+        self._dispatch: dict[Address, dict[type, Handler]] = {}
+        self._costs_by_name = dict(self.network.processing)
+        self._costs: dict[type, float] = {}
+        self._busy_until: dict[Address, float] = defaultdict(float)
+        self._counts: dict[type, int] = defaultdict(int)
+        self._latency = self.network.latency
+
+    # -- registration ---------------------------------------------------------------------
+    def register(self, component: Component) -> None:
+        addr = component.address
+        if addr in self._components:
+            raise ValueError(f"address {addr!r} is already registered")
+        self._components[addr] = component
+        table = dict(component.handlers())
+        self._dispatch[addr] = table
+        for cls in table:
+            cost = self._costs_by_name.get(cls.__name__)
+            if cost:
+                self._costs[cls] = cost
+
+    def component(self, address: Address) -> Component:
+        return self._components[address]
+
+    # -- the Runtime interface ------------------------------------------------------------
+    def now(self) -> float:
+        return self.kernel.now
+
+    def send(self, dst: Address, msg: Any) -> None:
+        cls = msg.__class__
+        self._counts[cls] += 1
+        try:
+            handler = self._dispatch[dst][cls]
+        except KeyError:
+            if dst not in self._dispatch:
+                raise KeyError(f"no component at address {dst!r}") from None
+            raise KeyError(f"component {dst!r} has no handler for {cls.__name__}") from None
+        kernel = self.kernel
+        cost = self._costs.get(cls) if self._costs else None
+        if cost is None:
+            kernel.call_at(kernel.now + self._latency, handler, msg)
+        else:
+            kernel.call_at(kernel.now + self._latency, self._arrive, dst, handler, msg, cost)
+
+    def _arrive(self, dst: Address, handler: Handler, msg: Any, cost: float) -> None:
+        now = self.kernel.now
+        busy = self._busy_until[dst]
+        start = busy if busy > now else now
+        self._busy_until[dst] = start + cost
+        self.kernel.call_at(start + cost, handler, msg)
+
+    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Any:
+        return self.kernel.call_later(delay, fn, *args)
+
+    def cancel(self, handle: Any) -> None:
+        Kernel.cancel(handle)
+
+    def rng(self, name: str) -> random.Random:
+        return self.streams.rng(name)
+
+    # -- observation ----------------------------------------------------------------------
+    def message_counts(self) -> dict[str, int]:
+        """Messages sent so far, by message class name, sorted by name."""
+        return {cls.__name__: n for cls, n in sorted(self._counts.items(), key=lambda kv: kv[0].__name__)}
+
+    @property
+    def latency(self) -> float:
+        return self._latency
