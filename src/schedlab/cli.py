@@ -34,7 +34,8 @@ app = typer.Typer(
 trace_app = typer.Typer(help="Inspect and generate job traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 
-out = Console()
+# Piped output gets a fixed, roomy width so tables are never cut to 80 columns.
+out = Console(width=None if sys.stdout.isatty() else 140)
 err = Console(stderr=True)
 
 

@@ -131,7 +131,7 @@ class _Feeder:
         self.sampler = sampler
         self.requests = requests
         self.req_rng = runtime.streams.np_rng("requests")
-        self.satisfiable = _Satisfiable(ConstraintBitsets(range(cluster.n), cluster.machine_masks)) if sampler else {}
+        self.satisfiable = _Satisfiable(ConstraintBitsets(range(cluster.n), cluster.machine_masks))
         self.max_capacity = None if cluster.capacity is None else cluster.capacity.max(axis=0)
         self.trace_jobs = 0
         self.trace_tasks = 0
@@ -144,6 +144,10 @@ class _Feeder:
     def _schedule_next(self) -> None:
         tj = next(self.jobs, None)
         if tj is not None:
+            if not tj.arrival >= self.kernel.now:
+                raise InputError(f"job {self.trace_jobs + 1}", f"arrival {tj.arrival} is earlier than the previous job's {self.kernel.now}")
+            if not tj.durations:
+                raise InputError(f"job {self.trace_jobs + 1}", "a job needs at least one task")
             self.kernel.call_at(tj.arrival, self._arrive, tj)
 
     def _arrive(self, tj: TraceJob) -> None:
@@ -151,10 +155,17 @@ class _Feeder:
         self.trace_jobs += 1
         self.trace_tasks += n
         durations = tj.durations
-        masks = self.sampler.sample(n) if self.sampler is not None else None
+        masks = None
+        if self.sampler is not None:
+            # Draw even when the job brings its own masks, so the stream stays aligned with trace order.
+            masks = self.sampler.sample(n)
+        if tj.masks is not None:
+            masks = list(tj.masks)
         reqs = None
         if self.requests is not None:
             reqs = [tuple(map(float, r)) for r in self.requests.sample(n, self.req_rng)]
+            if tj.requests is not None:
+                reqs = [tuple(map(float, r)) for r in tj.requests]
         keep = self._runnable(masks, reqs, n)
         if keep is not None:
             self.dropped_tasks += n - len(keep)
@@ -216,6 +227,7 @@ def simulate(
     conventions: TraceConventions | None = None,
     progress: Callable[[float, int, int], None] | None = None,
     trace_label: str | None = None,
+    cluster: Cluster | None = None,
 ) -> Result:
     """Run ``scheduler`` on ``trace`` with a data center of ``workers`` workers (or ``config``) and ``seed``.
 
@@ -225,6 +237,8 @@ def simulate(
     :func:`~schedlab.workload.synthetic.generate_jobs`). ``params`` are the
     scheduler's own parameters (validated; see ``schedlab simulate --help``).
     ``progress(sim_time, events, jobs_submitted)`` is called periodically.
+    ``cluster`` replaces the generated or configured data center (its resource
+    mode wins over ``resource_mode``).
     """
     t_wall = time.perf_counter()
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
@@ -241,7 +255,9 @@ def simulate(
         if workers is None and config is None:
             workers = DEFAULT_WORKERS
         job_iter = iter(trace)
-    cluster = build_cluster(workers, config, seed, machine_model, constraints, resource_mode, capacity)
+    if cluster is None:
+        cluster = build_cluster(workers, config, seed, machine_model, constraints, resource_mode, capacity)
+    resource_mode = "slots" if cluster.slot_mode else "multi"
     req_model = RequestModel.parse(requests, len(cluster.resources)) if resource_mode == "multi" else None
 
     runtime = SimRuntime(seed, NetworkModel(latency, dict(processing_costs or {})))

@@ -85,7 +85,10 @@ class Recorder:
         self._cap += extra
 
     # -- arrivals ----------------------------------------------------------------------------
-    def add_job(self, jid: int, arrival: float, durations: list[float], ideal_jrt: float, user: int = 0) -> None:
+    def add_job(self, jid: int, arrival: float, durations: list[float], ideal_jrt: float | None = None, user: int = 0) -> None:
+        """Register job ``jid`` (ids in order) whose tasks take the next ``len(durations)`` task ids."""
+        if ideal_jrt is None:
+            ideal_jrt = max(durations)
         if jid != len(self.j_arrival):
             raise InvariantError(f"jobs must be added in order: expected job {len(self.j_arrival)}, got {jid}")
         n = len(durations)

@@ -23,6 +23,7 @@ placement order is FIFO among tasks that can run.
 from __future__ import annotations
 
 import random
+from bisect import insort
 from collections import deque
 
 from schedlab.cluster.bitsets import ConstraintBitsets, random_set_bit
@@ -53,6 +54,7 @@ class ExactView:
             assert cluster.capacity is not None
             self.free = [list(map(float, row)) for row in cluster.capacity]
         self.waiting: dict[tuple[int, object], deque[int]] = {}
+        self.heads: list[tuple[int, tuple[int, object]]] = []  # (head tid, class), sorted
         self.num_waiting = 0
 
     # -- matching ------------------------------------------------------------------------------
@@ -182,46 +184,50 @@ class ExactView:
                 self.release(worker, tid)
 
     # -- waiting tasks -------------------------------------------------------------------------
+    # Classes are kept sorted by the arrival order (tid) of their head task, so the
+    # search for the earliest task that fits a freed worker stops at the first
+    # compatible class instead of visiting every class.
     def enqueue(self, tid: int) -> None:
         key = (self.tasks.mask[tid], self.tasks.request[tid])
         q = self.waiting.get(key)
         if q is None:
-            q = self.waiting[key] = deque()
-        q.append(tid)
+            self.waiting[key] = deque((tid,))
+            insort(self.heads, (tid, key))
+        else:
+            q.append(tid)
         self.num_waiting += 1
 
     def pop_waiting_for(self, worker: int) -> int:
         """Remove and return the earliest waiting task that fits on ``worker`` now, or -1."""
         if not self.num_waiting:
             return -1
-        wmask = self.cluster.machine_masks[worker]
-        best_key = None
-        best = -1
+        lacking = ~self.cluster.machine_masks[worker]
+        heads = self.heads
+        found = -1
         if self.slot_mode:
             if not (self.available >> self.pos[worker]) & 1:
                 return -1
-            for key, q in self.waiting.items():
-                if key[0] & ~wmask:
-                    continue
-                head = q[0]
-                if best < 0 or head < best:
-                    best, best_key = head, key
+            for i, (_tid, key) in enumerate(heads):
+                if not key[0] & lacking:
+                    found = i
+                    break
         else:
             fw = self.free[worker]  # type: ignore[index]
-            for key, q in self.waiting.items():
-                if key[0] & ~wmask:
+            for i, (_tid, key) in enumerate(heads):
+                if key[0] & lacking:
                     continue
-                req = key[1]
-                if any(r > fw[k] + 1e-9 for k, r in enumerate(req)):  # type: ignore[arg-type]
+                if any(r > fw[k] + 1e-9 for k, r in enumerate(key[1])):  # type: ignore[arg-type]
                     continue
-                head = q[0]
-                if best < 0 or head < best:
-                    best, best_key = head, key
-        if best_key is None:
+                found = i
+                break
+        if found < 0:
             return -1
-        q = self.waiting[best_key]
+        tid, key = heads.pop(found)
+        q = self.waiting[key]
         q.popleft()
-        if not q:
-            del self.waiting[best_key]
+        if q:
+            insort(heads, (q[0], key))
+        else:
+            del self.waiting[key]
         self.num_waiting -= 1
-        return best
+        return tid

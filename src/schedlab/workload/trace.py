@@ -45,12 +45,18 @@ from schedlab.errors import InputError
 
 @dataclass(slots=True)
 class TraceJob:
-    """One trace line: arrival time, the trace's mean task duration, task durations."""
+    """One trace line: arrival time, the trace's mean task duration, task durations.
+
+    Jobs built in Python may also carry their tasks' constraint ``masks`` and
+    resource ``requests``; a simulation then uses them instead of synthesising.
+    """
 
     arrival: float
     mean_duration: float
     durations: list[float]
     line: int = 0
+    masks: list[int] | None = None
+    requests: list[tuple[float, ...]] | None = None
 
     @property
     def num_tasks(self) -> int:

@@ -1,0 +1,122 @@
+"""The Python API and the `schedlab` command: the summary contract, outputs, and every bad-input path."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from conftest import write_lines
+from schedlab import Result, simulate
+from schedlab.cli import main
+
+STATS = {"count", "mean", "p50", "p90", "p99", "p999", "p9999", "max"}
+
+
+def test_python_api_result(tiny_trace):
+    r = simulate("ideal", str(tiny_trace), workers=50, seed=3)
+    assert isinstance(r, Result)
+    assert isinstance(r.tasks, pd.DataFrame) and isinstance(r.jobs, pd.DataFrame)
+    assert len(r.jobs) == r.summary["jobs"] and len(r.tasks) == r.summary["tasks"]
+
+
+def test_simulate_writes_the_summary_contract(tmp_path, tiny_trace, capsys):
+    out = tmp_path / "s.json"
+    rc = main(["simulate", "-s", "centralized", "-t", str(tiny_trace), "-w", "40", "--seed", "2", "--summary-json", str(out), "--out", str(tmp_path / "run"), "--format", "both"])
+    assert rc == 0
+    s = json.loads(out.read_text())
+    for key in ("scheduler", "trace", "workers", "seed", "jobs", "tasks", "counters", "wall_seconds", "events", "utilization"):
+        assert key in s
+    assert s["scheduler"] == "centralized" and s["workers"] == 40 and s["seed"] == 2
+    for key in ("jrt_delay", "jrt", "allocation_time"):
+        assert set(s[key]) == STATS
+    assert set(s["allocation_components"]) == {"framework_queuing", "processing", "worker_queuing", "communication"}
+    assert all(set(v) == STATS for v in s["allocation_components"].values())
+    assert set(s["utilization"]) == {"mean", "p50", "p99"}
+    files = {p.name for p in (tmp_path / "run").iterdir()}
+    assert files == {"tasks.parquet", "jobs.parquet", "utilization.parquet", "tasks.csv", "jobs.csv", "utilization.csv", "summary.json"}
+    assert "jrt_delay" in capsys.readouterr().out
+
+
+def test_same_seed_same_summary(tiny_trace):
+    a = simulate("ideal", str(tiny_trace), workers=30, seed=5).summary
+    b = simulate("ideal", str(tiny_trace), workers=30, seed=5).summary
+    for k in ("jrt_delay", "allocation_time", "utilization", "counters"):
+        assert a[k] == b[k]
+
+
+def _err(capsys) -> str:
+    e = capsys.readouterr().err.strip()
+    assert "\n" not in e and "Traceback" not in e, e
+    return e
+
+
+@pytest.mark.parametrize(
+    ("lines", "what"),
+    [
+        (["0 2 1 1"], "bad.tr:1: task count is 2 but the line has 1"),
+        (["0 1 1 x"], "bad.tr:1: task duration is not a number: 'x'"),
+        (["0 1 1 -4"], "bad.tr:1: task duration must be finite and >= 0, got '-4'"),
+        (["3 1 1 1", "2 1 1 1"], "bad.tr:2: arrival time 2 is earlier than the previous job's 3"),
+    ],
+)
+def test_malformed_trace_one_line_exit_2_no_output(tmp_path, capsys, lines, what):
+    p = write_lines(tmp_path / "bad.tr", lines)
+    out = tmp_path / "s.json"
+    rc = main(["simulate", "-t", str(p), "-w", "10", "--summary-json", str(out), "--out", str(tmp_path / "run")])
+    assert rc == 2
+    assert what in _err(capsys)
+    assert not out.exists() and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "what"),
+    [
+        (["simulate", "-s", "nope"], "error: --scheduler: unknown scheduler 'nope'"),
+        (["simulate", "-t", "nosuchtrace"], "error: nosuchtrace: no such trace file"),
+        (["simulate", "-t", "syn_250", "-w", "0"], "error: --workers: must be >= 1"),
+        (["simulate", "-p", "decision_cost=-1", "-s", "centralized"], "error: param decision_cost"),
+        (["simulate", "-p", "oops"], "error: --param: expected KEY=VALUE"),
+        (["simulate", "--worker-choice", "best"], "error: param worker_choice"),
+        (["simulate", "--format", "xml"], "error: --format: unknown format"),
+        (["simulate", "--machine-model", "x", "-w", "5"], "error: --machine-model: unknown model"),
+        (["simulate", "--resources", "gpu"], "error: resource_mode: unknown mode"),
+        (["simulate", "--resources", "multi", "--requests", "fixed:1", "-w", "5"], "error: requests: 'fixed:1' gives 1 resource"),
+        (["simulate", "--seed", "-1", "-w", "5"], "error: --seed: must be a non-negative integer"),
+        (["simulate", "--workers", "abc"], "error: Invalid value for '--workers'"),
+        (["trace", "generate", "-o", "x.tr", "--duration", "exp:-1"], "error: duration: 'exp:-1': mean must be > 0"),
+        (["trace", "generate", "-o", "x.tr", "--arrivals", "mmpp:10,0.5,3"], "error: mmpp.scv"),
+        (["trace", "info", "google", "-w", "-3"], "error: --workers: must be >= 1"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys, args, what):
+    monkeypatch.chdir(tmp_path)
+    assert main(args) == 2
+    assert what in _err(capsys)
+    assert not (tmp_path / "x.tr").exists()
+
+
+def test_bad_config_names_the_field(tmp_path, capsys):
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps({"LMs": {"1": {"partitions": {"1": ["0b1"] * 20}}}}))
+    assert main(["simulate", "--config", str(p)]) == 2
+    assert "c.json: LMs.1.partitions.1: expected a list of 21 constraint bit strings" in _err(capsys)
+    assert main(["simulate", "--config", "reference", "-w", "5"]) == 2
+    assert "config reference has 10000" in _err(capsys)
+
+
+def test_trace_generate_then_info_then_simulate(tmp_path, capsys):
+    p = tmp_path / "g.tr.gz"
+    assert main(["trace", "generate", "-o", str(p), "-n", "30", "--arrivals", "poisson:2", "--tasks-per-job", "geom:4", "--duration", "exp:3", "--seed", "9"]) == 0
+    capsys.readouterr()
+    assert main(["trace", "info", str(p), "-w", "100", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["workload"]["jobs"] == 30 and "load" in info and len(info["per_constraint_load"]) == 21
+    assert main(["simulate", "-t", str(p), "-w", "100", "-q"]) == 0
+
+
+def test_schedulers_listing(capsys):
+    assert main(["schedulers"]) == 0
+    out = capsys.readouterr().out
+    assert "ideal" in out and "centralized" in out

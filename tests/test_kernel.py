@@ -1,0 +1,134 @@
+"""The event kernel, the simulated Runtime and named RNG streams."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from schedlab.sim import Component, Kernel, NetworkModel, RngStreams, SimRuntime
+
+
+def test_events_run_in_time_order_and_ties_in_insertion_order():
+    k = Kernel()
+    seen = []
+    k.call_at(2.0, seen.append, "c")
+    k.call_at(1.0, seen.append, "a")
+    k.call_at(1.0, seen.append, "b")  # same time: after "a", which was scheduled first
+    k.call_at(0.5, lambda: k.call_later(0.5, seen.append, "a2"))  # lands at 1.0, scheduled last
+    k.run()
+    assert seen == ["a", "b", "a2", "c"]
+    assert k.now == 2.0
+    assert k.events == 5
+
+
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 1000)), max_size=60))
+def test_order_is_sorted_by_time_then_schedule_order(items):
+    k = Kernel()
+    seen = []
+    for i, (t, _) in enumerate(items):
+        k.call_at(float(t), seen.append, (t, i))
+    k.run()
+    assert seen == sorted(seen)
+
+
+def test_cancel_and_until():
+    k = Kernel()
+    seen = []
+    ev = k.call_at(1.0, seen.append, 1)
+    k.call_at(2.0, seen.append, 2)
+    k.call_at(3.0, seen.append, 3)
+    k.cancel(ev)
+    k.cancel(ev)  # twice is harmless
+    assert k.run(until=2.0) == 1
+    assert seen == [2] and k.now == 2.0
+    k.run()
+    assert seen == [2, 3]
+
+
+def test_cannot_schedule_in_the_past():
+    k = Kernel()
+    k.call_at(5.0, lambda: None)
+    k.run()
+    with pytest.raises(ValueError):
+        k.call_at(1.0, lambda: None)
+    with pytest.raises(ValueError):
+        k.call_later(-1.0, lambda: None)
+
+
+def test_progress_callback_is_called_periodically():
+    k = Kernel()
+    for i in range(100):
+        k.call_at(float(i), lambda: None)
+    calls = []
+    k.run(progress=lambda now, ev: calls.append(ev), progress_every=10)
+    assert calls[:3] == [10, 20, 30] and calls[-1] == 100
+
+
+class Ping:
+    __slots__ = ("n",)
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+class Echo(Component):
+    def __init__(self, address, rt, peer=None):
+        super().__init__(address, rt)
+        self.peer = peer
+        self.got: list[tuple[float, int]] = []
+
+    def handlers(self):
+        return {Ping: self.on_ping}
+
+    def on_ping(self, msg: Ping) -> None:
+        self.got.append((self.rt.now(), msg.n))
+        if self.peer is not None and msg.n > 0:
+            self.rt.send(self.peer, Ping(msg.n - 1))
+
+
+def test_messages_take_the_network_latency_and_are_counted():
+    rt = SimRuntime(seed=0, network=NetworkModel(latency=0.5))
+    a = Echo("a", rt, peer="b")
+    b = Echo("b", rt, peer="a")
+    rt.send("b", Ping(3))
+    rt.kernel.run()
+    assert b.got == [(0.5, 3), (1.5, 1)]
+    assert a.got == [(1.0, 2), (2.0, 0)]
+    assert rt.message_counts() == {"Ping": 4}
+
+
+def test_processing_cost_serialises_the_receiver():
+    rt = SimRuntime(seed=0, network=NetworkModel(latency=0.1, processing={"Ping": 1.0}))
+    b = Echo("b", rt)
+    for i in range(3):
+        rt.send("b", Ping(i))  # all arrive at 0.1; handled one after another
+    rt.kernel.run()
+    assert b.got == [(pytest.approx(1.1), 0), (pytest.approx(2.1), 1), (pytest.approx(3.1), 2)]
+
+
+def test_unknown_address_and_message_type():
+    rt = SimRuntime()
+    Echo("a", rt)
+    with pytest.raises(KeyError, match="no component"):
+        rt.send("nowhere", Ping(1))
+    with pytest.raises(KeyError, match="no handler"):
+        rt.send("a", object())
+    with pytest.raises(ValueError):
+        Echo("a", rt)
+    with pytest.raises(ValueError):
+        NetworkModel(latency=-1)
+
+
+def test_named_streams_are_deterministic_and_independent():
+    a1 = RngStreams(7)
+    a2 = RngStreams(7)
+    a2.rng("other").random()  # creating another stream first must not matter
+    x = [a1.rng("gm:1").random() for _ in range(5)]
+    y = [a2.rng("gm:1").random() for _ in range(5)]
+    assert x == y
+    assert x != [RngStreams(8).rng("gm:1").random() for _ in range(5)]
+    assert x != [RngStreams(7).rng("gm:2").random() for _ in range(5)]
+    assert (a1.np_rng("w").random(3) == RngStreams(7).np_rng("w").random(3)).all()
+    with pytest.raises(ValueError):
+        RngStreams(-1)

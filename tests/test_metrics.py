@@ -1,0 +1,134 @@
+"""The lifecycle recorder, summaries and export, against hand-computed examples."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from schedlab.errors import InvariantError
+from schedlab.metrics import (
+    COMMUNICATION,
+    FRAMEWORK_QUEUING,
+    PROCESSING,
+    Recorder,
+    build_summary,
+    jobs_frame,
+    stats,
+    tasks_frame,
+    utilization_frame,
+    write_json,
+    write_run,
+)
+
+
+def _example() -> Recorder:
+    rec = Recorder()
+    rec.add_job(0, 1.0, [2.0, 3.0], ideal_jrt=3.0)
+    rec.task_started(1, 1.0, worker=1)  # placed at arrival: zero allocation time
+    rec.mark(0, 1.5, FRAMEWORK_QUEUING)
+    rec.mark(0, 1.7, PROCESSING)
+    rec.task_started(0, 2.0, worker=0, component=COMMUNICATION)
+    rec.task_finished(1, 4.0)
+    rec.task_finished(0, 4.0)
+    assert not rec.task_reported(0, 4.2)
+    assert rec.task_reported(1, 4.5)  # last report completes the job
+    return rec
+
+
+def test_allocation_components_sum_to_allocation_time():
+    t = tasks_frame(_example())
+    row = t.iloc[0]
+    assert row.allocation_time == pytest.approx(1.0)
+    assert (row.framework_queuing, row.processing, row.worker_queuing, row.communication) == pytest.approx((0.5, 0.2, 0.0, 0.3))
+    assert t.iloc[1].allocation_time == 0.0
+    assert t.worker.tolist() == [0, 1] and t.starts.tolist() == [1, 1]
+
+
+def test_jrt_is_measured_when_the_scheduler_learns_of_the_last_task():
+    j = jobs_frame(_example()).iloc[0]
+    assert (j.completion, j.jrt, j.ideal_jrt, j.jrt_delay) == pytest.approx((4.5, 3.5, 3.0, 0.5))
+
+
+def test_lifecycle_violations_are_invariant_errors():
+    rec = Recorder()
+    rec.add_job(0, 0.0, [1.0])
+    with pytest.raises(InvariantError, match="finished without running"):
+        rec.task_finished(0, 1.0)
+    with pytest.raises(InvariantError, match="before it finished"):
+        rec.task_reported(0, 1.0)
+    rec.task_started(0, 0.0, 3)
+    with pytest.raises(InvariantError, match="started twice"):
+        rec.task_started(0, 0.5, 4)
+    rec.task_finished(0, 1.0)
+    with pytest.raises(InvariantError, match="finished twice"):
+        rec.task_finished(0, 1.0)
+    rec.task_reported(0, 1.0)
+    with pytest.raises(InvariantError, match="reported finished twice"):
+        rec.task_reported(0, 1.0)
+    with pytest.raises(InvariantError, match="in order"):
+        rec.add_job(5, 0.0, [1.0])
+
+
+def test_preempted_runs_restart_and_are_excluded_from_allocation_time():
+    rec = Recorder()
+    rec.add_job(0, 0.0, [4.0])
+    rec.task_started(0, 1.0, 0)  # waited 1 s
+    rec.task_preempted(0, 3.0)  # ran 2 s, killed
+    rec.task_started(0, 3.5, 1)  # waited 0.5 s more
+    rec.task_finished(0, 7.5)
+    t = tasks_frame(rec).iloc[0]
+    assert t.allocation_time == pytest.approx(1.5) and t.starts == 2 and t.worker == 1
+    assert rec.counters["preemptions"] == 1
+    u = utilization_frame(rec, np.array([2.0]), ("slots",))
+    # busy: [1,3) on worker 0 and [3.5,7.5) on worker 1, over 2 slots
+    assert u.slots.tolist() == pytest.approx([0.0, 0.5, 0.5, 0.25, 0.5, 0.5, 0.5, 0.25])
+
+
+def test_stats_of_known_values():
+    s = stats([1, 2, 3, 4, float("nan")])
+    assert s["count"] == 4 and s["mean"] == 2.5 and s["p50"] == 2.5 and s["max"] == 4
+    assert s["p90"] == pytest.approx(3.7)
+    empty = stats([])
+    assert empty["count"] == 0 and np.isnan(empty["mean"])
+
+
+def test_utilization_weights_requests_in_multi_resource_mode():
+    rec = Recorder()
+    rec.add_job(0, 0.0, [1.0, 2.0])
+    rec.task_started(0, 0.0, 0)
+    rec.task_started(1, 0.0, 0)
+    rec.task_finished(0, 1.0)
+    rec.task_finished(1, 2.0)
+    u = utilization_frame(rec, np.array([8.0, 100.0]), ("cores", "memory_mb"), np.array([[2.0, 10.0], [4.0, 50.0]]))
+    assert u.cores.tolist() == pytest.approx([6 / 8, 4 / 8])
+    assert u.memory_mb.tolist() == pytest.approx([0.6, 0.5])
+    s = build_summary(tasks_frame(rec), jobs_frame(rec), u, ("cores", "memory_mb"))
+    assert s["utilization"]["mean"] == pytest.approx(5 / 8)
+    assert set(s["utilization_by_resource"]) == {"cores", "memory_mb"}
+
+
+def test_export_is_complete_and_json_safe(tmp_path):
+    rec = _example()
+    tables = {"tasks": tasks_frame(rec), "jobs": jobs_frame(rec)}
+    files = write_run(tmp_path / "run", tables, {"x": float("nan"), "y": np.float64(2.0)}, formats=("parquet", "csv"))
+    assert [f.name for f in files][-1] == "summary.json"
+    assert json.loads((tmp_path / "run" / "summary.json").read_text()) == {"x": None, "y": 2.0}
+    assert pd.read_parquet(tmp_path / "run" / "tasks.parquet").shape[0] == 2
+    assert pd.read_csv(tmp_path / "run" / "jobs.csv").jrt_delay.tolist() == pytest.approx([0.5])
+    assert not [p for p in (tmp_path / "run").iterdir() if p.name.endswith(".tmp")]
+
+
+def test_failed_write_leaves_the_previous_file(tmp_path):
+    p = tmp_path / "s.json"
+    write_json(p, {"ok": 1})
+
+    class Boom:
+        pass
+
+    with pytest.raises(TypeError):
+        write_json(p, {"bad": Boom()})
+    assert json.loads(p.read_text()) == {"ok": 1}
+    assert [x.name for x in tmp_path.iterdir()] == ["s.json"]

@@ -1,0 +1,74 @@
+"""Invariants on random small workloads and data centers, for every foundation scheduler.
+
+No worker is ever over-allocated (the worker pool raises, and we re-check from
+the task table), every task finishes exactly once and every job completes, a
+task never runs on a worker lacking its constraints, and a run is a pure
+function of its inputs and seed.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from schedlab import simulate
+from schedlab.cluster import Cluster
+from schedlab.workload.trace import TraceJob
+
+SCHEDULERS = ["ideal", "centralized"]
+
+
+@st.composite
+def scenario(draw):
+    n_workers = draw(st.integers(1, 6))
+    machine = draw(st.lists(st.integers(0, 7), min_size=n_workers, max_size=n_workers))
+    multi = draw(st.booleans())
+    t = 0.0
+    trace = []
+    for _ in range(draw(st.integers(1, 6))):
+        t += draw(st.sampled_from([0.0, 0.0, 0.3, 1.0, 2.5]))
+        n = draw(st.integers(1, 5))
+        durs = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.7]), min_size=n, max_size=n))
+        # constraints drawn from the workers' own sets (and their subsets) so most tasks can run
+        masks = [draw(st.sampled_from(machine)) & draw(st.integers(0, 7)) for _ in range(n)]
+        reqs = [(float(draw(st.integers(1, 4))), float(draw(st.integers(1, 8)))) for _ in range(n)] if multi else None
+        trace.append(TraceJob(t, sum(durs) / n, durs, masks=masks, requests=reqs))
+    cluster = Cluster.multi_resource(machine, (4.0, 8.0)) if multi else Cluster.slots(machine)
+    return cluster, trace, draw(st.sampled_from(SCHEDULERS)), draw(st.sampled_from(["min-constraints", "random"]))
+
+
+def _run(cluster, trace, scheduler, choice, seed):
+    jobs = [TraceJob(j.arrival, j.mean_duration, list(j.durations), masks=j.masks, requests=j.requests) for j in trace]
+    return simulate(scheduler, jobs, cluster=cluster, seed=seed, constraints=False, params={"worker_choice": choice})
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenario(), st.integers(0, 3))
+def test_no_over_allocation_every_task_once_deterministic(sc, seed):
+    cluster, trace, scheduler, choice = sc
+    r = _run(cluster, trace, scheduler, choice, seed)
+    t = r.tasks
+    c = r.summary["counters"]
+    assert c["tasks_unfinished"] == 0 and c["jobs_incomplete"] == 0
+    assert r.summary["tasks"] + c["tasks_dropped_unsatisfiable"] == sum(len(j.durations) for j in trace)
+    # exactly one run per task, of exactly its duration, never before its arrival
+    assert (t.starts == 1).all()
+    assert ((t.end - t.start - t.duration).abs() < 1e-9).all()
+    assert (t.start >= t.arrival - 1e-12).all()
+    comps = t[["framework_queuing", "processing", "worker_queuing", "communication"]].sum(axis=1)
+    assert ((comps - t.allocation_time).abs() < 1e-9).all()
+    # re-check capacity from the table: at every start instant, what runs on the worker fits
+    masks = cluster.machine_masks
+    if cluster.slot_mode:
+        for _, g in t.groupby("worker"):
+            g = g.sort_values(["start", "end"])
+            busy = g[g.duration > 0]
+            assert (busy.start.to_numpy()[1:] >= busy.end.to_numpy()[:-1] - 1e-12).all()
+    # constraints respected
+    task_masks = [m for j in trace for m, _ in zip(j.masks, j.durations, strict=True) if any(m & ~w == 0 for w in masks)]
+    assert all(m & ~masks[w] == 0 for m, w in zip(task_masks, t.worker, strict=True))
+    # determinism
+    again = _run(cluster, trace, scheduler, choice, seed)
+    pd.testing.assert_frame_equal(t, again.tasks)
+    pd.testing.assert_frame_equal(r.jobs, again.jobs)
