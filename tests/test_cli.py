@@ -85,6 +85,8 @@ def test_malformed_trace_one_line_exit_2_no_output(tmp_path, capsys, lines, what
         (["simulate", "--resources", "multi", "--requests", "fixed:1", "-w", "5"], "error: requests: 'fixed:1' gives 1 resource"),
         (["simulate", "--seed", "-1", "-w", "5"], "error: --seed: must be a non-negative integer"),
         (["simulate", "--workers", "abc"], "error: Invalid value for '--workers'"),
+        (["simulate", "--msg-cost", "LaunchTask=abc"], "error: --msg-cost: expected TYPE=SECONDS"),
+        (["simulate", "--latency", "-1", "-w", "5"], "error: --latency: must be >= 0"),
         (["trace", "generate", "-o", "x.tr", "--duration", "exp:-1"], "error: duration: 'exp:-1': mean must be > 0"),
         (["trace", "generate", "-o", "x.tr", "--arrivals", "mmpp:10,0.5,3"], "error: mmpp.scv"),
         (["trace", "info", "google", "-w", "-3"], "error: --workers: must be >= 1"),

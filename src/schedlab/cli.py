@@ -139,6 +139,7 @@ def simulate(
     resources: Annotated[str, typer.Option("--resources", help="slots (one task per worker) or multi (64 cores, 16 GB per worker).")] = "slots",
     requests: Annotated[str | None, typer.Option("--requests", help="Task resource requests in multi mode, e.g. fixed:1,256.")] = None,
     latency: Annotated[float, typer.Option("--latency", help="One-way network latency per message, seconds.")] = 0.0005,
+    msg_cost: Annotated[list[str] | None, typer.Option("--msg-cost", help="Processing cost at the receiver for a message type, TYPE=SECONDS (repeatable).")] = None,
     exact_durations: Annotated[bool, typer.Option("--exact-durations", help="Keep fractional durations and equal arrival times (no truncation or dephasing).")] = False,
     summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the summary JSON here.")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Write tasks, jobs, utilization tables and summary.json into this folder.")] = None,
@@ -155,6 +156,15 @@ def simulate(
     if formats is None:
         raise InputError("--format", f"unknown format {fmt!r} (choose from parquet, csv, both)")
     params = _parse_params(param)
+    costs: dict[str, float] = {}
+    for item in msg_cost or []:
+        name, sep, val = item.partition("=")
+        try:
+            costs[name] = float(val)
+        except ValueError:
+            sep = ""
+        if not sep or not name or costs[name] < 0:
+            raise InputError("--msg-cost", f"expected TYPE=SECONDS with SECONDS >= 0, got {item!r}")
     if worker_choice is not None:
         params["worker_choice"] = worker_choice
     total = {"google": 10000, "syn_250": 2000, "syn_500": 2000, "syn_1000": 2000}.get(trace)
@@ -175,6 +185,7 @@ def simulate(
             resource_mode=resources,
             requests=requests or DEFAULT_REQUESTS,
             latency=latency,
+            processing_costs=costs,
             conventions=TraceConventions.exact() if exact_durations else None,
             progress=progress,
         )

@@ -131,7 +131,7 @@ class _Feeder:
         self.sampler = sampler
         self.requests = requests
         self.req_rng = runtime.streams.np_rng("requests")
-        self.satisfiable = _Satisfiable(ConstraintBitsets(range(cluster.n), cluster.machine_masks))
+        self.satisfiable = _Satisfiable(cluster.bitsets())
         self.max_capacity = None if cluster.capacity is None else cluster.capacity.max(axis=0)
         self.trace_jobs = 0
         self.trace_tasks = 0
@@ -260,6 +260,8 @@ def simulate(
     resource_mode = "slots" if cluster.slot_mode else "multi"
     req_model = RequestModel.parse(requests, len(cluster.resources)) if resource_mode == "multi" else None
 
+    if not latency >= 0:
+        raise InputError("--latency", f"must be >= 0, got {latency}")
     runtime = SimRuntime(seed, NetworkModel(latency, dict(processing_costs or {})))
     recorder = Recorder()
     tasks = TaskTable()

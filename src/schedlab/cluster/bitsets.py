@@ -97,6 +97,24 @@ def highest_set_bit(x: int) -> int:
     return x.bit_length() - 1
 
 
+def _bitsets_by_constraint(masks: Sequence[int], num_constraints: int) -> list[int]:
+    """For each constraint, the int whose bit ``i`` says whether ``masks[i]`` has it (vectorised)."""
+    if not masks:
+        return [0] * num_constraints
+    if max(masks) >= 1 << 62:
+        out = [0] * num_constraints
+        for i, m in enumerate(masks):
+            for c in iter_set_bits(m):
+                out[c] |= 1 << i
+        return out
+    arr = np.asarray(masks, dtype=np.int64)
+    out = []
+    for c in range(num_constraints):
+        has = ((arr >> c) & 1).astype(np.uint8)
+        out.append(int.from_bytes(np.packbits(has, bitorder="little").tobytes(), "little"))
+    return out
+
+
 class ConstraintBitsets:
     """Per-constraint bitsets over an ordered group of workers.
 
@@ -129,12 +147,7 @@ class ConstraintBitsets:
         self.position: dict[int, int] = {w: i for i, w in enumerate(order)}
         self.masks: list[int] = [masks[w] for w in order]
         self.all = (1 << self.size) - 1
-        by_c = [0] * num_constraints
-        for i, m in enumerate(self.masks):
-            bit = 1 << i
-            for c in iter_set_bits(m):
-                by_c[c] |= bit
-        self.by_constraint = by_c
+        self.by_constraint = _bitsets_by_constraint(self.masks, num_constraints)
         self._eligible: dict[int, int] = {0: self.all}
 
     @property

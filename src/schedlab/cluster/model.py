@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from schedlab.cluster.bitsets import ConstraintBitsets
 from schedlab.errors import InputError
 
 
@@ -156,8 +157,16 @@ class Cluster:
         cap = np.tile(np.asarray(capacity, dtype=float), (len(machine_masks), 1))
         return cls(list(machine_masks), cap, tuple(resources), topology, source)
 
+    def bitsets(self) -> ConstraintBitsets:
+        """Constraint bitsets over all workers in min-constraints order (built once, then shared)."""
+        b = self.extra.get("_bitsets")
+        if b is None:
+            b = self.extra["_bitsets"] = ConstraintBitsets(range(self.n), self.machine_masks, min_constraints_order=True)
+        return b
+
     def with_topology(self, topology: Topology) -> Cluster:
         ids = sorted(w for g in topology.groups for w in g)
         if ids != list(range(self.n)):
             raise InputError("topology", f"does not cover workers 0..{self.n - 1} exactly once")
-        return Cluster(self.machine_masks, self.capacity, self.resources, topology, self.source, dict(self.extra))
+        extra = {k: v for k, v in self.extra.items() if not k.startswith("_")}
+        return Cluster(self.machine_masks, self.capacity, self.resources, topology, self.source, extra)

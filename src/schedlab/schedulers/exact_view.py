@@ -26,7 +26,7 @@ import random
 from bisect import insort
 from collections import deque
 
-from schedlab.cluster.bitsets import ConstraintBitsets, random_set_bit
+from schedlab.cluster.bitsets import random_set_bit
 from schedlab.cluster.model import Cluster
 from schedlab.errors import InputError
 from schedlab.workload.model import TaskTable
@@ -44,7 +44,7 @@ class ExactView:
         self.tasks = tasks
         self.random_choice = worker_choice == "random"
         self.rng = rng
-        self.index = ConstraintBitsets(range(cluster.n), cluster.machine_masks, min_constraints_order=True)
+        self.index = cluster.bitsets()
         self.order = self.index.order  # bit position -> worker id
         self.pos = self.index.position  # worker id -> bit position
         self.available = self.index.all  # slot mode: free workers; multi: workers with room left
