@@ -72,3 +72,63 @@ def test_no_over_allocation_every_task_once_deterministic(sc, seed):
     again = _run(cluster, trace, scheduler, choice, seed)
     pd.testing.assert_frame_equal(t, again.tasks)
     pd.testing.assert_frame_equal(r.jobs, again.jobs)
+
+
+@st.composite
+def megha_scenario(draw):
+    gms, lms, size = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    n = gms * lms * size
+    machine = draw(st.lists(st.integers(0, 7), min_size=n, max_size=n))
+    multi = draw(st.booleans())
+    params = {
+        "gms": gms,
+        "lms": lms,
+        "worker_choice": draw(st.sampled_from(["min-constraints", "random"])),
+        "heartbeat": draw(st.sampled_from([0.5, 1.0, 3.0])),
+        "updates": draw(st.sampled_from(["delta", "snapshot"])),
+    }
+    mode = draw(st.sampled_from(["plain", "plain", "authors", "fair"]))
+    if mode == "authors" and not multi:
+        params["compat"] = "authors"
+    elif mode == "fair":
+        params["shares"] = [0.5, 0.5]
+        params["queue_gms"] = [1, gms]
+    t = 0.0
+    trace = []
+    for _ in range(draw(st.integers(1, 7))):
+        t += draw(st.sampled_from([0.0, 0.3, 1.0, 2.5]))
+        k = draw(st.integers(1, 6))
+        durs = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 6.0]), min_size=k, max_size=k))
+        masks = [draw(st.sampled_from(machine)) & draw(st.integers(0, 7)) for _ in range(k)]
+        reqs = [(float(draw(st.integers(1, 4))), float(draw(st.integers(1, 8)))) for _ in range(k)] if multi else None
+        trace.append(TraceJob(t, sum(durs) / k, durs, masks=masks, requests=reqs))
+    cluster = Cluster.multi_resource(machine, (4.0, 8.0)) if multi else Cluster.slots(machine)
+    return cluster, trace, params
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(megha_scenario(), st.integers(0, 2))
+def test_megha_never_over_allocates_finishes_everything_and_is_deterministic(sc, seed):
+    cluster, trace, params = sc
+
+    def run():
+        jobs = [TraceJob(j.arrival, j.mean_duration, list(j.durations), masks=j.masks, requests=j.requests) for j in trace]
+        return simulate("megha", jobs, cluster=cluster, seed=seed, constraints=False, params=params)
+
+    r = run()
+    t = r.tasks
+    c = r.summary["counters"]
+    assert c["tasks_unfinished"] == 0 and c["jobs_incomplete"] == 0 and c["stalled"] == 0
+    assert r.summary["tasks"] + c["tasks_dropped_unsatisfiable"] == sum(len(j.durations) for j in trace)
+    assert ((t.end - t.start - t.duration).abs() < 1e-9).all()
+    assert (t.starts >= 1).all()
+    if "shares" not in params:
+        assert (t.starts == 1).all() and c.get("preemptions", 0) == 0
+    comps = t[["framework_queuing", "processing", "worker_queuing", "communication"]].sum(axis=1)
+    assert ((comps - t.allocation_time).abs() < 1e-9).all()
+    assert c["launched"] == len(t) + c.get("preemptions", 0)
+    masks = cluster.machine_masks
+    assert all(m & ~masks[w] == 0 for m, w in zip(t.constraints, t.worker, strict=True))
+    again = run()
+    pd.testing.assert_frame_equal(t, again.tasks)
+    pd.testing.assert_frame_equal(r.jobs, again.jobs)

@@ -133,6 +133,11 @@ def simulate(
     config: Annotated[str | None, typer.Option("--config", help="Data-center config file (*_config_*.json) or 'reference' / 'reference-pigeon'.")] = None,
     param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Scheduler parameter KEY=VALUE (repeatable).")] = None,
     worker_choice: Annotated[str | None, typer.Option("--worker-choice", help="random or min-constraints (schedulers that choose workers).")] = None,
+    gms: Annotated[int | None, typer.Option("--gms", help="Megha: number of Global Masters.")] = None,
+    lms: Annotated[int | None, typer.Option("--lms", help="Megha: number of Local Masters.")] = None,
+    heartbeat: Annotated[float | None, typer.Option("--heartbeat", help="Megha: seconds between LM state updates.")] = None,
+    updates: Annotated[str | None, typer.Option("--updates", help="Megha: delta (enhanced design) or snapshot (original).")] = None,
+    compat: Annotated[str | None, typer.Option("--compat", help="'authors' reproduces the papers' own simulators' behaviour.")] = None,
     constraints: Annotated[bool, typer.Option("--constraints/--no-constraints", help="Placement constraints (Sharma et al.) on tasks and workers.")] = True,
     constraint_seed: Annotated[int, typer.Option("--constraint-seed", help="Seed of the task-constraint draws (42 = the papers').")] = 42,
     machine_model: Annotated[str, typer.Option("--machine-model", help="Generated machine constraints: independent or reference.")] = "independent",
@@ -165,8 +170,9 @@ def simulate(
             sep = ""
         if not sep or not name or costs[name] < 0:
             raise InputError("--msg-cost", f"expected TYPE=SECONDS with SECONDS >= 0, got {item!r}")
-    if worker_choice is not None:
-        params["worker_choice"] = worker_choice
+    for key, value in (("worker_choice", worker_choice), ("gms", gms), ("lms", lms), ("heartbeat", heartbeat), ("updates", updates), ("compat", compat)):
+        if value is not None:
+            params[key] = value
     total = {"google": 10000, "syn_250": 2000, "syn_500": 2000, "syn_1000": 2000}.get(trace)
     if total is None and trace not in BUNDLED_TRACES and not quiet:
         total = count_jobs(trace)

@@ -133,6 +133,7 @@ class _Feeder:
         self.req_rng = runtime.streams.np_rng("requests")
         self.satisfiable = _Satisfiable(cluster.bitsets())
         self.max_capacity = None if cluster.capacity is None else cluster.capacity.max(axis=0)
+        self.exhausted = False
         self.trace_jobs = 0
         self.trace_tasks = 0
         self.dropped_tasks = 0
@@ -143,7 +144,9 @@ class _Feeder:
 
     def _schedule_next(self) -> None:
         tj = next(self.jobs, None)
-        if tj is not None:
+        if tj is None:
+            self.exhausted = True
+        else:
             if not tj.arrival >= self.kernel.now:
                 raise InputError(f"job {self.trace_jobs + 1}", f"arrival {tj.arrival} is earlier than the previous job's {self.kernel.now}")
             if not tj.durations:
@@ -266,9 +269,11 @@ def simulate(
     recorder = Recorder()
     tasks = TaskTable()
     pool = WorkerPool(runtime, cluster, tasks, recorder)
-    sched = cls(SchedulerContext(runtime, cluster, tasks, recorder, pool), sched_params)
+    ctx = SchedulerContext(runtime, cluster, tasks, recorder, pool)
+    sched = cls(ctx, sched_params)
     sampler = TaskConstraintSampler(constraint_seed) if constraints else None
     feeder = _Feeder(job_iter, runtime, tasks, recorder, cluster, sched.submit, sampler, req_model)
+    ctx.more_jobs = lambda: not feeder.exhausted
     feeder.start()
     kernel = runtime.kernel
     report = None
@@ -281,6 +286,7 @@ def simulate(
     wall = time.perf_counter() - t_wall
 
     tdf = tasks_frame(recorder)
+    tdf["constraints"] = np.fromiter(tasks.mask, dtype=np.int64, count=len(tasks))
     jdf = jobs_frame(recorder)
     req_arr = np.array(tasks.request, dtype=float) if req_model is not None and len(tasks) else None
     udf = utilization_frame(recorder, cluster.total_capacity(), cluster.resources, req_arr)

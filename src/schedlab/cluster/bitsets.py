@@ -80,16 +80,19 @@ def random_set_bit(x: int, rng: random.Random) -> int:
     """A uniformly random set bit of ``x`` (``x`` > 0).
 
     Dense sets use rejection sampling on positions (a few cheap bit tests);
-    sparse ones draw a rank and select it with :func:`kth_set_bit`.
+    sparse ones draw a rank and select it with :func:`kth_set_bit`. Positions
+    come from ``int(rng.random() * n)``, several times cheaper than
+    ``randrange`` and uniform to within 2**-53 relative error.
     """
     n = x.bit_length()
     count = x.bit_count()
+    r = rng.random
     if count * 8 >= n:
         while True:
-            p = rng.randrange(n)
+            p = int(r() * n)
             if (x >> p) & 1:
                 return p
-    return kth_set_bit(x, rng.randrange(count))
+    return kth_set_bit(x, int(r() * count))
 
 
 def highest_set_bit(x: int) -> int:

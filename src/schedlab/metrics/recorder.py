@@ -66,6 +66,7 @@ class Recorder:
         # preempted runs: (tid, worker, start, end)
         self.preempted_runs: list[tuple[int, int, float, float]] = []
         self.counters: dict[str, int] = defaultdict(int)
+        self.reported = 0  # tasks whose completion the scheduler has learned
 
     def _grow(self, need: int) -> None:
         extra = max(need - self._cap, self._cap, 1024)
@@ -161,6 +162,7 @@ class Recorder:
             remaining[jid] = rem
             if rem == 0:
                 done[jid] = now
+        self.reported += len(group)
 
     def task_finished(self, tid: int, now: float) -> None:
         """The task's execution ended on its worker."""
@@ -189,6 +191,7 @@ class Recorder:
         if self.t_reported[tid]:
             raise InvariantError(f"task {tid} reported finished twice")
         self.t_reported[tid] = 1
+        self.reported += 1
         jid = self.t_job[tid]
         rem = self.j_remaining[jid] - 1
         self.j_remaining[jid] = rem
@@ -204,6 +207,11 @@ class Recorder:
     @property
     def num_tasks(self) -> int:
         return self._n
+
+    @property
+    def open_tasks(self) -> int:
+        """Tasks submitted whose completion the scheduler has not learned yet."""
+        return self._n - self.reported
 
     @property
     def num_jobs(self) -> int:

@@ -13,7 +13,8 @@ reports to the recorder: allocation-time phases with ``mark``, and
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -38,6 +39,11 @@ class SchedulerContext:
     tasks: TaskTable
     recorder: Recorder
     pool: WorkerPool
+    more_jobs: Callable[[], bool] = field(default=lambda: False)  # can the workload still bring jobs?
+
+    def active(self) -> bool:
+        """Is there anything left to do: jobs still to come, or tasks whose completion is not known yet?"""
+        return self.more_jobs() or self.recorder.open_tasks > 0
 
 
 class Scheduler(ABC):

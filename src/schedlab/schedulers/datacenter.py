@@ -4,8 +4,10 @@
 object rather than thousands, for speed; each worker's logic is the same). A
 scheduler starts a task on a worker either by sending :class:`LaunchTask` to the
 pool's address — the worker runs it and sends :class:`TaskFinished` to
-``reply_to`` when done — or, for schedulers with no communication at all
-(``ideal``), by calling :meth:`WorkerPool.start` directly with a callback.
+``reply_to`` when done — or a :class:`LaunchBatch` (answered with
+:class:`TasksFinished` groups of tasks that started and ended together), or,
+for schedulers with no communication at all (``ideal``), by calling
+:meth:`WorkerPool.start` / :meth:`WorkerPool.start_many` directly.
 
 The pool enforces capacity: starting a task on a worker without room for it
 (slot mode: a busy worker; multi-resource mode: a request exceeding the free
@@ -45,6 +47,21 @@ class TaskFinished:
     worker: int
 
 
+@dataclass(slots=True)
+class LaunchBatch:
+    """Run each ``(tid, worker)``; when tasks end, send :class:`TasksFinished` to every ``reply_to`` address."""
+
+    items: list[tuple[int, int]]
+    reply_to: tuple
+
+
+@dataclass(slots=True)
+class TasksFinished:
+    """These ``(tid, worker)`` tasks finished (tasks started together and ending together travel together)."""
+
+    group: list[tuple[int, int]]
+
+
 FinishCallback = Callable[[int, int], None]
 BatchFinishCallback = Callable[[list[tuple[int, int]]], None]
 
@@ -72,7 +89,7 @@ class WorkerPool(Component):
         self.busy_workers = 0
 
     def handlers(self):
-        return {LaunchTask: self._on_launch}
+        return {LaunchTask: self._on_launch, LaunchBatch: self._on_launch_batch}
 
     # -- starting and finishing ----------------------------------------------------------------
     def _occupy(self, tid: int, worker: int) -> None:
@@ -196,6 +213,17 @@ class WorkerPool(Component):
         reply_to = msg.reply_to
         send = self.rt.send
         self.start(msg.tid, msg.worker, lambda tid, w: send(reply_to, TaskFinished(tid, w)), COMMUNICATION)
+
+    def _on_launch_batch(self, msg: LaunchBatch) -> None:
+        reply_to = msg.reply_to
+        send = self.rt.send
+
+        def finished(group: list[tuple[int, int]]) -> None:
+            m = TasksFinished(group)
+            for addr in reply_to:
+                send(addr, m)
+
+        self.start_many(msg.items, finished, COMMUNICATION)
 
     # -- observation -------------------------------------------------------------------------------
     def is_running(self, tid: int) -> bool:

@@ -13,7 +13,7 @@ min-constraints order) or all fitting candidates are collected for a random
 choice.
 
 Tasks that find no worker wait in FIFO queues, one per *class* (constraint mask,
-request). Whenever resources are released on a worker ``w``,
+request; :mod:`schedlab.schedulers.waiting`). Whenever resources are released on a worker ``w``,
 :meth:`ExactView.pop_waiting_for` returns the earliest-arrived waiting task that
 fits on ``w``. Placing arrivals immediately when possible and re-matching every
 release keeps the invariant "no waiting task fits on any worker", so the
@@ -23,12 +23,11 @@ placement order is FIFO among tasks that can run.
 from __future__ import annotations
 
 import random
-from bisect import insort
-from collections import deque
 
 from schedlab.cluster.bitsets import random_set_bit
 from schedlab.cluster.model import Cluster
 from schedlab.errors import InputError
+from schedlab.schedulers.waiting import WaitingClasses
 from schedlab.workload.model import TaskTable
 
 WORKER_CHOICES = ("min-constraints", "random")
@@ -53,9 +52,7 @@ class ExactView:
         if not self.slot_mode:
             assert cluster.capacity is not None
             self.free = [list(map(float, row)) for row in cluster.capacity]
-        self.waiting: dict[tuple[int, object], deque[int]] = {}
-        self.heads: list[tuple[int, tuple[int, object]]] = []  # (head tid, class), sorted
-        self.num_waiting = 0
+        self.waiting = WaitingClasses()
 
     # -- matching ------------------------------------------------------------------------------
     def place(self, tid: int) -> int:
@@ -184,50 +181,25 @@ class ExactView:
                 self.release(worker, tid)
 
     # -- waiting tasks -------------------------------------------------------------------------
-    # Classes are kept sorted by the arrival order (tid) of their head task, so the
-    # search for the earliest task that fits a freed worker stops at the first
-    # compatible class instead of visiting every class.
     def enqueue(self, tid: int) -> None:
-        key = (self.tasks.mask[tid], self.tasks.request[tid])
-        q = self.waiting.get(key)
-        if q is None:
-            self.waiting[key] = deque((tid,))
-            insort(self.heads, (tid, key))
-        else:
-            q.append(tid)
-        self.num_waiting += 1
+        self.waiting.add(tid, (self.tasks.mask[tid], self.tasks.request[tid]))
+
+    @property
+    def num_waiting(self) -> int:
+        return self.waiting.count
 
     def pop_waiting_for(self, worker: int) -> int:
         """Remove and return the earliest waiting task that fits on ``worker`` now, or -1."""
-        if not self.num_waiting:
+        if not self.waiting.count:
             return -1
         lacking = ~self.cluster.machine_masks[worker]
-        heads = self.heads
-        found = -1
         if self.slot_mode:
             if not (self.available >> self.pos[worker]) & 1:
                 return -1
-            for i, (_tid, key) in enumerate(heads):
-                if not key[0] & lacking:
-                    found = i
-                    break
-        else:
-            fw = self.free[worker]  # type: ignore[index]
-            for i, (_tid, key) in enumerate(heads):
-                if key[0] & lacking:
-                    continue
-                if any(r > fw[k] + 1e-9 for k, r in enumerate(key[1])):  # type: ignore[arg-type]
-                    continue
-                found = i
-                break
-        if found < 0:
-            return -1
-        tid, key = heads.pop(found)
-        q = self.waiting[key]
-        q.popleft()
-        if q:
-            insort(heads, (q[0], key))
-        else:
-            del self.waiting[key]
-        self.num_waiting -= 1
-        return tid
+            return self.waiting.pop_first_mask(lacking)
+        fw = self.free[worker]  # type: ignore[index]
+
+        def fits(key) -> bool:
+            return not key[0] & lacking and all(r <= fw[k] + 1e-9 for k, r in enumerate(key[1]))
+
+        return self.waiting.pop_first(fits)

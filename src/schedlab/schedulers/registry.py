@@ -19,6 +19,7 @@ from schedlab.schedulers.base import Scheduler, SchedulerParams
 BUILTIN: dict[str, str] = {
     "ideal": "schedlab.schedulers.ideal:IdealScheduler",
     "centralized": "schedlab.schedulers.centralized:CentralizedScheduler",
+    "megha": "schedlab.schedulers.megha:MeghaScheduler",
 }
 
 ENTRY_POINT_GROUP = "schedlab.schedulers"

@@ -1,0 +1,243 @@
+"""Global fair sharing in Megha: user queues with shares, preemption under contention (Algorithm 2).
+
+Megha paper, Section IV-C:
+
+* Each user has a queue with a share of the data center; each queue is mapped
+  to one GM (``queue_gms``, default: queue ``u`` to GM ``u mod G``); a GM
+  serves its queues round-robin. Jobs are assigned to users round-robin in
+  arrival order (``user_assignment="round-robin"``) or at random in proportion
+  to the shares (``"by-share"``, stream ``megha:users``) — the paper does not
+  say how its trace's jobs map to users.
+* Fairness acts only under contention: a task first tries internal partitions,
+  then a repartition; only when both fail does Algorithm 2 run. If the task's
+  user already holds at least its share, it waits. Otherwise the GM looks at
+  the users in decreasing order of share violation (holding minus share,
+  positive only) and picks a running task of the first one that can yield what
+  the task needs (a worker satisfying its constraints, with enough resources
+  once the victim is gone), and asks that worker's LM to preempt it.
+* The LM verifies the preemption against its true state (the victim must still
+  run there, and the resources must suffice); a failed verification is an
+  inconsistency and the GM tries the next candidate. A preempted task goes
+  back to its own GM's queue and later restarts from scratch.
+* Consistency of knowledge: a GM knows its own users' holdings exactly and the
+  other users' only as of the last heartbeat round (a snapshot of every user's
+  running tasks and holdings published each round) — the paper's "consistent
+  state about its own queues, eventually consistent about the others'".
+  Waiting tasks of users under their share get another go at Algorithm 2 each
+  round, when that knowledge refreshes (the paper's queue rotation re-runs it
+  when a re-queued task reaches the front). So a GM cannot preempt a user it
+  has not yet heard about: at least one round passes before the first
+  preemption.
+
+A user's *holding* is its share of the data center: running tasks over workers
+in slot mode, the dominant resource share (max over resources of used/total)
+in multi-resource mode.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from schedlab.schedulers.megha.gm import EPS, GlobalMaster, lm_address
+from schedlab.schedulers.megha.messages import PreemptRejected, PreemptRequest, TaskPreempted
+
+if TYPE_CHECKING:
+    from schedlab.schedulers.megha import MeghaParams, MeghaScheduler
+    from schedlab.workload.model import Job
+
+
+class FairSharing:
+    """Users, shares, holdings and the preemption decisions of Algorithm 2."""
+
+    def __init__(self, sched: MeghaScheduler, params: MeghaParams) -> None:
+        self.sched = sched
+        sh = sched.shared
+        self.sh = sh
+        self.tasks = sh.tasks
+        self.shares = list(params.shares or [])
+        n = len(self.shares)
+        G = sh.layout.num_gms
+        self.queue_gm = [g - 1 for g in params.queue_gms] if params.queue_gms else [u % G for u in range(n)]
+        self.assignment = params.user_assignment
+        self.rng = sh.runtime.rng("megha:users")
+        self.next_user = 0
+        # capacity for holdings
+        cap = sh.cluster.total_capacity()
+        self.total = [float(c) for c in cap]
+        # truth: running tasks per user -> (p, pos); holdings vector per user
+        self.running: list[dict[int, tuple[int, int]]] = [{} for _ in range(n)]
+        self.used: list[list[float]] = [[0.0] * len(self.total) for _ in range(n)]
+        # what the GMs know of everyone as of the last heartbeat round
+        self.published_running: list[dict[int, tuple[int, int]]] = [{} for _ in range(n)]
+        self.published_used: list[list[float]] = [[0.0] * len(self.total) for _ in range(n)]
+        # victims of preemptions not yet carried out or refused -> (gm, requester user, victim user,
+        # requester's gain, victim's loss): a GM counts its own pending preemptions in its estimates
+        self.in_flight: dict[int, tuple[int, int, int, float, float]] = {}
+        self.pending: list[list[float]] = [[0.0] * n for _ in range(G)]
+        self.tried: dict[int, set[int]] = {}  # requesting tid -> victims already refused
+        self.attempts = 0
+        self.refused = 0
+        # each GM serves its users' queues
+        for g, gm in enumerate(sched.gms):
+            mine = [u for u in range(n) if self.queue_gm[u] == g]
+            if len(mine) > 1:
+                from schedlab.schedulers.waiting import WaitingClasses
+
+                gm.queues = [WaitingClasses() for _ in mine]
+                gm.waiting = gm.queues[0]
+            gm.queue_of_user = {u: i for i, u in enumerate(mine)}
+        for lm in sched.lms:
+            lm.fairness = self
+
+    # -- jobs ------------------------------------------------------------------------------------
+    def submit(self, job: Job) -> None:
+        n = len(self.shares)
+        if self.assignment == "round-robin":
+            u = self.next_user
+            self.next_user = (u + 1) % n
+        else:
+            x = self.rng.random() * sum(self.shares)
+            u = 0
+            while u < n - 1 and x >= self.shares[u]:
+                x -= self.shares[u]
+                u += 1
+        job.user = u
+        self.sh.recorder.j_user[job.jid] = u
+        self.sched.gms[self.queue_gm[u]].submit(job.tids)
+
+    def user_of(self, tid: int) -> int:
+        return self.tasks.jobs[self.tasks.job[tid]].user
+
+    # -- truth, kept by the LMs ------------------------------------------------------------------------
+    def _amount(self, tid: int) -> list[float]:
+        req = self.tasks.request[tid]
+        return [1.0] if req is None else list(req)
+
+    def launched(self, tid: int, p: int, pos: int) -> None:
+        u = self.user_of(tid)
+        self.running[u][tid] = (p, pos)
+        for k, a in enumerate(self._amount(tid)):
+            self.used[u][k] += a
+
+    def vacated(self, tid: int) -> None:
+        u = self.user_of(tid)
+        if self.running[u].pop(tid, None) is not None:
+            for k, a in enumerate(self._amount(tid)):
+                self.used[u][k] -= a
+
+    def publish(self) -> None:
+        """A heartbeat round: every GM's knowledge of every user catches up."""
+        self.published_running = [dict(r) for r in self.running]
+        self.published_used = [list(v) for v in self.used]
+
+    # -- Algorithm 2 -----------------------------------------------------------------------------------
+    def _holding(self, u: int, gm: GlobalMaster) -> float:
+        own = self.queue_gm[u] == gm.g
+        used = self.used[u] if own else self.published_used[u]
+        return max(x / t for x, t in zip(used, self.total, strict=True)) + self.pending[gm.g][u]
+
+    def _size(self, tid: int) -> float:
+        """A task's dominant share of the data center."""
+        return max(a / t for a, t in zip(self._amount(tid), self.total, strict=True))
+
+    def try_preempt(self, gm: GlobalMaster, tid: int) -> bool:
+        """Algorithm 2 for a task that matched nowhere: True if a preemption request was sent.
+
+        Two guards (our choice; the paper is silent) keep preemption from
+        oscillating between users on stale knowledge: the requester must stay
+        within its share after gaining the task, and the victim's user must stay
+        at or above its share after losing the victim.
+        """
+        u = self.user_of(tid)
+        if self._holding(u, gm) + self._size(tid) > self.shares[u] + EPS:
+            return False
+        violators = sorted(
+            (v for v in range(len(self.shares)) if v != u and self._holding(v, gm) - self.shares[v] > EPS),
+            key=lambda v: (-(self._holding(v, gm) - self.shares[v]), v),
+        )
+        tried = self.tried.get(tid, set())
+        mask = self.tasks.mask[tid]
+        req = self.tasks.request[tid]
+        masks = self.sh.cluster.machine_masks
+        order = self.sh.layout.order
+        for v in violators:
+            known = self.running[v] if self.queue_gm[v] == gm.g else self.published_running[v]
+            for victim, (p, pos) in sorted(known.items(), key=lambda kv: -kv[0]):  # newest first: least work lost
+                if victim in self.in_flight or victim in tried:
+                    continue
+                if self._holding(v, gm) - self._size(victim) < self.shares[v] - EPS:
+                    continue
+                w = order[p][pos]
+                if mask & ~masks[w]:
+                    continue
+                if req is not None and not self._fits_after(p, pos, victim, req, gm):
+                    continue
+                self.attempts += 1
+                du, dv = self._size(tid), self._size(victim)
+                self.in_flight[victim] = (gm.g, u, v, du, dv)
+                self.pending[gm.g][u] += du
+                self.pending[gm.g][v] -= dv
+                gm._hold(p, pos, tid)
+                gm.proc.send(lm_address(self.sh.layout.lm_of[p]), PreemptRequest(gm.g, tid, victim, p, pos))
+                return True
+        return False
+
+    def _fits_after(self, p: int, pos: int, victim: int, req: tuple[float, ...], gm: GlobalMaster) -> bool:
+        fv = gm.free[p][pos]  # type: ignore[index]
+        vreq = self.tasks.request[victim]
+        return all(r <= fv[k] + vreq[k] + EPS for k, r in enumerate(req))  # type: ignore[index]
+
+    def settle(self, victim: int) -> None:
+        """A preemption was carried out or refused: the GM's estimate no longer needs its pending share."""
+        entry = self.in_flight.pop(victim, None)
+        if entry is not None:
+            g, u, v, du, dv = entry
+            self.pending[g][u] -= du
+            self.pending[g][v] += dv
+
+    def preempt_rejected(self, gm: GlobalMaster, msg: PreemptRejected, out: dict) -> None:
+        self.refused += 1
+        self.settle(msg.victim)
+        self.tried.setdefault(msg.tid, set()).add(msg.victim)
+        m = gm._match(msg.tid)
+        if m is not None:
+            gm._add_request(out, msg.tid, m[0], m[1])
+            self.tried.pop(msg.tid, None)
+        elif not self.try_preempt(gm, msg.tid):
+            self.tried.pop(msg.tid, None)
+            gm._enqueue(msg.tid)
+
+    def preempted(self, gm: GlobalMaster, msg: TaskPreempted, out: dict) -> None:
+        """``gm``'s task was killed: it no longer holds its worker; re-queue it (it restarts later)."""
+        gm._forget(msg.p, msg.pos, msg.tid)
+        gm._enqueue(msg.tid)
+
+    def finished(self, gm: GlobalMaster, group: list[tuple[int, int]]) -> None:
+        for tid, _w in group:
+            self.tried.pop(tid, None)
+
+    def round(self) -> None:
+        """Each heartbeat round: publish holdings, and let waiting tasks of under-share users try Algorithm 2 again."""
+        self.publish()
+        for gm in self.sched.gms:
+            if not gm.waiting_count():
+                continue
+            candidates = [t for q in gm.queues for t in q if self._holding(self.user_of(t), gm) + self._size(t) <= self.shares[self.user_of(t)] + EPS]
+            if not candidates:
+                continue
+            gm.proc.handle(self._retry, gm, candidates)
+
+    def _retry(self, gm: GlobalMaster, tids: list[int]) -> None:
+        for tid in tids:
+            q = gm._queue_for(tid)
+            if tid not in q.queues.get(gm._key(tid), ()):
+                continue
+            if self.try_preempt(gm, tid):
+                q.remove(tid, gm._key(tid))
+
+    def counters(self) -> dict[str, int]:
+        return {
+            "preemption_attempts": self.attempts,
+            "preemptions_refused": self.refused,
+            "preemptions": self.sh.recorder.counters.get("preemptions", 0),
+        }

@@ -1,0 +1,484 @@
+"""Megha's Global Master: matching on an eventually-consistent global view (sans-IO).
+
+Megha paper, Section IV-B; constraint-aware paper, Sections 2.1 and 4.
+
+* **View.** For every partition of every LM the GM keeps an availability
+  bitset (slot mode) or per-worker free vectors plus a "has room" bitset
+  (multi-resource mode). It changes when the GM sends requests (optimistically
+  taken), when its own tasks finish (completion messages), with LM state
+  updates (heartbeats) and with the state piggybacked on rejections.
+* **Matching** (Algorithm 1 with the constraint-aware paper's Algorithm 1):
+  candidates = availability AND the bitsets of the task's constraints. The
+  GM tries its internal partitions first, starting round-robin from the LM
+  after the last one it used, then the external partitions round-robin (a
+  *repartition* request). The worker is chosen at random or with the fewest
+  machine constraints (``worker_choice``).
+* **Rescheduling** (IV-B-5). A task that matches nowhere waits; the paper
+  re-inserts it at the end of the queue and treats it as new at the front.
+  Here that rotation is event-driven rather than a busy loop: whenever the view
+  gains resources on a worker, the earliest waiting tasks that worker could
+  serve are matched again, as new requests, until it is taken. Since matching
+  can only newly succeed when the view gains something, this is the same
+  outcome without spinning.
+* **Requests** of one handling step are batched per LM (one message per LM).
+* **Own-task guard** (delta updates): a worker held by one of the GM's own
+  in-flight or running tasks stays taken in its view whatever a state update
+  generated before the LM saw the request says. With full snapshots (the
+  original design, ``updates="snapshot"``) the GM overwrites its view, which
+  is what made that design suffer the inconsistencies of constraint-aware
+  paper 4.4.
+
+Allocation-time phases: waiting until the request leaves the GM is framework
+queuing, GM processing time is processing, the request's and launch's flight
+is communication, a rejection's round trip is communication too.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+from schedlab.cluster.bitsets import iter_set_bits, random_set_bit
+from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, PROCESSING
+from schedlab.schedulers.datacenter import TasksFinished
+from schedlab.schedulers.megha.messages import (
+    LaunchRejected,
+    LaunchRequest,
+    PreemptRejected,
+    StateUpdate,
+    TaskPreempted,
+)
+from schedlab.schedulers.waiting import WaitingClasses
+from schedlab.sim.processor import Processor
+from schedlab.sim.runtime import Component
+
+if TYPE_CHECKING:
+    from schedlab.schedulers.megha import MeghaShared
+
+EPS = 1e-9
+
+
+def gm_address(g: int) -> tuple[str, int]:
+    return ("gm", g)
+
+
+def lm_address(i: int) -> tuple[str, int]:
+    return ("lm", i)
+
+
+class GlobalMaster(Component):
+    """One GM: its queue of waiting tasks and its view of every partition."""
+
+    def __init__(self, g: int, shared: MeghaShared, rng: random.Random) -> None:
+        super().__init__(gm_address(g), shared.runtime)
+        self.g = g
+        self.sh = shared
+        lay = shared.layout
+        self.layout = lay
+        self.tasks = shared.tasks
+        self.rec = shared.recorder
+        self.rng = rng
+        self.random_choice = shared.params.worker_choice == "random"
+        self.snapshot_mode = shared.params.updates == "snapshot"
+        self.slot_mode = shared.slot_mode
+        P = lay.num_partitions
+        self.avail: list[int] = list(lay.full)
+        self.reserved: list[int] = [0] * P  # slot: workers held by this GM's in-flight/running tasks
+        self.internal = [lay.partition(i, g) for i in range(lay.num_lms)]
+        self.external = [p for p in range(P) if lay.owner[p] != g]
+        self.rr_int = 0
+        self.rr_ext = 0
+        # One waiting queue per user queue this GM serves (one unless fair sharing maps several
+        # users here); the GM serves them round-robin (Megha paper IV-C).
+        self.queues: list[WaitingClasses] = [WaitingClasses()]
+        self.waiting = self.queues[0]
+        self.queue_of_user: dict[int, int] = {}
+        self.rr_queue = 0
+        self.lm_addr = [lm_address(i) for i in range(lay.num_lms)]
+        # multi-resource view: free vectors, and this GM's own holdings per worker
+        self.free: list[list[list[float]]] | None = None
+        self.mine: dict[tuple[int, int], list[float]] = {}
+        if not self.slot_mode:
+            cap = shared.cluster.capacity
+            assert cap is not None
+            self.free = [[list(map(float, cap[w])) for w in lay.order[p]] for p in range(P)]
+        p = shared.params
+        self.costly = p.gm_match_cost > 0 or p.update_cost_per_worker > 0 or p.message_cost > 0
+        self.proc = Processor(shared.runtime, self._before_send)
+        # counters
+        self.requests_sent = 0
+        self.repartition_requests = 0
+        self.rejections = 0
+        self.fairness = None  # set by MeghaScheduler when fair sharing is on
+
+    def handlers(self):
+        return {
+            TasksFinished: self._in_finished,
+            StateUpdate: self._in_update,
+            LaunchRejected: self._in_rejected,
+            PreemptRejected: self._in_preempt_rejected,
+            TaskPreempted: self._in_preempted,
+        }
+
+    # -- inputs go through the processor (serial, with costs) -------------------------------------
+    def submit(self, tids: list[int] | range) -> None:
+        """Tasks arriving at this GM's queue now."""
+        self.proc.handle(self._on_tasks, tids)
+
+    def _in_finished(self, msg: TasksFinished) -> None:
+        self.proc.handle(self._on_finished, msg)
+
+    def _in_update(self, msg: StateUpdate) -> None:
+        self.proc.handle(self._on_update, msg)
+
+    def _in_rejected(self, msg: LaunchRejected) -> None:
+        self.proc.handle(self._on_rejected, msg)
+
+    def _in_preempt_rejected(self, msg: PreemptRejected) -> None:
+        self.proc.handle(self._on_preempt_rejected, msg)
+
+    def _in_preempted(self, msg: TaskPreempted) -> None:
+        self.proc.handle(self._on_preempted, msg)
+
+    def _charge(self, tasks: int = 0, workers: int = 0) -> None:
+        if self.costly:
+            p = self.sh.params
+            self.proc.charge(p.message_cost + p.gm_match_cost * tasks + p.update_cost_per_worker * workers)
+
+    def _before_send(self, dst: object, msg: object) -> None:
+        # The request leaves now: the time since the GM started handling it was processing.
+        if isinstance(msg, LaunchRequest) and self.costly:
+            now = self.rt.now()
+            mark = self.rec.mark
+            for tid, _p, _pos in msg.items:
+                mark(tid, now, PROCESSING)
+
+    # -- handlers ----------------------------------------------------------------------------------
+    def _on_tasks(self, tids: list[int] | range) -> None:
+        out: dict[int, list[tuple[int, int, int]]] = {}
+        self._charge(tasks=len(tids))
+        match = self._match
+        for tid in tids:
+            m = match(tid)
+            if m is None:
+                self._no_match(tid, out)
+            else:
+                self._add_request(out, tid, m[0], m[1])
+        self._dispatch(out)
+
+    def _no_match(self, tid: int, out: dict) -> None:
+        if self.fairness is None or not self.fairness.try_preempt(self, tid):
+            self._enqueue(tid)
+
+    def _queue_for(self, tid: int) -> WaitingClasses:
+        if len(self.queues) == 1:
+            return self.waiting
+        user = self.tasks.jobs[self.tasks.job[tid]].user
+        return self.queues[self.queue_of_user.get(user, 0)]
+
+    def _enqueue(self, tid: int) -> None:
+        self._queue_for(tid).add(tid, self._key(tid))
+
+    def waiting_count(self) -> int:
+        return sum(q.count for q in self.queues)
+
+    def _key(self, tid: int) -> tuple:
+        return (self.tasks.mask[tid], self.tasks.request[tid])
+
+    def _add_request(self, out: dict, tid: int, p: int, pos: int) -> None:
+        lm = self.layout.lm_of[p]
+        items = out.get(lm)
+        if items is None:
+            out[lm] = [(tid, p, pos)]
+        else:
+            items.append((tid, p, pos))
+        if self.layout.owner[p] != self.g:
+            self.repartition_requests += 1
+
+    def _dispatch(self, out: dict[int, list[tuple[int, int, int]]]) -> None:
+        if not out:
+            return
+        now = self.rt.now()
+        mark = self.rec.mark
+        for lm, items in out.items():
+            for tid, _p, _pos in items:
+                mark(tid, now, FRAMEWORK_QUEUING)
+            self.requests_sent += len(items)
+            self.proc.send(self.lm_addr[lm], LaunchRequest(self.g, items))
+
+    # -- matching ----------------------------------------------------------------------------------
+    def _match(self, tid: int) -> tuple[int, int] | None:
+        """Find and take a worker for ``tid`` in the view: (partition, position) or None."""
+        el = self.layout.eligible(self.tasks.mask[tid])
+        avail = self.avail
+        if self.slot_mode:
+            internal = self.internal
+            n = len(internal)
+            i = self.rr_int
+            for _ in range(n):
+                p = internal[i]
+                i += 1
+                if i == n:
+                    i = 0
+                cand = avail[p] & el[p]
+                if cand:
+                    self.rr_int = i
+                    return p, self._take_slot(p, cand)
+            external = self.external
+            n = len(external)
+            i = self.rr_ext
+            for _ in range(n):
+                p = external[i]
+                i += 1
+                if i == n:
+                    i = 0
+                cand = avail[p] & el[p]
+                if cand:
+                    self.rr_ext = i
+                    return p, self._take_slot(p, cand)
+            return None
+        req = self.tasks.request[tid]
+        for group, attr in ((self.internal, "rr_int"), (self.external, "rr_ext")):
+            n = len(group)
+            i = getattr(self, attr)
+            for _ in range(n):
+                p = group[i]
+                i += 1
+                if i == n:
+                    i = 0
+                cand = avail[p] & el[p]
+                if cand:
+                    pos = self._fit(p, cand, req)  # type: ignore[arg-type]
+                    if pos >= 0:
+                        setattr(self, attr, i)
+                        self._take_multi(p, pos, req)  # type: ignore[arg-type]
+                        return p, pos
+        return None
+
+    def _take_slot(self, p: int, cand: int) -> int:
+        pos = random_set_bit(cand, self.rng) if self.random_choice else cand.bit_length() - 1
+        bit = 1 << pos
+        self.avail[p] ^= bit
+        self.reserved[p] |= bit
+        return pos
+
+    def _fit(self, p: int, cand: int, req: tuple[float, ...]) -> int:
+        """A candidate position with room for ``req``: the first in preference order, or a random fitting one."""
+        free = self.free[p]  # type: ignore[index]
+        fitting = []
+        while cand:
+            pos = cand.bit_length() - 1
+            fv = free[pos]
+            if all(r <= fv[k] + EPS for k, r in enumerate(req)):
+                if not self.random_choice:
+                    return pos
+                fitting.append(pos)
+            cand ^= 1 << pos
+        if fitting:
+            return fitting[self.rng.randrange(len(fitting))]
+        return -1
+
+    def _take_multi(self, p: int, pos: int, req: tuple[float, ...]) -> None:
+        fv = self.free[p][pos]  # type: ignore[index]
+        for k, r in enumerate(req):
+            fv[k] -= r
+        mine = self.mine.get((p, pos))
+        if mine is None:
+            self.mine[(p, pos)] = list(req)
+        else:
+            for k, r in enumerate(req):
+                mine[k] += r
+        if min(fv) <= EPS and self.avail[p] >> pos & 1:
+            self.avail[p] ^= 1 << pos
+
+    def _hold(self, p: int, pos: int, tid: int) -> None:
+        """Count ``tid`` as holding (p, pos) in the view (a request sent outside normal matching)."""
+        if self.slot_mode:
+            bit = 1 << pos
+            self.reserved[p] |= bit
+            self.avail[p] &= ~bit
+        else:
+            self._take_multi(p, pos, self.tasks.request[tid])  # type: ignore[arg-type]
+
+    def _give_back(self, p: int, pos: int, tid: int) -> None:
+        """This GM's task no longer holds its worker: release it in the view."""
+        bit = 1 << pos
+        if self.slot_mode:
+            self.reserved[p] &= ~bit
+            self.avail[p] |= bit
+            return
+        req = self.tasks.request[tid]
+        fv = self.free[p][pos]  # type: ignore[index]
+        mine = self.mine[(p, pos)]
+        for k, r in enumerate(req):  # type: ignore[arg-type]
+            fv[k] += r
+            mine[k] -= r
+        if max(mine) <= EPS:
+            del self.mine[(p, pos)]
+        if min(fv) > EPS:
+            self.avail[p] |= bit
+
+    # -- rescheduling: resources appeared in the view ----------------------------------------------
+    def _refill(self, p: int, pos: int, out: dict) -> None:
+        """Match the earliest waiting tasks that the worker at (p, pos) could serve, while it can.
+
+        With several user queues the GM takes them in turn (round-robin).
+        """
+        bit = 1 << pos
+        w = self.layout.order[p][pos]
+        lacking = ~self.sh.cluster.machine_masks[w]
+        match = self._match
+        queues = self.queues
+        nq = len(queues)
+        if self.slot_mode:
+            accept = None
+        else:
+            fv = self.free[p][pos]  # type: ignore[index]
+
+            def accept(key) -> bool:
+                return not key[0] & lacking and all(r <= fv[k] + EPS for k, r in enumerate(key[1]))
+
+        while self.avail[p] & bit:
+            tid = -1
+            for k in range(nq):
+                q = queues[(self.rr_queue + k) % nq]
+                if not q.count:
+                    continue
+                tid = q.pop_first_mask(lacking) if accept is None else q.pop_first(accept)
+                if tid >= 0:
+                    self.rr_queue = (self.rr_queue + k + 1) % nq
+                    break
+            if tid < 0:
+                return
+            m = match(tid)
+            if m is None:  # cannot happen: the worker is free in the view and fits
+                self._queue_for(tid).add_front(tid, self._key(tid))
+                return
+            self._add_request(out, tid, m[0], m[1])
+
+    def _on_finished(self, msg: TasksFinished) -> None:
+        group = msg.group
+        self._charge(tasks=len(group))
+        now = self.rt.now()
+        self.rec.tasks_reported(group, now)
+        where = self.layout.where
+        give_back = self._give_back
+        freed = []
+        for tid, w in group:
+            p, pos = where[w]
+            give_back(p, pos, tid)
+            freed.append((p, pos))
+        if self.fairness is not None:
+            self.fairness.finished(self, group)
+        if self.waiting_count():
+            out: dict = {}
+            for p, pos in freed:
+                self._refill(p, pos, out)
+            self._dispatch(out)
+
+    def _on_update(self, msg: StateUpdate) -> None:
+        out: dict = {}
+        self._apply(msg, out)
+        self._dispatch(out)
+
+    def _apply(self, msg: StateUpdate, out: dict) -> None:
+        """Fold an LM's state into the view; re-match waiting tasks on what became available."""
+        avail = self.avail
+        gained: list[tuple[int, int]] = []
+        n = 0
+        if self.slot_mode:
+            reserved = self.reserved
+            for p, (free_bits, busy_bits) in msg.bits.items():
+                old = avail[p]
+                if msg.snapshot:
+                    new = free_bits
+                    n += self.layout.index[p].size
+                else:
+                    # the own-task guard: what this GM holds stays taken
+                    new = ((old | free_bits) & ~busy_bits) & ~reserved[p]
+                    n += (free_bits | busy_bits).bit_count()
+                avail[p] = new
+                g = new & ~old
+                if g:
+                    gained.extend((p, pos) for pos in iter_set_bits(g))
+        else:
+            free = self.free
+            mine = self.mine
+            for p, changes in msg.free.items():
+                fp = free[p]  # type: ignore[index]
+                bits = avail[p]
+                for pos, vec in changes.items():
+                    held = None if msg.snapshot else mine.get((p, pos))
+                    before = fp[pos]
+                    after = list(vec) if held is None else [v - h for v, h in zip(vec, held, strict=True)]
+                    fp[pos] = after
+                    n += 1
+                    bit = 1 << pos
+                    if min(after) > EPS:
+                        bits |= bit
+                        if any(a > b + EPS for a, b in zip(after, before, strict=True)):
+                            gained.append((p, pos))
+                    else:
+                        bits &= ~bit
+                avail[p] = bits
+        self._charge(workers=n)
+        if self.waiting_count():
+            for p, pos in gained:
+                self._refill(p, pos, out)
+
+    def _on_rejected(self, msg: LaunchRejected) -> None:
+        """An inconsistency: fold in the LM's state, then retry the tasks as new requests."""
+        self.rejections += len(msg.items)
+        now = self.rt.now()
+        mark = self.rec.mark
+        out: dict = {}
+        for tid, p, pos in msg.items:
+            mark(tid, now, COMMUNICATION)
+            self._forget(p, pos, tid)
+        self._apply(msg.update, out)
+        self._charge(tasks=len(msg.items))
+        for tid, _p, _pos in msg.items:
+            m = self._match(tid)
+            if m is None:
+                self._no_match(tid, out)
+            else:
+                self._add_request(out, tid, m[0], m[1])
+        self._dispatch(out)
+
+    def _forget(self, p: int, pos: int, tid: int) -> None:
+        """A request for (p, pos) failed: the worker is not ours; believe it busy until told otherwise."""
+        bit = 1 << pos
+        if self.slot_mode:
+            self.reserved[p] &= ~bit
+            self.avail[p] &= ~bit
+            return
+        req = self.tasks.request[tid]
+        mine = self.mine[(p, pos)]
+        for k, r in enumerate(req):  # type: ignore[arg-type]
+            mine[k] -= r
+        if max(mine) <= EPS:
+            del self.mine[(p, pos)]
+        # the state in the rejection carries the worker's true free vector
+
+    # -- fair sharing (Algorithm 2), delegated ------------------------------------------------------
+    def _on_preempt_rejected(self, msg: PreemptRejected) -> None:
+        out: dict = {}
+        self._forget(msg.p, msg.pos, msg.tid)
+        self._apply(msg.update, out)
+        if self.fairness is not None:
+            self.fairness.preempt_rejected(self, msg, out)
+        self._dispatch(out)
+
+    def _on_preempted(self, msg: TaskPreempted) -> None:
+        out: dict = {}
+        if self.fairness is not None:
+            self.fairness.preempted(self, msg, out)
+        self._dispatch(out)
+
+    # -- observation ---------------------------------------------------------------------------------
+    def counters(self) -> dict[str, int]:
+        return {
+            "requests": self.requests_sent,
+            "repartition_requests": self.repartition_requests,
+            "rejected_requests": self.rejections,
+        }

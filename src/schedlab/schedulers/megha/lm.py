@@ -1,0 +1,335 @@
+"""Megha's Local Master: the true, consistent state of one cluster (sans-IO).
+
+Megha paper, Section IV-A/B; constraint-aware paper, Sections 2.1 and 4.4.
+
+* **Validation.** A :class:`~.messages.LaunchRequest` names a worker per task.
+  The LM launches the task if the worker really has the resources (and the
+  constraints); a worker outside the requesting GM's internal partition makes
+  it a *repartition*: in slot mode the whole worker is lent to the GM's
+  partition, in multi-resource mode a logical node with exactly the requested
+  resources is carved out of it (Megha paper IV-B-4) — in both cases only for
+  the task's lifetime, after which the resources return to their partition.
+  Invalid requests are answered with :class:`~.messages.LaunchRejected`
+  carrying the LM's state (an *inconsistency*, counted).
+* **Launch.** Accepted tasks go to their workers in one
+  :class:`~schedlab.schedulers.datacenter.LaunchBatch` per request; each
+  worker reports completion to this LM and to the task's GM at the same time
+  (worker → GM is the third network hop of the papers' 3·ND minimum).
+* **Updates.** Every ``heartbeat`` seconds the LM sends each GM either a full
+  snapshot of its partitions (the original design) or only what changed since
+  the previous update to that GM, leaving out the GM's own launches and
+  completions, which that GM already knows (the enhanced design, default).
+  In slot mode a delta is two bitsets per partition (became free / became busy,
+  latest state wins); in multi-resource mode the free vector of every changed
+  worker, plus what that GM's own tasks hold there (the GM subtracts its
+  holdings, so its in-flight requests stay accounted).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, PROCESSING
+from schedlab.schedulers.datacenter import POOL_ADDRESS, LaunchBatch, TasksFinished
+from schedlab.schedulers.megha.gm import EPS, gm_address, lm_address
+from schedlab.schedulers.megha.messages import (
+    LaunchRejected,
+    LaunchRequest,
+    PreemptRejected,
+    PreemptRequest,
+    StateUpdate,
+    TaskPreempted,
+)
+from schedlab.sim.processor import Processor
+from schedlab.sim.runtime import Component
+
+if TYPE_CHECKING:
+    from schedlab.schedulers.megha import MeghaShared
+
+
+class LocalMaster(Component):
+    """One LM and its cluster's true state."""
+
+    def __init__(self, i: int, shared: MeghaShared) -> None:
+        super().__init__(lm_address(i), shared.runtime)
+        self.i = i
+        self.sh = shared
+        lay = shared.layout
+        self.layout = lay
+        self.tasks = shared.tasks
+        self.rec = shared.recorder
+        self.G = lay.num_gms
+        self.base = i * self.G  # first global partition id of this LM
+        self.parts = list(lay.partitions_of_lm(i))
+        self.slot_mode = shared.slot_mode
+        self.snapshot_mode = shared.params.updates == "snapshot"
+        self.avail: dict[int, int] = {p: lay.full[p] for p in self.parts}  # slot: free workers; multi: with room
+        self.free: dict[int, list[list[float]]] = {}
+        if not self.slot_mode:
+            cap = shared.cluster.capacity
+            assert cap is not None
+            self.free = {p: [list(map(float, cap[w])) for w in lay.order[p]] for p in self.parts}
+        # per GM, per local partition: positions changed since the last update to that GM
+        self.changed: list[list[int]] = [[0] * self.G for _ in range(self.G)]
+        self.running: dict[int, tuple[int, int, int]] = {}  # tid -> (p, pos, gm)
+        self.held: list[dict[tuple[int, int], list[float]]] = [{} for _ in range(self.G)]  # multi: per GM
+        self.gm_addr = [gm_address(g) for g in range(self.G)]
+        p = shared.params
+        self.costly = p.lm_verify_cost > 0 or p.message_cost > 0
+        self.proc = Processor(shared.runtime)
+        self.fairness = None  # set by FairSharing: told of every launch and vacate
+        # counters
+        self.launched = 0
+        self.repartitions = 0
+        self.inconsistencies = 0
+        self.updates_sent = 0
+        self.update_entries = 0
+
+    def handlers(self):
+        return {
+            LaunchRequest: self._in_request,
+            TasksFinished: self._in_finished,
+            PreemptRequest: self._in_preempt,
+        }
+
+    def _in_request(self, msg: LaunchRequest) -> None:
+        if self.costly:  # the request's flight ends here; any wait for the busy LM is queuing
+            now = self.rt.now()
+            for tid, _p, _pos in msg.items:
+                self.rec.mark(tid, now, COMMUNICATION)
+        self.proc.handle(self._on_request, msg)
+
+    def _in_finished(self, msg: TasksFinished) -> None:
+        self.proc.handle(self._on_finished, msg)
+
+    def _in_preempt(self, msg: PreemptRequest) -> None:
+        self.proc.handle(self._on_preempt, msg)
+
+    def _charge(self, items: int) -> None:
+        if self.costly:
+            p = self.sh.params
+            self.proc.charge(p.message_cost + p.lm_verify_cost * items)
+
+    # -- bookkeeping -------------------------------------------------------------------------------
+    def _note(self, p: int, bit: int, by_gm: int) -> None:
+        """Position ``bit`` of partition ``p`` changed because of GM ``by_gm``'s task."""
+        j = p - self.base
+        changed = self.changed
+        for g in range(self.G):
+            if g != by_gm:
+                changed[g][j] |= bit
+
+    def _fits(self, p: int, pos: int, tid: int) -> bool:
+        w = self.layout.order[p][pos]
+        if self.tasks.mask[tid] & ~self.sh.cluster.machine_masks[w]:
+            return False
+        if self.slot_mode:
+            return bool(self.avail[p] >> pos & 1)
+        fv = self.free[p][pos]
+        return all(r <= fv[k] + EPS for k, r in enumerate(self.tasks.request[tid]))  # type: ignore[arg-type]
+
+    def _occupy(self, p: int, pos: int, tid: int, gm: int) -> None:
+        bit = 1 << pos
+        if self.slot_mode:
+            self.avail[p] ^= bit
+        else:
+            req = self.tasks.request[tid]
+            fv = self.free[p][pos]
+            for k, r in enumerate(req):  # type: ignore[arg-type]
+                fv[k] -= r
+            if min(fv) <= EPS:
+                self.avail[p] &= ~bit
+            h = self.held[gm].get((p, pos))
+            if h is None:
+                self.held[gm][(p, pos)] = list(req)  # type: ignore[arg-type]
+            else:
+                for k, r in enumerate(req):  # type: ignore[arg-type]
+                    h[k] += r
+        self.running[tid] = (p, pos, gm)
+        self._note(p, bit, gm)
+        if self.fairness is not None:
+            self.fairness.launched(tid, p, pos)
+
+    def _vacate(self, tid: int) -> tuple[int, int, int]:
+        p, pos, gm = self.running.pop(tid)
+        if self.fairness is not None:
+            self.fairness.vacated(tid)
+        bit = 1 << pos
+        if self.slot_mode:
+            self.avail[p] |= bit
+        else:
+            req = self.tasks.request[tid]
+            fv = self.free[p][pos]
+            h = self.held[gm][(p, pos)]
+            for k, r in enumerate(req):  # type: ignore[arg-type]
+                fv[k] += r
+                h[k] -= r
+            if max(h) <= EPS:
+                del self.held[gm][(p, pos)]
+            if min(fv) > EPS:
+                self.avail[p] |= bit
+        self._note(p, bit, gm)
+        return p, pos, gm
+
+    # -- requests ----------------------------------------------------------------------------------
+    def _on_request(self, msg: LaunchRequest) -> None:
+        gm = msg.gm
+        now = self.rt.now()
+        items = msg.items
+        self._charge(len(items))
+        accepted: list[tuple[int, int]] = []
+        rejected: list[tuple[int, int, int]] = []
+        owner = self.layout.owner
+        order = self.layout.order
+        if self.slot_mode:
+            avail = self.avail
+            tmask = self.tasks.mask
+            masks = self.sh.cluster.machine_masks
+            changed = self.changed
+            running = self.running
+            G, base = self.G, self.base
+            for item in items:
+                tid, p, pos = item
+                bit = 1 << pos
+                w = order[p][pos]
+                if avail[p] & bit and not tmask[tid] & ~masks[w]:
+                    avail[p] ^= bit
+                    running[tid] = (p, pos, gm)
+                    j = p - base
+                    for g in range(G):
+                        if g != gm:
+                            changed[g][j] |= bit
+                    accepted.append((tid, w))
+                    if owner[p] != gm:
+                        self.repartitions += 1
+                    if self.fairness is not None:
+                        self.fairness.launched(tid, p, pos)
+                else:
+                    rejected.append(item)
+        else:
+            for item in items:
+                tid, p, pos = item
+                if self._fits(p, pos, tid):
+                    self._occupy(p, pos, tid, gm)
+                    accepted.append((tid, order[p][pos]))
+                    if owner[p] != gm:
+                        self.repartitions += 1
+                else:
+                    rejected.append(item)
+        if self.costly:
+            for tid, _p, _pos in items:
+                self.rec.mark(tid, now, FRAMEWORK_QUEUING)
+        if accepted:
+            self.launched += len(accepted)
+            self.proc.send(POOL_ADDRESS, LaunchBatch(accepted, (self.address, self.gm_addr[gm])))
+        if rejected:
+            self.inconsistencies += len(rejected)
+            update = self._update_for(gm, extra=[(p, pos) for _t, p, pos in rejected])
+            self.proc.send(self.gm_addr[gm], LaunchRejected(self.i, rejected, update))
+        if self.costly:
+            # Processing at the LM ends when the messages leave; attribute it now (same instant).
+            self.rt.call_later(self.proc.cost, self._mark_processed, [t for t, _p, _pos in items])
+
+    def _mark_processed(self, tids: list[int]) -> None:
+        now = self.rt.now()
+        for tid in tids:
+            self.rec.mark(tid, now, PROCESSING)
+
+    def _on_finished(self, msg: TasksFinished) -> None:
+        self._charge(0)
+        vacate = self._vacate
+        for tid, _w in msg.group:
+            vacate(tid)
+
+    # -- state updates -----------------------------------------------------------------------------
+    def _update_for(self, gm: int, extra: list[tuple[int, int]] | None = None) -> StateUpdate:
+        """What GM ``gm`` should learn now (its pending delta, or a snapshot); resets its delta."""
+        upd = StateUpdate(self.i, self.snapshot_mode)
+        ch = self.changed[gm]
+        if extra:
+            for p, pos in extra:
+                ch[p - self.base] |= 1 << pos
+        if self.slot_mode:
+            for j, p in enumerate(self.parts):
+                a = self.avail[p]
+                if self.snapshot_mode:
+                    upd.bits[p] = (a, self.layout.full[p] ^ a)
+                elif ch[j]:
+                    c = ch[j]
+                    upd.bits[p] = (c & a, c & ~a)
+                ch[j] = 0
+        else:
+            held = self.held[gm]
+            for j, p in enumerate(self.parts):
+                c = self.layout.full[p] if self.snapshot_mode else ch[j]
+                if not c:
+                    continue
+                fp = self.free[p]
+                changes = {}
+                pos = 0
+                while c:
+                    if c & 1:
+                        h = held.get((p, pos))
+                        fv = fp[pos]
+                        changes[pos] = tuple(fv) if h is None or self.snapshot_mode else tuple(f + x for f, x in zip(fv, h, strict=True))
+                    c >>= 1
+                    pos += 1
+                upd.free[p] = changes
+                ch[j] = 0
+        return upd
+
+    def heartbeat(self) -> None:
+        """Send every GM its update (a periodic timer of the LM)."""
+        self.proc.handle(self._on_heartbeat)
+
+    def _on_heartbeat(self) -> None:
+        for g in range(self.G):
+            upd = self._update_for(g)
+            if upd.bits or upd.free or self.snapshot_mode:
+                self.updates_sent += 1
+                self.update_entries += sum((a | b).bit_count() for a, b in upd.bits.values()) + sum(len(v) for v in upd.free.values())
+                self.proc.send(self.gm_addr[g], upd)
+
+    # -- preemption (fair sharing, Algorithm 2) ------------------------------------------------------
+    def _on_preempt(self, msg: PreemptRequest) -> None:
+        """Verify and carry out a GM's preemption: the victim must still run where the GM believes."""
+        self._charge(1)
+        where = self.running.get(msg.victim)
+        pool = self.sh.pool
+        if where is None or where[:2] != (msg.p, msg.pos) or not self._fits_after_preempt(msg) or not self.sh.pool.is_running(msg.victim):
+            self.inconsistencies += 1
+            upd = self._update_for(msg.gm, extra=[(msg.p, msg.pos)])
+            self.proc.send(self.gm_addr[msg.gm], PreemptRejected(self.i, msg.tid, msg.victim, msg.p, msg.pos, upd))
+            return
+        victim_gm = where[2]
+        w = self.layout.order[msg.p][msg.pos]
+        pool.preempt(msg.victim, w)
+        if self.fairness is not None:
+            self.fairness.settle(msg.victim)
+        self._vacate(msg.victim)
+        self.proc.send(self.gm_addr[victim_gm], TaskPreempted(msg.victim, msg.p, msg.pos))
+        self._occupy(msg.p, msg.pos, msg.tid, msg.gm)
+        self.launched += 1
+        if self.layout.owner[msg.p] != msg.gm:
+            self.repartitions += 1
+        self.rec.mark(msg.tid, self.rt.now(), COMMUNICATION)
+        self.proc.send(POOL_ADDRESS, LaunchBatch([(msg.tid, w)], (self.address, self.gm_addr[msg.gm])))
+
+    def _fits_after_preempt(self, msg: PreemptRequest) -> bool:
+        w = self.layout.order[msg.p][msg.pos]
+        if self.tasks.mask[msg.tid] & ~self.sh.cluster.machine_masks[w]:
+            return False
+        if self.slot_mode:
+            return True
+        fv = self.free[msg.p][msg.pos]
+        vreq = self.tasks.request[msg.victim]
+        return all(r <= fv[k] + vreq[k] + EPS for k, r in enumerate(self.tasks.request[msg.tid]))  # type: ignore[arg-type,index]
+
+    def counters(self) -> dict[str, int]:
+        return {
+            "launched": self.launched,
+            "repartitions": self.repartitions,
+            "inconsistencies": self.inconsistencies,
+            "state_updates": self.updates_sent,
+            "state_update_entries": self.update_entries,
+        }

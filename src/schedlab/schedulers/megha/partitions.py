@@ -1,0 +1,82 @@
+"""Megha's data-center layout: LMs (clusters) split into one partition per GM.
+
+Megha paper, Section IV-A: each LM's cluster is divided into ``count(GMs)``
+partitions; partition ``j`` of every LM is GM ``j``'s *internal* partition and
+all others are *external* to it (Eq. 3–4).
+
+Partitions are numbered globally ``p = lm · G + gm``. Inside a partition the
+workers are ranked by (number of machine constraints, global id) and the most
+preferred gets the highest bit (:class:`~schedlab.cluster.bitsets.ConstraintBitsets`),
+so the GM's "min-constraints" choice is ``cand.bit_length() - 1`` and every
+component refers to a worker as ``(p, pos)``. The same immutable layout object
+is shared by the GMs and LMs of a run (it holds no state).
+"""
+
+from __future__ import annotations
+
+from schedlab.cluster.bitsets import ConstraintBitsets, iter_set_bits
+from schedlab.cluster.model import Cluster, Topology, split_federated
+from schedlab.errors import InputError
+
+
+class Layout:
+    """Partitions, their workers' bit positions and constraint bitsets."""
+
+    def __init__(self, cluster: Cluster, topology: Topology) -> None:
+        self.num_lms = topology.num_clusters
+        self.num_gms = topology.num_partitions
+        if any(len(cl) != self.num_gms for cl in topology.partitions):
+            raise InputError("topology", "every LM needs one partition per GM")
+        self.num_partitions = self.num_lms * self.num_gms
+        self.index: list[ConstraintBitsets] = []
+        self.lm_of: list[int] = []
+        self.owner: list[int] = []  # GM whose internal partition it is
+        self.where: dict[int, tuple[int, int]] = {}  # worker -> (p, pos)
+        masks = cluster.machine_masks
+        for lm, parts in enumerate(topology.partitions):
+            for gm, workers in enumerate(parts):
+                if not workers:
+                    raise InputError("topology", f"partition {gm + 1} of LM {lm + 1} has no workers")
+                idx = ConstraintBitsets(workers, masks, min_constraints_order=True)
+                p = len(self.index)
+                self.index.append(idx)
+                self.lm_of.append(lm)
+                self.owner.append(gm)
+                for pos, w in enumerate(idx.order):
+                    self.where[w] = (p, pos)
+        self.order: list[list[int]] = [idx.order for idx in self.index]
+        self.full: list[int] = [idx.all for idx in self.index]
+        # by_constraint[c][p]: partition p's bitset of workers with constraint c
+        self.by_constraint: list[list[int]] = [list(col) for col in zip(*(idx.by_constraint for idx in self.index), strict=True)]
+        self._eligible: dict[int, tuple[int, ...]] = {}
+
+    def partition(self, lm: int, gm: int) -> int:
+        return lm * self.num_gms + gm
+
+    def eligible(self, mask: int) -> tuple[int, ...]:
+        """For every partition, the bits of its workers that satisfy ``mask`` (cached per mask)."""
+        e = self._eligible.get(mask)
+        if e is None:
+            cur = self.full
+            for c in iter_set_bits(mask):
+                cur = [a & b for a, b in zip(cur, self.by_constraint[c], strict=True)] if c < len(self.by_constraint) else [0] * len(cur)
+            e = self._eligible[mask] = tuple(cur)
+        return e
+
+    def partitions_of_lm(self, lm: int) -> range:
+        return range(lm * self.num_gms, (lm + 1) * self.num_gms)
+
+
+def megha_topology(cluster: Cluster, gms: int | None, lms: int | None) -> Topology:
+    """The cluster's own Megha topology (from a config), or ``lms`` × ``gms`` near-equal blocks."""
+    topo = cluster.topology
+    from_config = topo is not None and cluster.extra.get("layout") == "megha"
+    if from_config:
+        if gms is not None and gms != topo.num_partitions:
+            raise InputError("param gms", f"the config has {topo.num_partitions} GMs (partitions per LM), not {gms}")
+        if lms is not None and lms != topo.num_clusters:
+            raise InputError("param lms", f"the config has {topo.num_clusters} LMs, not {lms}")
+        return topo
+    if topo is not None and cluster.extra.get("layout") == "pigeon":
+        raise InputError("--config", "Megha needs a Megha config (LMs and partitions), not a Pigeon one")
+    return split_federated(cluster.n, lms if lms is not None else 5, gms if gms is not None else 5)
