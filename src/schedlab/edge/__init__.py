@@ -41,30 +41,33 @@ Readings taken where the report is unclear (details in each module):
 
 from __future__ import annotations
 
-from schedlab.edge.bounds import lower_bound, lower_bounds
-from schedlab.edge.compare import ALGORITHMS, compare, run_algorithm
-from schedlab.edge.cred import cred_m, cred_s, cred_s_per_deadline
-from schedlab.edge.generate import generate_instance
-from schedlab.edge.instance import Instance, load_instance
-from schedlab.edge.milp import solve_milp
-from schedlab.edge.solution import Solution, load_solution
-from schedlab.edge.verify import Verdict, verify
+# Exports are loaded on first use: `schedlab edge …` and `import schedlab.cli` must not pay for
+# scipy (the MILP) or pandas when they are not needed. The functions `verify` and `compare` are
+# not re-exported: they share their modules' names, which the import system binds on the package.
+_EXPORTS = {
+    "ALGORITHMS": "schedlab.edge.compare",
+    "run_algorithm": "schedlab.edge.compare",
+    "cred_m": "schedlab.edge.cred",
+    "cred_s": "schedlab.edge.cred",
+    "cred_s_per_deadline": "schedlab.edge.cred",
+    "first_fit": "schedlab.edge.baselines",
+    "generate_instance": "schedlab.edge.generate",
+    "Instance": "schedlab.edge.instance",
+    "load_instance": "schedlab.edge.instance",
+    "lower_bound": "schedlab.edge.bounds",
+    "lower_bounds": "schedlab.edge.bounds",
+    "solve_milp": "schedlab.edge.milp",
+    "Solution": "schedlab.edge.solution",
+    "load_solution": "schedlab.edge.solution",
+    "Verdict": "schedlab.edge.verify",
+}
+__all__ = sorted(_EXPORTS)
 
-__all__ = [
-    "ALGORITHMS",
-    "Instance",
-    "Solution",
-    "Verdict",
-    "compare",
-    "cred_m",
-    "cred_s",
-    "cred_s_per_deadline",
-    "generate_instance",
-    "load_instance",
-    "load_solution",
-    "lower_bound",
-    "lower_bounds",
-    "run_algorithm",
-    "solve_milp",
-    "verify",
-]
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'schedlab.edge' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
