@@ -235,6 +235,8 @@ def _unplaced_tasks(sol: Solution, tidx: np.ndarray, t_known: np.ndarray, pidx: 
     all_nodes = np.unique(np.concatenate([sol.placement_node, tn]))
     m = int(max(pidx.max(initial=0), tidx.max(initial=0))) + 1
     p_rows = np.flatnonzero(p_known)
+    if len(p_rows) == 0:
+        return np.flatnonzero(t_known)
     p_key = np.searchsorted(all_nodes, sol.placement_node[p_rows]) * m + pidx[p_rows]
     t_key = np.where(t_known, np.searchsorted(all_nodes, tn) * m + tidx, -1)
     order = np.argsort(p_key, kind="stable")
@@ -243,7 +245,7 @@ def _unplaced_tasks(sol: Solution, tidx: np.ndarray, t_known: np.ndarray, pidx: 
     hi = np.searchsorted(sk, t_key, side="right")
     found = t_known & (hi > lo)
     # Common case: one copy per (node, chunk); check its time window directly.
-    first = p_rows[order[np.minimum(lo, max(len(order) - 1, 0))]] if len(order) else np.zeros(len(tn), dtype=np.int64)
+    first = p_rows[order[np.minimum(lo, len(order) - 1)]]
     covered = found & (sol.placed_at[first] <= ts) & (sol.removed_at[first] >= ts + 1)
     # Several copies of the same (node, chunk) (itself a violation): any copy may cover the slot.
     for r in np.flatnonzero(found & ~covered & (hi - lo > 1)):
