@@ -124,7 +124,7 @@ def _plot_spread(table: pd.DataFrame, spec: SweepSpec, path: Path) -> None:
     ax.set_ylabel(f"active nodes (mean of {spec.seeds} instances)")
     ax.set_title("Active nodes vs spread between deadlines")
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(loc="best", fontsize="small")
     fig.tight_layout()
     atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
     plt.close(fig)
