@@ -226,3 +226,22 @@ def test_bad_option_is_one_line_exit_2(inst_file, tmp_path, capsys, args, needle
     rc, _, err = run(capsys, *argv)
     one_line_error(rc, err, needle)
     assert not out.exists()
+
+
+def test_missing_solution_file(inst_file, tmp_path, capsys):
+    rc, _, err = run(capsys, "edge", "verify", inst_file, tmp_path / "none.json")
+    one_line_error(rc, err, "none.json: solution file not found")
+
+
+def test_milp_on_an_instance_that_does_not_fit_in_n(tmp_path, capsys):
+    p = tmp_path / "tight.json"
+    p.write_text(json.dumps({**GOOD_INSTANCE, "nodes": 1, "jobs": [{"deadline": 1, "chunks": [0, 1, 2]}]}))
+    rc, _, err = run(capsys, "edge", "solve", p, "-a", "milp")
+    one_line_error(rc, err, "milp: no schedule fits in N = 1 nodes")
+
+
+def test_milp_refuses_instances_too_large_to_build(tmp_path, capsys):
+    p = tmp_path / "big.json"
+    run(capsys, "edge", "generate", "-o", p, "--jobs", 300, "--chunks", 3000, "-B", 8)
+    rc, _, err = run(capsys, "edge", "solve", p, "-a", "milp")
+    one_line_error(rc, err, "milp: instance too large for the exact MILP")

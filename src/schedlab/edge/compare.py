@@ -22,7 +22,12 @@ from schedlab.edge.baselines import first_fit
 from schedlab.edge.bounds import lower_bounds
 from schedlab.edge.cred import cred_m, cred_s, cred_s_per_deadline
 from schedlab.edge.instance import Instance
-from schedlab.edge.milp import DEFAULT_MAX_VARIABLES, DEFAULT_TIME_LIMIT, solve_milp
+from schedlab.edge.milp import (
+    DEFAULT_MAX_VARIABLES,
+    DEFAULT_TIME_LIMIT,
+    HARD_MAX_VARIABLES,
+    solve_milp,
+)
 from schedlab.edge.solution import Solution
 from schedlab.edge.verify import Verdict, verify
 from schedlab.errors import InputError
@@ -74,9 +79,13 @@ def run_algorithm(inst: Instance, name: str, *, milp_time_limit: float = DEFAULT
     t0 = time.perf_counter()
     if name == "milp":
         ub = verify(inst, cred_m(inst))
-        res = solve_milp(inst, upper=ub.active_nodes if ub.ok else None, time_limit=milp_time_limit, max_variables=None)
+        res = solve_milp(inst, upper=ub.active_nodes if ub.ok else None, time_limit=milp_time_limit, max_variables=HARD_MAX_VARIABLES)
+        if res.status == "too_large":
+            raise InputError("milp", f"instance too large for the exact MILP ({res.variables} variables > {HARD_MAX_VARIABLES})")
+        if res.status == "infeasible":
+            raise InputError("milp", f"no schedule fits in N = {inst.nodes} nodes (the MILP is infeasible)")
         if res.solution is None:
-            raise InputError("milp", f"no solution within {inst.nodes} nodes ({res.status})")
+            raise InputError("milp", f"no solution found within the {milp_time_limit:g} s time limit (--milp-time-limit)")
         sol = res.solution
         sol.info.update(status=res.status, bound=res.bound)
     else:
@@ -118,7 +127,7 @@ def compare(
     if optimum != "never":
         ref = runs["cred-m"] if "cred-m" in runs else run_algorithm(inst, "cred-m")
         upper = ref.verdict.active_nodes if ref.feasible else None
-        res = solve_milp(inst, upper=upper, time_limit=milp_time_limit, max_variables=None if optimum == "always" else max_variables)
+        res = solve_milp(inst, upper=upper, time_limit=milp_time_limit, max_variables=HARD_MAX_VARIABLES if optimum == "always" else max_variables)
         out["optimum"] = res.optimum
         out["optimum_status"] = res.status
         out["optimum_seconds"] = round(res.seconds, 6)

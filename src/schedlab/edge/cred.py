@@ -64,14 +64,14 @@ from schedlab.edge.plan import NodePlan, materialize
 from schedlab.edge.solution import Solution
 
 
-def cred_s_new_nodes(plan: NodePlan, chunks: np.ndarray, need: np.ndarray, i: int) -> int:
-    """CRED-S for class i: open new nodes until ``need`` (slots per dense chunk) is served; return how many."""
+def cred_s_new_nodes(plan: NodePlan, chunks: np.ndarray, remaining: np.ndarray, i: int) -> int:
+    """CRED-S for class i: open new nodes until ``remaining`` (slots per dense chunk) is served; return how many."""
     d = int(sum(plan.lengths[: i + 1]))
     B = plan.B
     capacity = plan.S * d
-    keep = need > 0
+    keep = remaining > 0
     ch = np.asarray(chunks, dtype=np.int64)[keep]
-    r = np.asarray(need, dtype=np.int64)[keep].copy()
+    r = np.asarray(remaining, dtype=np.int64)[keep].copy()
     opened = 0
     while len(ch):
         f = np.minimum(r, d)
@@ -151,8 +151,8 @@ def cred_m_plan(inst: Instance, reuse: bool = True) -> NodePlan:
         if reuse and plan.num_nodes:
             _reuse_placed_chunks(plan, remaining, placed, i)
             _reuse_spare_storage(plan, remaining, chunks, i)
-        need = np.array([remaining[c][i] for c in chunks], dtype=np.int64)
-        cred_s_new_nodes(plan, np.array(chunks, dtype=np.int64), need, i)
+        left = np.array([remaining[c][i] for c in chunks], dtype=np.int64)
+        cred_s_new_nodes(plan, np.array(chunks, dtype=np.int64), left, i)
         for c in chunks:
             remaining[c][i] = 0
         # Chunks placed at this step (by reuse or on new nodes) join the reusable set.

@@ -46,7 +46,7 @@ from schedlab.errors import InputError
 
 INSTANCE_FORMAT = "schedlab-edge-instance"
 _TOP_FIELDS = ("format", "name", "nodes", "chunks_per_node", "vms_per_node", "jobs", "generator")
-_JOB_FIELDS = ("deadline", "chunks", "name")
+_JOB_FIELDS = ("deadline", "chunks")
 INT_LIMIT = 2**31  # every integer in the JSON formats is below this, so int64 arithmetic never overflows
 
 

@@ -37,7 +37,8 @@ from schedlab.edge.instance import Instance
 from schedlab.edge.plan import solution_from_units
 from schedlab.edge.solution import Solution
 
-DEFAULT_MAX_VARIABLES = 4000
+DEFAULT_MAX_VARIABLES = 4000  # "small" for compare --optimum auto
+HARD_MAX_VARIABLES = 200_000  # beyond this the MILP is not even built (memory), whatever is asked
 DEFAULT_TIME_LIMIT = 30.0
 
 

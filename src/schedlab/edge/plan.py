@@ -1,8 +1,9 @@
 """The planning state shared by every CRED algorithm, and its conversion into a full slot-by-slot schedule.
 
 Algorithms do not pick individual (VM, slot) pairs. They decide, per node n,
-chunk c and *deadline interval* k = [d↑_{k−1}, d↑_k), how many slots
-``units[n, c][k]`` chunk c gets on node n in that interval. Two facts make this
+chunk c and *deadline interval* k = [d↑_{k−1}, d↑_k), how many unit tasks
+``units[n, c][k]`` of chunk c run on node n in that interval (each takes one
+VM for one slot). Two facts make this
 exact rather than an approximation (and the MILP in :mod:`schedlab.edge.milp`
 uses the same variables):
 

@@ -65,6 +65,11 @@ class Solution:
             self.removed_at = np.full(n, NEVER, dtype=np.int64)
         self.placed_at = np.asarray(self.placed_at, dtype=np.int64)
         self.removed_at = np.asarray(self.removed_at, dtype=np.int64)
+        if not len(self.placement_chunk) == len(self.placed_at) == len(self.removed_at) == n:
+            raise ValueError("placement columns differ in length")
+        t = len(self.task_job)
+        if any(len(getattr(self, f"task_{k}")) != t for k in ("chunk", "node", "vm", "slot")):
+            raise ValueError("task columns differ in length")
 
     @property
     def num_tasks(self) -> int:
