@@ -14,7 +14,7 @@ from schedlab.edge.milp import solve_milp
 from schedlab.edge.solution import NEVER, Solution
 from schedlab.edge.verify import RULES, verify
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
 @SETTINGS
@@ -26,7 +26,7 @@ def test_verifier_accepts_every_algorithm(inst, name):
     assert verdict.stats["tasks"] == inst.num_tasks
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(instances(max_jobs=5, max_chunks=6, max_deadline=4))
 def test_verifier_accepts_the_milp_optimum(inst):
     res = solve_milp(inst, upper=verify(inst, cred_m(inst)).active_nodes, max_variables=None)
@@ -187,7 +187,7 @@ def test_every_rule_has_a_mutation():
 
 
 @pytest.mark.parametrize("kind", sorted(RULES))
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture])
+@settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture])
 @given(inst=instances(), data=st.data())
 def test_verifier_rejects_each_violation(kind, inst, data):
     name = data.draw(st.sampled_from(sorted(ALGORITHMS)))

@@ -92,16 +92,6 @@ class NodePlan:
         early = sorted(window, key=lambda k: (-free[k] / lengths[k], -k))
         return late + early
 
-    def room(self, n: int, c: int, i: int) -> int:
-        """Units chunk c could still get on node n for class i (0 if it is not stored and the node is full)."""
-        u = self.units.get((n, c))
-        free, lengths = self.free[n], self.lengths
-        if u is None:
-            if self.stored[n] >= self.B:
-                return 0
-            return sum(min(free[k], lengths[k]) for k in range(i + 1))
-        return sum(min(free[k], lengths[k] - u[k]) for k in range(i + 1))
-
     def assign(self, n: int, c: int, i: int, want: int, current: int | None = None) -> int:
         """Give chunk c up to ``want`` units on node n for class i (placing c if needed); return how many."""
         if want <= 0:
@@ -131,10 +121,14 @@ class NodePlan:
         amounts are what the plan records.
         """
         horizon = sum(self.lengths[: i + 1])
+        if any(self.free[n][k] != self.S * self.lengths[k] for k in range(i + 1)):
+            raise InvariantError(f"node {n} is not empty before deadline {horizon}")
         bounds = np.cumsum([0, *self.lengths[: i + 1]]).tolist()
         offset = 0
         for c, a in pieces:
-            u = self.units.get((n, c)) or self.place(n, c)
+            u = self.units.get((n, c))
+            if u is None:
+                u = self.place(n, c)
             start = offset % horizon
             # The piece covers slots [start, start + a) of one VM row, wrapping to the next row's start.
             spans = [(start, min(start + a, horizon))]
