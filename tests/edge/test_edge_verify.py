@@ -223,3 +223,21 @@ def test_violation_messages_are_precise():
     moved.removed_at[0] = 1
     v = verify(inst, moved)
     assert "chunk_moved" in v.kinds() and "chunk_not_on_node" in v.kinds()
+
+
+@pytest.mark.parametrize("kind", sorted(RULES))
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_each_violation_on_the_figure2_example(kind, name):
+    """Deterministic companion of the property test: every mutation applies here and is caught."""
+    inst = figure2_instance()
+    sol = ALGORITHMS[name](inst)
+    rng = np.random.default_rng(0)
+    for r in (0, sol.num_tasks // 2, sol.num_tasks - 1):
+        bad, only = MUTATIONS[kind](inst, sol, r, rng)
+        assert bad is not None
+        if kind != "active_nodes_mismatch":
+            bad.claimed_active_nodes = None
+        verdict = verify(inst, bad)
+        assert kind in verdict.kinds(), verdict.summary()
+        if only:
+            assert verdict.kinds() == {kind}, verdict.summary()
