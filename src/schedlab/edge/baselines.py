@@ -1,4 +1,4 @@
-"""First-fit: the baseline the CRED paper compares against (its Section 6), in the same slot model.
+"""First-fit: the kind of baseline the CRED paper compares against (its evaluation), in the same slot model.
 
 The paper reports CRED against first-fit heuristics without spelling them out;
 this is the natural deadline-aware one. Jobs are taken in deadline order (ties by

@@ -1,6 +1,6 @@
 """CRED instances: jobs with deadlines and chunk sets, and the N nodes of B chunks and S VMs that run them.
 
-The model is Section 1 of the report (and Section 3 of the CRED paper): N
+The model is Section 1 of the report (and the CRED paper's problem formulation): N
 homogeneous nodes, each storing at most B equal-sized chunks and running S VMs;
 J jobs all arriving at t = 0, job j needing every chunk of its set C_j
 processed once (one unit-time task per chunk, tasks run in parallel) before

@@ -1,6 +1,6 @@
 """The exact optimum of small CRED instances, by mixed-integer programming (HiGHS through scipy.optimize.milp).
 
-This is the CRED paper's integer program (its Section 3), written over
+This is the CRED paper's integer program (cloud right-sizing as integer optimisation), written over
 *deadline intervals* instead of single slots, which is exact (see
 :mod:`schedlab.edge.plan`: per node and interval any amounts within L_k per
 chunk and S·L_k in total can be laid out slot by slot, and deadlines only

@@ -1,7 +1,7 @@
 """The verifier: checks any CRED solution against its instance, rule by rule, and says exactly what is broken.
 
 The rules are the constraints of the report's problem statement (Section 1) and
-of the CRED paper's integer program (Section 3), stated over the explicit
+of the CRED paper's integer program, stated over the explicit
 placement and slot schedule of :class:`~schedlab.edge.solution.Solution`:
 
 =========================  =====================================================================
