@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from schedlab.edge.cli import app as _edge_app
 from schedlab.errors import InputError, InvariantError
 
 try:  # recent typer vendors click; older releases depend on it
@@ -33,6 +34,7 @@ app = typer.Typer(
 )
 trace_app = typer.Typer(help="Inspect and generate job traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
+app.add_typer(_edge_app, name="edge")
 
 # Piped output gets a fixed, roomy width so tables are never cut to 80 columns.
 out = Console(width=None if sys.stdout.isatty() else 140)

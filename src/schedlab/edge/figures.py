@@ -1,0 +1,180 @@
+"""The report's Figure 4: active nodes against the spread between two deadlines, and against the mix of the two deadline classes.
+
+Figure 4 of the report has two panels: a line chart of "the effect of the
+time difference between d1 and d2 on the total number of nodes" and a bar chart
+of "the effect of the ratio of d1- to d2-type jobs". The report gives neither
+its instances nor its numbers, so the sweeps here use generated instances
+(:mod:`schedlab.edge.generate`) with the parameters recorded next to the plot:
+
+* ``spread``: deadline classes {d1, d1 + Δ} with half of the jobs in each, for
+  each Δ in ``spreads`` (Δ = 0 is a single class);
+* ``mix``: classes {d1, d2} with a fraction φ of the jobs due at d1, for each φ
+  in ``fractions`` (φ = 0 or 1 is a single class).
+
+Each point is the mean over ``seeds`` instances (the same seeds at every x, so
+the chunk sets are the same and only deadlines change) of every algorithm's
+active nodes, plus the lower bound. Every schedule is verified; an infeasible
+one fails the sweep. Data are written as CSV (one row per instance and
+algorithm) and JSON (means), the plots as PNG (matplotlib, Agg backend).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from schedlab.edge.bounds import lower_bound
+from schedlab.edge.compare import run_algorithm
+from schedlab.edge.generate import generate_instance
+from schedlab.errors import InputError, InvariantError
+
+FIGURE_ALGORITHMS = ("cred-m", "first-fit", "cred-s-per-deadline", "cred-s")
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    jobs: int = 200
+    chunks: int = 600
+    chunks_per_job: str = "uniform:2,10"
+    popularity: float = 0.8
+    chunks_per_node: int = 32
+    vms_per_node: int = 4
+    d1: int = 10
+    d2: int = 20
+    spreads: tuple[int, ...] = (0, 2, 5, 10, 15, 20, 30, 40)
+    fractions: tuple[float, ...] = (0.0, 0.2, 0.4, 0.5, 0.6, 0.8, 1.0)
+    seeds: int = 5
+    algorithms: tuple[str, ...] = FIGURE_ALGORITHMS
+
+    def check(self) -> None:
+        if self.seeds < 1:
+            raise InputError("--seeds", f"must be >= 1, got {self.seeds}")
+        if self.d1 < 1 or self.d2 <= self.d1:
+            raise InputError("--d2", f"need 1 <= d1 < d2, got d1={self.d1}, d2={self.d2}")
+        if any(s < 0 for s in self.spreads):
+            raise InputError("--spreads", f"spreads must be >= 0, got {list(self.spreads)}")
+        if any(not 0.0 <= f <= 1.0 for f in self.fractions):
+            raise InputError("--fractions", f"fractions must be in [0, 1], got {list(self.fractions)}")
+
+
+def _point(spec: SweepSpec, deadlines: list[int], mix: list[float], seed: int, x: float, sweep: str) -> list[dict[str, Any]]:
+    inst = generate_instance(
+        jobs=spec.jobs,
+        chunks=spec.chunks,
+        chunks_per_job=spec.chunks_per_job,
+        popularity=spec.popularity,
+        deadlines=deadlines,
+        mix=mix,
+        chunks_per_node=spec.chunks_per_node,
+        vms_per_node=spec.vms_per_node,
+        seed=seed,
+    )
+    rows = [{"sweep": sweep, "x": x, "seed": seed, "algorithm": "lower-bound", "active_nodes": lower_bound(inst)}]
+    for name in spec.algorithms:
+        run = run_algorithm(inst, name)
+        if not run.feasible:
+            raise InvariantError(f"{name} produced an infeasible schedule in the {sweep} sweep: {run.verdict.summary()}")
+        rows.append({"sweep": sweep, "x": x, "seed": seed, "algorithm": name, "active_nodes": run.verdict.active_nodes})
+    return rows
+
+
+def spread_sweep(spec: SweepSpec) -> pd.DataFrame:
+    rows: list[dict[str, Any]] = []
+    for delta in spec.spreads:
+        deadlines = [spec.d1] if delta == 0 else [spec.d1, spec.d1 + delta]
+        mix = [1.0] if delta == 0 else [1.0, 1.0]
+        for seed in range(spec.seeds):
+            rows += _point(spec, deadlines, mix, seed, delta, "spread")
+    return pd.DataFrame(rows)
+
+
+def mix_sweep(spec: SweepSpec) -> pd.DataFrame:
+    rows: list[dict[str, Any]] = []
+    for frac in spec.fractions:
+        if frac in (0.0, 1.0):
+            deadlines, mix = [spec.d1 if frac == 1.0 else spec.d2], [1.0]
+        else:
+            deadlines, mix = [spec.d1, spec.d2], [frac, 1.0 - frac]
+        for seed in range(spec.seeds):
+            rows += _point(spec, deadlines, mix, seed, frac, "mix")
+    return pd.DataFrame(rows)
+
+
+def means(df: pd.DataFrame) -> pd.DataFrame:
+    """Mean active nodes per x (rows) and algorithm (columns)."""
+    return df.pivot_table(index="x", columns="algorithm", values="active_nodes", aggfunc="mean")
+
+
+def _plot_spread(table: pd.DataFrame, spec: SweepSpec, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from schedlab.metrics.export import atomic_write
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for name in [*spec.algorithms, "lower-bound"]:
+        style = {"linestyle": "--", "color": "black"} if name == "lower-bound" else {"marker": "o"}
+        ax.plot(table.index, table[name], label=name, **style)
+    ax.set_xlabel(f"d2 − d1 (time slots; d1 = {spec.d1}, half of the jobs each)")
+    ax.set_ylabel(f"active nodes (mean of {spec.seeds} instances)")
+    ax.set_title("Active nodes vs spread between deadlines")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
+    plt.close(fig)
+
+
+def _plot_mix(table: pd.DataFrame, spec: SweepSpec, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from schedlab.metrics.export import atomic_write
+
+    names = [*spec.algorithms, "lower-bound"]
+    fig, ax = plt.subplots(figsize=(7.2, 4.2))
+    x = np.arange(len(table.index))
+    width = 0.8 / len(names)
+    for k, name in enumerate(names):
+        ax.bar(x + (k - (len(names) - 1) / 2) * width, table[name], width, label=name, color="0.3" if name == "lower-bound" else None)
+    ax.set_xticks(x, [f"{f:.0%}" for f in table.index])
+    ax.set_xlabel(f"share of jobs due at d1 = {spec.d1} (the rest at d2 = {spec.d2})")
+    ax.set_ylabel(f"active nodes (mean of {spec.seeds} instances)")
+    ax.set_title("Active nodes vs mix of deadline classes")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
+    plt.close(fig)
+
+
+def figure4(spec: SweepSpec, out_dir: str | Path) -> dict[str, Any]:
+    """Run both sweeps; write ``spread.{csv,png}``, ``mix.{csv,png}`` and ``figure4.json`` into ``out_dir``."""
+    from schedlab.metrics.export import write_json, write_table
+
+    spec.check()
+    out = Path(out_dir)
+    spread = spread_sweep(spec)
+    mix = mix_sweep(spec)
+    spread_means, mix_means = means(spread), means(mix)
+    # Data first, plots next, the JSON summary last: its presence marks a complete set.
+    write_table(out / "spread.csv", spread, "csv")
+    write_table(out / "mix.csv", mix, "csv")
+    _plot_spread(spread_means, spec, out / "spread.png")
+    _plot_mix(mix_means, spec, out / "mix.png")
+    summary = {
+        "spec": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(spec).items()},
+        "spread": {name: {str(x): float(v) for x, v in col.items()} for name, col in spread_means.items()},
+        "mix": {name: {str(x): float(v) for x, v in col.items()} for name, col in mix_means.items()},
+        "files": ["spread.csv", "spread.png", "mix.csv", "mix.png"],
+    }
+    write_json(out / "figure4.json", summary)
+    return summary
