@@ -177,6 +177,8 @@ class MeghaScheduler(Scheduler):
     # -- observation ---------------------------------------------------------------------------------
     def counters(self) -> dict[str, int]:
         out: dict[str, int] = {"heartbeat_rounds": self.rounds, "stalled": int(self.stalled)}
+        # What GMs still believe they hold once the run is over: must be 0 (a bookkeeping leak otherwise).
+        out["gm_holdings_at_end"] = sum(sum(r.bit_count() for r in gm.reserved) + len(gm.mine) for gm in self.gms)
         for comp in [*self.gms, *self.lms]:
             for k, v in comp.counters().items():
                 out[k] = out.get(k, 0) + v

@@ -208,8 +208,18 @@ class FairSharing:
             gm._enqueue(msg.tid)
 
     def preempted(self, gm: GlobalMaster, msg: TaskPreempted, out: dict) -> None:
-        """``gm``'s task was killed: it no longer holds its worker; re-queue it (it restarts later)."""
-        gm._forget(msg.p, msg.pos, msg.tid)
+        """``gm``'s task was killed: it no longer holds its worker; re-queue it (it restarts later).
+
+        In slot mode the worker now runs the preempting task: still taken for
+        this GM if it asked for the preemption, otherwise believed busy. In
+        multi-resource mode the victim's resources come back to the view (the
+        preempting task's own hold, if this GM's, stays deducted).
+        """
+        if gm.slot_mode:
+            if msg.by_gm != gm.g:
+                gm._forget(msg.p, msg.pos, msg.tid)
+        else:
+            gm._give_back(msg.p, msg.pos, msg.tid)
         gm._enqueue(msg.tid)
 
     def finished(self, gm: GlobalMaster, group: list[tuple[int, int]]) -> None:

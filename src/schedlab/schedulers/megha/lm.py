@@ -307,7 +307,7 @@ class LocalMaster(Component):
         if self.fairness is not None:
             self.fairness.settle(msg.victim)
         self._vacate(msg.victim)
-        self.proc.send(self.gm_addr[victim_gm], TaskPreempted(msg.victim, msg.p, msg.pos))
+        self.proc.send(self.gm_addr[victim_gm], TaskPreempted(msg.victim, msg.p, msg.pos, msg.gm))
         self._occupy(msg.p, msg.pos, msg.tid, msg.gm)
         self.launched += 1
         if self.layout.owner[msg.p] != msg.gm:

@@ -66,8 +66,9 @@ class PreemptRejected:
 
 @dataclass(slots=True)
 class TaskPreempted:
-    """LM → the victim's GM: your task on (p, pos) was killed; re-queue it."""
+    """LM → the victim's GM: your task on (p, pos) was killed for GM ``by_gm``'s task; re-queue it."""
 
     tid: int
     p: int
     pos: int
+    by_gm: int
