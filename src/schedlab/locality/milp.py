@@ -36,6 +36,8 @@ MAX_PAIRS = 20_000
 def solve_milp(inst: Instance, time_limit: float = 60.0, fewest_remote: bool = False) -> Result:
     """The optimal assignment of a small instance (``details['status']`` says whether optimality was proven)."""
     T, P, S = inst.n_tasks, inst.n_cores, inst.n_servers
+    if isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or not time_limit > 0:
+        raise InputError("time_limit", f"must be a number of seconds > 0, got {time_limit!r}")
     if T * P > MAX_PAIRS:
         raise InputError("milp", f"instance too large for the exact MILP ({T} tasks x {P} cores > {MAX_PAIRS} pairs)")
     t0 = time.perf_counter()
@@ -106,7 +108,7 @@ def solve_milp(inst: Instance, time_limit: float = 60.0, fewest_remote: bool = F
     c[iC] = 1.0
     res = milp(c, constraints=cons, integrality=integrality, bounds=Bounds(lb, ub), options=options)
     if res.x is None:
-        raise RuntimeError(f"MILP found no solution: {res.message}")
+        raise InputError("time_limit", f"the MILP found no assignment within {time_limit:g} s ({res.message}); allow more time")
     status = "optimal" if res.status == 0 else "time_limit"
     sol = res.x
     opt = float(sol[iC])

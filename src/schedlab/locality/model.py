@@ -54,7 +54,7 @@ class CostFunction:
         """``g(n)`` for ``n = 0 .. n_max`` as floats (entry 0 holds ``g(1)``; no server has 0 remote tasks that cost anything)."""
         n_max = max(int(n_max), 1)
         values = np.array([float(self(max(n, 1))) for n in range(n_max + 1)], dtype=float)
-        _check_table(values, self.name)
+        _check_table(values[1:], self.name)
         return values
 
     def describe(self) -> dict:
@@ -63,15 +63,16 @@ class CostFunction:
 
 
 def _check_table(values: np.ndarray, name: str) -> None:
+    """``values[i] = g(i + 1)`` must be finite, >= 1 and non-decreasing."""
     if not np.all(np.isfinite(values)):
         raise InputError(name, "remote-cost function returned a non-finite value")
     if values.size and values.min() < 1.0:
-        n = int(np.argmax(values < 1.0))
-        raise InputError(name, f"remote cost must be >= 1 (the cost of a local task), got g({max(n, 1)}) = {values[n]:g}")
+        i = int(np.argmax(values < 1.0))
+        raise InputError(name, f"remote cost must be >= 1 (the cost of a local task), got g({i + 1}) = {values[i]:g}")
     bad = np.nonzero(np.diff(values) < 0)[0]
     if bad.size:
-        n = int(bad[0]) + 1
-        raise InputError(name, f"remote-cost function must be non-decreasing, but g({n + 1}) = {values[n + 1]:g} < g({n}) = {values[n]:g}")
+        i = int(bad[0])
+        raise InputError(name, f"remote-cost function must be non-decreasing, but g({i + 2}) = {values[i + 1]:g} < g({i + 1}) = {values[i]:g}")
 
 
 @dataclass(frozen=True)
