@@ -21,6 +21,9 @@ assignment with the fewest remote tasks, which is what Theorem 4 is about.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import time
 
 import numpy as np
@@ -31,6 +34,25 @@ from schedlab.errors import InputError
 from schedlab.locality.model import Assignment, Instance, Result, evaluate
 
 MAX_PAIRS = 20_000
+
+
+@contextlib.contextmanager
+def _silence_stdout():
+    """HiGHS occasionally prints diagnostics straight to file descriptor 1; keep them out of our output (e.g. --json)."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no real stdout (e.g. captured): nothing to protect
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
 
 
 def solve_milp(inst: Instance, time_limit: float = 60.0, fewest_remote: bool = False) -> Result:
@@ -106,7 +128,8 @@ def solve_milp(inst: Instance, time_limit: float = 60.0, fewest_remote: bool = F
     options = {"time_limit": float(time_limit), "mip_rel_gap": 1e-9}
     c = np.zeros(n)
     c[iC] = 1.0
-    res = milp(c, constraints=cons, integrality=integrality, bounds=Bounds(lb, ub), options=options)
+    with _silence_stdout():
+        res = milp(c, constraints=cons, integrality=integrality, bounds=Bounds(lb, ub), options=options)
     if res.x is None:
         raise InputError("time_limit", f"the MILP found no assignment within {time_limit:g} s ({res.message}); allow more time")
     status = "optimal" if res.status == 0 else "time_limit"
@@ -117,7 +140,8 @@ def solve_milp(inst: Instance, time_limit: float = 60.0, fewest_remote: bool = F
         c2[iz : iz + P] = 1.0
         ub2 = ub.copy()
         ub2[iC] = opt + 1e-7 * max(1.0, abs(opt))
-        res2 = milp(c2, constraints=cons, integrality=integrality, bounds=Bounds(lb, ub2), options=options)
+        with _silence_stdout():
+            res2 = milp(c2, constraints=cons, integrality=integrality, bounds=Bounds(lb, ub2), options=options)
         if res2.x is not None:
             sol = res2.x
             if res2.status != 0:
