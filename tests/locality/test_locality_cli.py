@@ -62,7 +62,7 @@ def test_sweep_quick_writes_csv_json_png_md(tmp_path: Path, capsys) -> None:
     for ext in ("csv", "json", "png", "md"):
         assert (tmp_path / f"fig5.{ext}").stat().st_size > 0
     summary = json.loads((tmp_path / "fig5.json").read_text())
-    assert {p["algorithm"] for p in summary["points"]} == set(PAPER_ALGORITHMS)
+    assert set(PAPER_ALGORITHMS) <= {p["algorithm"] for p in summary["points"]}
     assert summary["claims"]
     assert not list(tmp_path.glob(".*.tmp"))  # atomic writes leave no temp files
 
