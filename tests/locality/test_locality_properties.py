@@ -168,3 +168,19 @@ def test_same_seed_same_result(inst: Instance, seed: int) -> None:
         b = run_algorithm(name, inst, seed)
         assert np.array_equal(a.assignment.task_core, b.assignment.task_core), name
         assert a.makespan == b.makespan
+
+
+def test_milp_recovers_from_highs_presolve_solve_error() -> None:
+    """HiGHS's presolve reports "Solve error" on this instance (theta = 0); the MILP retries without it."""
+    inst = Instance(
+        server_core_start=np.array([0, 2, 3, 5]),
+        initial_load=np.array([3.75, 1.0, 0.0, 0.75, 0.75]),
+        replica_start=np.array([0, 3, 4, 5, 6, 7, 8]),
+        replica_server=np.array([0, 1, 2, 0, 0, 0, 0, 0]),
+        cost_functions=(LinearCost(0.0),),
+        server_cost=np.array([0, 0, 0]),
+    )
+    opt = solve_milp(inst, time_limit=20, fewest_remote=True)
+    assert opt.details["status"] == "optimal"
+    assert opt.makespan == pytest.approx(2.75)
+    assert dyndloff(inst).makespan >= opt.makespan - TOL

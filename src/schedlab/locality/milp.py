@@ -125,11 +125,21 @@ def solve_milp(inst: Instance, time_limit: float = 60.0, fewest_remote: bool = F
     integrality = np.ones(n)
     integrality[iC] = 0
     cons = [LinearConstraint(A, np.asarray(lo), np.asarray(hi))]
-    options = {"time_limit": float(time_limit), "mip_rel_gap": 1e-9}
+    def solve(objective: np.ndarray, upper: np.ndarray):
+        # HiGHS's presolve occasionally ends in "Solve error" (status 4) on these tiny models
+        # (seen with theta = 0, where every remote cost is 1); solving without presolve works then.
+        res = None
+        for presolve in (True, False):
+            options = {"time_limit": float(time_limit), "mip_rel_gap": 1e-9, "presolve": presolve}
+            with _silence_stdout():
+                res = milp(objective, constraints=cons, integrality=integrality, bounds=Bounds(lb, upper), options=options)
+            if res.status != 4:
+                break
+        return res
+
     c = np.zeros(n)
     c[iC] = 1.0
-    with _silence_stdout():
-        res = milp(c, constraints=cons, integrality=integrality, bounds=Bounds(lb, ub), options=options)
+    res = solve(c, ub)
     if res.x is None:
         raise InputError("time_limit", f"the MILP found no assignment within {time_limit:g} s ({res.message}); allow more time")
     status = "optimal" if res.status == 0 else "time_limit"
@@ -140,8 +150,7 @@ def solve_milp(inst: Instance, time_limit: float = 60.0, fewest_remote: bool = F
         c2[iz : iz + P] = 1.0
         ub2 = ub.copy()
         ub2[iC] = opt + 1e-7 * max(1.0, abs(opt))
-        with _silence_stdout():
-            res2 = milp(c2, constraints=cons, integrality=integrality, bounds=Bounds(lb, ub2), options=options)
+        res2 = solve(c2, ub2)
         if res2.x is not None:
             sol = res2.x
             if res2.status != 0:
