@@ -208,6 +208,7 @@ def gap(
     seed: SeedOpt = 0,
     time_limit: Annotated[float, typer.Option("--time-limit", help="MILP time limit per instance, seconds.")] = 30.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (with every instance).")] = False,
+    out_path: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the JSON (with every instance) here.")] = None,
 ) -> None:
     """Optimality gaps against the exact MILP on small random instances."""
     from schedlab.locality.algorithms import label
@@ -218,6 +219,10 @@ def gap(
     if seed < 0:
         raise InputError("--seed", f"must be >= 0, got {seed}")
     res = milp_gaps(instances, seed, time_limit=time_limit)
+    if out_path is not None:
+        from schedlab.metrics.export import write_json
+
+        write_json(out_path, res)
     if as_json:
         print(json.dumps(res, indent=2))
         return
