@@ -19,6 +19,7 @@ from rich.table import Table
 
 from schedlab.edge.cli import app as _edge_app
 from schedlab.errors import InputError, InvariantError
+from schedlab.locality.cli import app as _locality_app
 
 try:  # recent typer vendors click; older releases depend on it
     from typer._click.exceptions import ClickException as _ClickException
@@ -35,6 +36,7 @@ app = typer.Typer(
 trace_app = typer.Typer(help="Inspect and generate job traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 app.add_typer(_edge_app, name="edge")
+app.add_typer(_locality_app, name="locality")
 
 # Piped output gets a fixed, roomy width so tables are never cut to 80 columns.
 out = Console(width=None if sys.stdout.isatty() else 140)
