@@ -92,7 +92,12 @@ def random_set_bit(x: int, rng: random.Random) -> int:
             p = int(r() * n)
             if (x >> p) & 1:
                 return p
-    return kth_set_bit(x, int(r() * count))
+    k = int(r() * count)
+    if k < 12:  # strip the k lowest bits: cheaper than the binary search for small k
+        for _ in range(k):
+            x &= x - 1
+        return (x & -x).bit_length() - 1
+    return kth_set_bit(x, k)
 
 
 def highest_set_bit(x: int) -> int:

@@ -200,6 +200,6 @@ class ExactView:
         fw = self.free[worker]  # type: ignore[index]
 
         def fits(key) -> bool:
-            return not key[0] & lacking and all(r <= fw[k] + 1e-9 for k, r in enumerate(key[1]))
+            return all(r <= fw[k] + 1e-9 for k, r in enumerate(key[1]))
 
-        return self.waiting.pop_first(fits)
+        return self.waiting.pop_first(fits, lacking)

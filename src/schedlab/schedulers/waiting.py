@@ -1,11 +1,21 @@
 """Tasks waiting for resources: FIFO queues per task class, searched in arrival order.
 
-A *class* groups tasks that are interchangeable for placement (same constraint
-mask, same resource request). Classes are kept in a list sorted by the task id
-(= arrival order) of their head, so "the earliest waiting task that fits here"
-is found by scanning classes in that order and stopping at the first whose key
-fits — instead of scanning every waiting task. Used by the exact view of
-``ideal``/``centralized`` and by Megha's Global Masters.
+A *class* groups tasks that are interchangeable for placement: its key is a
+tuple whose first element is the constraint mask (``(mask, request)`` in
+practice). Classes are kept in a list sorted by the queue order of their head
+task, so "the earliest waiting task that fits here" is found by scanning
+classes in that order and stopping at the first whose key fits — not by
+scanning every waiting task.
+
+Under a backlog most freed workers fit *no* waiting class, and a full scan
+to learn that dominated whole runs (the Google trace). So classes also get a
+slot in per-constraint bitsets: bit ``s`` of ``requires[c]`` is set when class
+``s``'s mask has constraint ``c``. The classes a worker with machine mask ``M``
+can serve are ``alive`` minus the OR of ``requires[c]`` over the constraints
+``c`` not in ``M`` — a dozen int operations — and an empty answer returns at
+once; otherwise the scan visits only compatible classes' heads in order.
+
+Used by the exact view of ``ideal``/``centralized`` and by Megha's GMs.
 """
 
 from __future__ import annotations
@@ -14,11 +24,13 @@ from bisect import insort
 from collections import deque
 from collections.abc import Callable, Hashable, Iterator
 
+from schedlab.cluster.bitsets import iter_set_bits
+
 
 class WaitingClasses:
-    """FIFO waiting tasks grouped by class key."""
+    """FIFO waiting tasks grouped by class key ``(mask, …)``."""
 
-    __slots__ = ("queues", "heads", "count", "_order", "_front")
+    __slots__ = ("queues", "heads", "count", "_order", "_front", "slot", "_free_slots", "requires", "alive")
 
     def __init__(self) -> None:
         self.queues: dict[Hashable, deque[int]] = {}
@@ -28,16 +40,50 @@ class WaitingClasses:
         # of the whole queue (push_front): then a negative number below every other.
         self._order: dict[int, int] = {}
         self._front = 0
+        self.slot: dict[Hashable, int] = {}
+        self._free_slots: list[int] = []
+        self.requires: dict[int, int] = {}  # constraint -> bits of the class slots needing it
+        self.alive = 0
 
     def __len__(self) -> int:
         return self.count
 
+    # -- classes ---------------------------------------------------------------------------------
+    def _new_class(self, key: Hashable, tid: int) -> None:
+        self.queues[key] = deque((tid,))
+        s = self._free_slots.pop() if self._free_slots else len(self.slot)
+        self.slot[key] = s
+        bit = 1 << s
+        self.alive |= bit
+        req = self.requires
+        for c in iter_set_bits(key[0]):  # type: ignore[index]
+            req[c] = req.get(c, 0) | bit
+        insort(self.heads, (self._rank(tid), key))
+
+    def _drop_class(self, key: Hashable) -> None:
+        del self.queues[key]
+        s = self.slot.pop(key)
+        bit = 1 << s
+        self.alive &= ~bit
+        req = self.requires
+        for c in iter_set_bits(key[0]):  # type: ignore[index]
+            req[c] &= ~bit
+        self._free_slots.append(s)
+
+    def compatible(self, lacking: int) -> int:
+        """Slots of the classes whose mask has none of the constraint bits in ``lacking``."""
+        blocked = 0
+        for c, bits in self.requires.items():
+            if lacking >> c & 1:
+                blocked |= bits
+        return self.alive & ~blocked
+
+    # -- adding ------------------------------------------------------------------------------------
     def add(self, tid: int, key: Hashable) -> None:
-        """Append ``tid`` to its class (tids must grow within a class for FIFO order)."""
+        """Append ``tid`` to its class (within a class, later additions come later in the order)."""
         q = self.queues.get(key)
         if q is None:
-            self.queues[key] = deque((tid,))
-            insort(self.heads, (tid, key))
+            self._new_class(key, tid)
         else:
             q.append(tid)
         self.count += 1
@@ -49,8 +95,7 @@ class WaitingClasses:
         """Put ``tid`` back at the front of its class, keeping its place by arrival (it had been taken out and failed)."""
         q = self.queues.get(key)
         if q is None:
-            self.queues[key] = deque((tid,))
-            insort(self.heads, (self._rank(tid), key))
+            self._new_class(key, tid)
         else:
             old = self._rank(q[0])
             q.appendleft(tid)
@@ -66,19 +111,38 @@ class WaitingClasses:
         self._order[tid] = self._front
         self.add_front(tid, key)
 
-    def pop_first(self, accept: Callable[[Hashable], bool]) -> int:
-        """Remove and return the earliest task whose class key ``accept`` takes, or -1."""
-        heads = self.heads
-        for i, (_tid, key) in enumerate(heads):
-            if accept(key):
-                return self._pop_at(i)
-        return -1
-
+    # -- taking ------------------------------------------------------------------------------------
     def pop_first_mask(self, lacking: int) -> int:
-        """:meth:`pop_first` for keys ``(mask, …)`` whose mask has no bit of ``lacking`` — the hot path, inlined."""
-        heads = self.heads
-        for i, (_tid, key) in enumerate(heads):
-            if not key[0] & lacking:  # type: ignore[index]
+        """Remove and return the earliest task whose class mask has no bit of ``lacking``, or -1.
+
+        ``lacking`` is ``~machine_mask`` of the worker being offered.
+        """
+        ok = self.compatible(lacking)
+        if not ok:
+            return -1
+        slot = self.slot
+        for i, (_rank, key) in enumerate(self.heads):
+            if ok >> slot[key] & 1:
+                return self._pop_at(i)
+        return -1  # pragma: no cover - ok names a live class, which has a head
+
+    def pop_first(self, accept: Callable[[Hashable], bool], lacking: int | None = None) -> int:
+        """Remove and return the earliest task whose class key ``accept`` takes, or -1.
+
+        With ``lacking``, classes whose mask needs one of those constraint bits
+        are ruled out first (cheaply) and ``accept`` sees only the others.
+        """
+        if lacking is None:
+            for i, (_rank, key) in enumerate(self.heads):
+                if accept(key):
+                    return self._pop_at(i)
+            return -1
+        ok = self.compatible(lacking)
+        if not ok:
+            return -1
+        slot = self.slot
+        for i, (_rank, key) in enumerate(self.heads):
+            if ok >> slot[key] & 1 and accept(key):
                 return self._pop_at(i)
         return -1
 
@@ -90,14 +154,14 @@ class WaitingClasses:
         if q:
             insort(heads, (self._rank(q[0]) if self._order else q[0], key))
         else:
-            del self.queues[key]
+            self._drop_class(key)
         self.count -= 1
         if self._order:
             self._order.pop(tid, None)
         return tid
 
     def remove(self, tid: int, key: Hashable) -> None:
-        """Take a specific waiting task out (e.g. its job was cancelled)."""
+        """Take a specific waiting task out."""
         q = self.queues[key]
         head = q[0]
         q.remove(tid)
@@ -107,7 +171,7 @@ class WaitingClasses:
             if q:
                 insort(self.heads, (self._rank(q[0]), key))
             else:
-                del self.queues[key]
+                self._drop_class(key)
         self._order.pop(tid, None)
 
     def __iter__(self) -> Iterator[int]:

@@ -336,7 +336,7 @@ class GlobalMaster(Component):
             fv = self.free[p][pos]  # type: ignore[index]
 
             def accept(key) -> bool:
-                return not key[0] & lacking and all(r <= fv[k] + EPS for k, r in enumerate(key[1]))
+                return all(r <= fv[k] + EPS for k, r in enumerate(key[1]))
 
         while self.avail[p] & bit:
             tid = -1
@@ -344,7 +344,7 @@ class GlobalMaster(Component):
                 q = queues[(self.rr_queue + k) % nq]
                 if not q.count:
                     continue
-                tid = q.pop_first_mask(lacking) if accept is None else q.pop_first(accept)
+                tid = q.pop_first_mask(lacking) if accept is None else q.pop_first(accept, lacking)
                 if tid >= 0:
                     self.rr_queue = (self.rr_queue + k + 1) % nq
                     break
@@ -362,12 +362,17 @@ class GlobalMaster(Component):
         now = self.rt.now()
         self.rec.tasks_reported(group, now)
         where = self.layout.where
-        give_back = self._give_back
-        freed = []
-        for tid, w in group:
-            p, pos = where[w]
-            give_back(p, pos, tid)
-            freed.append((p, pos))
+        freed = [where[w] for _tid, w in group]
+        if self.slot_mode:
+            reserved, avail = self.reserved, self.avail
+            for p, pos in freed:
+                bit = 1 << pos
+                reserved[p] &= ~bit
+                avail[p] |= bit
+        else:
+            give_back = self._give_back
+            for (tid, _w), (p, pos) in zip(group, freed, strict=True):
+                give_back(p, pos, tid)
         if self.fairness is not None:
             self.fairness.finished(self, group)
         if self.waiting_count():

@@ -237,9 +237,26 @@ class LocalMaster(Component):
 
     def _on_finished(self, msg: TasksFinished) -> None:
         self._charge(0)
-        vacate = self._vacate
+        if not self.slot_mode or self.fairness is not None:
+            vacate = self._vacate
+            for tid, _w in msg.group:
+                vacate(tid)
+            return
+        # Slot-mode hot path: gather the freed bits per (partition, GM), then note them once.
+        running, avail = self.running, self.avail
+        freed: dict[tuple[int, int], int] = {}
         for tid, _w in msg.group:
-            vacate(tid)
+            p, pos, gm = running.pop(tid)
+            bit = 1 << pos
+            avail[p] |= bit
+            key = (p, gm)
+            freed[key] = freed.get(key, 0) | bit
+        changed, base, G = self.changed, self.base, self.G
+        for (p, gm), bits in freed.items():
+            j = p - base
+            for g in range(G):
+                if g != gm:
+                    changed[g][j] |= bits
 
     # -- state updates -----------------------------------------------------------------------------
     def _update_for(self, gm: int, extra: list[tuple[int, int]] | None = None) -> StateUpdate:
