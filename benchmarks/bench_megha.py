@@ -1,0 +1,64 @@
+"""Megha speed: the reference runs of issue 3 against their targets and the authors' simulator.
+
+* syn_250 on the papers' 10,000-worker data center (5 GMs × 5 LMs, the bundled
+  reference config): target <= 5 s; the authors' Python simulator takes about
+  275 s on this machine (REFERENCE-SIMULATORS.md), so the ratio is printed;
+* the Google sub-trace on 20,000 generated workers: target <= 30 s;
+* syn_1000 (2 M tasks) on the reference data center: target <= 40 s.
+
+Each run is a fresh process (median of ``--repeat``); the figure is the
+simulation's own ``wall_seconds``. Random worker choice, default profile,
+unless ``--worker-choice``/``--compat`` say otherwise.
+
+    python benchmarks/bench_megha.py [--repeat 3] [--only syn_250]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+
+AUTHORS_SYN_250_SECONDS = 275.0
+RUNS = {
+    "syn_250": ({"config": "reference"}, 5.0),
+    "google": ({"workers": 20000}, 30.0),
+    "syn_1000": ({"config": "reference"}, 40.0),
+}
+
+CHILD = r"""
+import json, sys, schedlab
+trace, kw, params = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+r = schedlab.simulate("megha", trace, seed=1, params=params, **kw)
+s = r.summary
+print(json.dumps({"wall": s["wall_seconds"], "tasks": s["tasks"], "events": s["events"], "p50": s["jrt_delay"]["p50"]}))
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", choices=list(RUNS))
+    ap.add_argument("--worker-choice", default="random")
+    ap.add_argument("--compat", default="none")
+    args = ap.parse_args()
+    params = json.dumps({"worker_choice": args.worker_choice, "compat": args.compat})
+    for trace, (kw, target) in RUNS.items():
+        if args.only and trace != args.only:
+            continue
+        runs = []
+        for _ in range(args.repeat):
+            out = subprocess.run([sys.executable, "-c", CHILD, trace, json.dumps(kw), params], check=True, capture_output=True, text=True)
+            runs.append(json.loads(out.stdout))
+        wall = statistics.median(r["wall"] for r in runs)
+        each = ", ".join(f"{r['wall']:.2f}" for r in runs)
+        line = f"{trace:9s} {runs[0]['tasks']:>8} tasks  {wall:7.2f} s [{each}]  {runs[0]['tasks'] / wall:>9,.0f} tasks/s  target {target:g} s: {'met' if wall <= target else 'MISSED'} (x{target / wall:.2f})"
+        if trace == "syn_250":
+            line += f"  vs authors' simulator {AUTHORS_SYN_250_SECONDS:g} s: x{AUTHORS_SYN_250_SECONDS / wall:.0f}"
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
