@@ -187,3 +187,15 @@ def test_reference_config_topology_and_the_papers_median():
         assert r.summary["workers"] == 10000
         assert r.summary["jrt_delay"]["p50"] == pytest.approx(0.0015)
         assert r.summary["counters"]["tasks_unfinished"] == 0
+
+
+def test_the_victim_comes_from_the_user_with_the_largest_share_violation():
+    # 10 workers; user 0 (share 0.1) holds 6 = violation 0.5, user 1 (share 0.2) holds 4 =
+    # violation 0.2; user 2 (share 0.7) holds nothing when its task arrives.
+    trace = [job(0.0, [100.0] * 6), job(0.0, [100.0] * 4), job(1.0, [5.0])]
+    r = megha(trace, [0] * 10, gms=3, lms=1, shares=[0.1, 0.2, 0.7], queue_gms=[1, 2, 3])
+    t = r.tasks
+    assert r.summary["counters"]["preemptions"] == 1
+    restarted = t[t.starts == 2]
+    assert len(restarted) == 1 and int(restarted.job.iloc[0]) == 0
+    assert t.start.iloc[-1] == pytest.approx(5.0 + 2 * ND)
