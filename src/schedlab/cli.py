@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from schedlab.cliutil import parse_key_values
 from schedlab.edge.cli import app as _edge_app
 from schedlab.errors import InputError, InvariantError
 from schedlab.locality.cli import app as _locality_app
@@ -44,20 +45,6 @@ err = Console(stderr=True)
 
 
 # -- helpers -------------------------------------------------------------------------------------
-def _parse_params(items: list[str] | None) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    for item in items or []:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise InputError("--param", f"expected KEY=VALUE, got {item!r}")
-        try:
-            value: Any = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        params[key.strip().replace("-", "_")] = value
-    return params
-
-
 def _fmt(x: Any) -> str:
     if x is None:
         return "-"
@@ -164,7 +151,7 @@ def simulate(
     formats = {"parquet": ("parquet",), "csv": ("csv",), "both": ("parquet", "csv")}.get(fmt)
     if formats is None:
         raise InputError("--format", f"unknown format {fmt!r} (choose from parquet, csv, both)")
-    params = _parse_params(param)
+    params = parse_key_values(param)
     costs: dict[str, float] = {}
     for item in msg_cost or []:
         name, sep, val = item.partition("=")

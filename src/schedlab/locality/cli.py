@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from schedlab.cliutil import parse_key_values
 from schedlab.errors import InputError
 
 app = typer.Typer(
@@ -48,20 +49,6 @@ def _instance(path: str | None, tasks: int, servers: int, cores: int, alpha: flo
     return generate(tasks=tasks, servers=servers, core_num=cores, alpha=alpha, beta=beta, theta=theta, replicas=replicas, seed=seed)
 
 
-def _params(items: list[str] | None) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    for item in items or []:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise InputError("--param", f"expected KEY=VALUE, got {item!r}")
-        try:
-            value: Any = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        params[key.strip().replace("-", "_")] = value
-    return params
-
-
 def _fmt(x: float) -> str:
     return f"{x:.4g}" if isinstance(x, float) else str(x)
 
@@ -87,7 +74,7 @@ def solve(
     from schedlab.locality.algorithms import check_params, label, run_algorithm
     from schedlab.locality.model import evaluate
 
-    params = check_params(algorithm, _params(param))
+    params = check_params(algorithm, parse_key_values(param))
     inst = _instance(instance, tasks, servers, cores, alpha, beta, theta, replicas, seed)
     r = run_algorithm(algorithm, inst, seed, params)
     ev = evaluate(inst, r.assignment)

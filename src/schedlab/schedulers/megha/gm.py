@@ -86,8 +86,8 @@ class GlobalMaster(Component):
         self.reserved: list[int] = [0] * P  # slot: workers held by this GM's in-flight/running tasks
         self.internal = [lay.partition(i, g) for i in range(lay.num_lms)]
         self.external = [p for p in range(P) if lay.owner[p] != g]
-        self.rr_int = 0
-        self.rr_ext = 0
+        self.groups = ((0, self.internal), (1, self.external))
+        self.rr = [0, 0]  # round-robin positions in the internal and external partitions
         # One waiting queue per user queue this GM serves (one unless fair sharing maps several
         # users here); the GM serves them round-robin (Megha paper IV-C).
         self.queues: list[WaitingClasses] = [WaitingClasses()]
@@ -211,36 +211,26 @@ class GlobalMaster(Component):
         """Find and take a worker for ``tid`` in the view: (partition, position) or None."""
         el = self.layout.eligible(self.tasks.mask[tid])
         avail = self.avail
+        rr = self.rr
         if self.slot_mode:
-            internal = self.internal
-            n = len(internal)
-            i = self.rr_int
-            for _ in range(n):
-                p = internal[i]
-                i += 1
-                if i == n:
-                    i = 0
-                cand = avail[p] & el[p]
-                if cand:
-                    self.rr_int = i
-                    return p, self._take_slot(p, cand)
-            external = self.external
-            n = len(external)
-            i = self.rr_ext
-            for _ in range(n):
-                p = external[i]
-                i += 1
-                if i == n:
-                    i = 0
-                cand = avail[p] & el[p]
-                if cand:
-                    self.rr_ext = i
-                    return p, self._take_slot(p, cand)
+            # internal partitions (g = 0) before external ones (g = 1), each round-robin
+            for g, group in self.groups:
+                n = len(group)
+                i = rr[g]
+                for _ in range(n):
+                    p = group[i]
+                    i += 1
+                    if i == n:
+                        i = 0
+                    cand = avail[p] & el[p]
+                    if cand:
+                        rr[g] = i
+                        return p, self._take_slot(p, cand)
             return None
         req = self.tasks.request[tid]
-        for group, attr in ((self.internal, "rr_int"), (self.external, "rr_ext")):
+        for g, group in self.groups:
             n = len(group)
-            i = getattr(self, attr)
+            i = rr[g]
             for _ in range(n):
                 p = group[i]
                 i += 1
@@ -250,7 +240,7 @@ class GlobalMaster(Component):
                 if cand:
                     pos = self._fit(p, cand, req)  # type: ignore[arg-type]
                     if pos >= 0:
-                        setattr(self, attr, i)
+                        rr[g] = i
                         self._take_multi(p, pos, req)  # type: ignore[arg-type]
                         return p, pos
         return None
