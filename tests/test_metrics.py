@@ -132,3 +132,14 @@ def test_failed_write_leaves_the_previous_file(tmp_path):
         write_json(p, {"bad": Boom()})
     assert json.loads(p.read_text()) == {"ok": 1}
     assert [x.name for x in tmp_path.iterdir()] == ["s.json"]
+
+
+def test_written_files_get_the_usual_permissions(tmp_path):
+    import os
+
+    mask = os.umask(0o022)
+    try:
+        p = write_json(tmp_path / "x.json", {"a": 1})
+        assert p.stat().st_mode & 0o777 == 0o644
+    finally:
+        os.umask(mask)

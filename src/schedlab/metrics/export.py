@@ -7,34 +7,20 @@ previous complete file or the new complete file, never a partial one.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
-import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from schedlab.atomic import atomic_write, file_mode
+
+__all__ = ["TABLE_FORMATS", "atomic_write", "file_mode", "write_json", "write_run", "write_table"]
+
 TABLE_FORMATS = ("parquet", "csv")
-
-
-def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
-    """Call ``write(tmp_path)`` then rename the temp file onto ``path``; the temp file is removed on failure."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, p)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return p
 
 
 def _clean(obj: Any) -> Any:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from schedlab.atomic import file_mode
 from schedlab.datafiles import BUNDLED_TRACES, bundled_trace_path
 from schedlab.errors import InputError
 
@@ -253,6 +254,7 @@ def write_trace(path: str | os.PathLike, jobs: Iterable[TraceJob]) -> int:
                     f.write(format_job(job))
                     f.write("\n")
                     n += 1
+        os.chmod(tmp, file_mode())
         os.replace(tmp, p)
     except BaseException:
         with contextlib.suppress(OSError):
