@@ -100,6 +100,35 @@ def random_set_bit(x: int, rng: random.Random) -> int:
     return kth_set_bit(x, k)
 
 
+def fit_position(cand: int, free: Sequence[Sequence[float]], req: Sequence[float], rng: random.Random | None, tries: int = 16) -> int:
+    """A set bit ``pos`` of ``cand`` whose ``free[pos]`` vector holds ``req``, or -1.
+
+    Without ``rng``: the highest such bit (the most preferred candidate). With
+    ``rng``: a uniformly random one — up to ``tries`` random candidates are
+    tested first (cheap when most fit), then all fitting ones are collected
+    and one is drawn; either way the choice is uniform over the fitting set.
+    """
+    eps = 1e-9
+    if rng is not None:
+        for _ in range(tries):
+            pos = random_set_bit(cand, rng)
+            fv = free[pos]
+            if all(r <= fv[k] + eps for k, r in enumerate(req)):
+                return pos
+    fitting = []
+    while cand:
+        pos = cand.bit_length() - 1
+        fv = free[pos]
+        if all(r <= fv[k] + eps for k, r in enumerate(req)):
+            if rng is None:
+                return pos
+            fitting.append(pos)
+        cand ^= 1 << pos
+    if fitting:
+        return fitting[int(rng.random() * len(fitting))]  # type: ignore[union-attr]
+    return -1
+
+
 def highest_set_bit(x: int) -> int:
     """Index of the highest set bit of ``x`` (``x`` > 0): constant time."""
     return x.bit_length() - 1

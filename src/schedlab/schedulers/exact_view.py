@@ -24,13 +24,26 @@ from __future__ import annotations
 
 import random
 
-from schedlab.cluster.bitsets import random_set_bit
+from schedlab.cluster.bitsets import fit_position, random_set_bit
 from schedlab.cluster.model import Cluster
 from schedlab.errors import InputError
 from schedlab.schedulers.waiting import WaitingClasses
 from schedlab.workload.model import TaskTable
 
 WORKER_CHOICES = ("min-constraints", "random")
+
+
+class _FreeByPosition:
+    """``free`` indexed by bit position instead of worker id (a view, no copy)."""
+
+    __slots__ = ("free", "order")
+
+    def __init__(self, free: list[list[float]], order: list[int]) -> None:
+        self.free = free
+        self.order = order
+
+    def __getitem__(self, pos: int) -> list[float]:
+        return self.free[self.order[pos]]
 
 
 class ExactView:
@@ -120,20 +133,14 @@ class ExactView:
             pos = cand.bit_length() - 1
             return self.order[pos], size - pos
         req = self.tasks.request[tid]
+        # positions are global worker bit positions: look up free vectors through the order
         free = self.free
-        fitting = []
-        while cand:
-            pos = cand.bit_length() - 1
-            w = self.order[pos]
-            fw = free[w]  # type: ignore[index]
-            if all(r <= fw[k] + 1e-9 for k, r in enumerate(req)):  # type: ignore[arg-type]
-                if not self.random_choice:
-                    return w, size - pos
-                fitting.append(w)
-            cand ^= 1 << pos
-        if fitting:
-            return fitting[self.rng.randrange(len(fitting))], size
-        return -1, size
+        order = self.order
+        view = _FreeByPosition(free, order)  # type: ignore[arg-type]
+        pos = fit_position(cand, view, req, self.rng if self.random_choice else None)  # type: ignore[arg-type]
+        if pos < 0:
+            return -1, size
+        return order[pos], (size if self.random_choice else size - pos)
 
     def fits(self, tid: int, worker: int) -> bool:
         if self.tasks.mask[tid] & ~self.cluster.machine_masks[worker]:

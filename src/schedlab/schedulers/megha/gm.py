@@ -38,7 +38,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from schedlab.cluster.bitsets import iter_set_bits, random_set_bit
+from schedlab.cluster.bitsets import fit_position, iter_set_bits, random_set_bit
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, PROCESSING
 from schedlab.schedulers.datacenter import TasksFinished
 from schedlab.schedulers.megha.messages import (
@@ -254,19 +254,7 @@ class GlobalMaster(Component):
 
     def _fit(self, p: int, cand: int, req: tuple[float, ...]) -> int:
         """A candidate position with room for ``req``: the first in preference order, or a random fitting one."""
-        free = self.free[p]  # type: ignore[index]
-        fitting = []
-        while cand:
-            pos = cand.bit_length() - 1
-            fv = free[pos]
-            if all(r <= fv[k] + EPS for k, r in enumerate(req)):
-                if not self.random_choice:
-                    return pos
-                fitting.append(pos)
-            cand ^= 1 << pos
-        if fitting:
-            return fitting[self.rng.randrange(len(fitting))]
-        return -1
+        return fit_position(cand, self.free[p], req, self.rng if self.random_choice else None)  # type: ignore[index]
 
     def _take_multi(self, p: int, pos: int, req: tuple[float, ...]) -> None:
         fv = self.free[p][pos]  # type: ignore[index]

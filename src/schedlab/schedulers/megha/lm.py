@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from schedlab.cluster.bitsets import iter_set_bits
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, PROCESSING
 from schedlab.schedulers.datacenter import POOL_ADDRESS, LaunchBatch, TasksFinished
 from schedlab.schedulers.megha.gm import EPS, gm_address, lm_address
@@ -283,14 +284,10 @@ class LocalMaster(Component):
                     continue
                 fp = self.free[p]
                 changes = {}
-                pos = 0
-                while c:
-                    if c & 1:
-                        h = held.get((p, pos))
-                        fv = fp[pos]
-                        changes[pos] = tuple(fv) if h is None or self.snapshot_mode else tuple(f + x for f, x in zip(fv, h, strict=True))
-                    c >>= 1
-                    pos += 1
+                for pos in range(len(fp)) if self.snapshot_mode else iter_set_bits(c):
+                    h = held.get((p, pos))
+                    fv = fp[pos]
+                    changes[pos] = tuple(fv) if h is None or self.snapshot_mode else tuple(f + x for f, x in zip(fv, h, strict=True))
                 upd.free[p] = changes
                 ch[j] = 0
         return upd
