@@ -20,6 +20,10 @@ import pandas as pd
 
 TABLE_FORMATS = ("parquet", "csv")
 
+# mkstemp creates files readable by their owner only; a written file gets the usual umask-based mode.
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
 
 def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
     """Call ``write(tmp_path)`` then rename the temp file onto ``path``; the temp file is removed on failure."""
@@ -28,6 +32,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     os.close(fd)
     try:
+        os.chmod(tmp, 0o666 & ~_UMASK)
         write(tmp)
         os.replace(tmp, p)
     except BaseException:
