@@ -50,7 +50,8 @@ def resolve_metrics(df: pd.DataFrame, metrics: list[str] | None) -> list[str]:
 def default_baseline(df: pd.DataFrame, baseline: str | None = None) -> str:
     labels = list(dict.fromkeys(df["scheduler"]))
     if baseline is None:
-        baseline = df.attrs.get("experiment", {}).get("baseline") or labels[0]
+        spec_baseline = df.attrs.get("experiment", {}).get("baseline")
+        baseline = spec_baseline if spec_baseline in labels else labels[0]  # (its runs may all have failed)
     elif baseline not in labels:
         raise InputError("--baseline", f"no scheduler is labelled {baseline!r} (labels: {', '.join(labels)})")
     return baseline

@@ -23,7 +23,7 @@ import hashlib
 import itertools
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,6 @@ class Run:
     trace_path: str | None = None  # where a trace file is read from (not part of the config)
     config_path: str | None = None  # where a data-center config file is read from
     tables: tuple[str, ...] = ("tasks", "jobs", "utilization")
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def describe(self) -> str:
         return f"{self.scheduler} on {self.workload} ({self.data_center}), seed {self.seed}"
@@ -233,14 +232,17 @@ def scheduler_variants(ls: LoadedSpec) -> list[Variant]:
             try:
                 model = registry.parse_params(cls, params)
             except InputError as e:
+                # registry.parse_params says "param <field>" ("param params" for a whole-model check)
                 key = (e.where or "").removeprefix("param ").split(".")[0]
+                problem = e.problem
                 if key in point:
                     loc: tuple[Any, ...] = ("schedulers", i, "grid", key, s.grid[key].index(point[key]))
                 elif key in s.params:
                     loc = ("schedulers", i, "params", key)
                 else:
                     loc = ("schedulers", i, "params")
-                problem = e.problem if key in point or key in s.params or not key or key == "params" else f"{key}: {e.problem}"
+                    if key and key != "params":
+                        problem = f"{key}: {problem}"
                 raise ls.error(loc, problem) from None
             if s.label is not None:
                 try:

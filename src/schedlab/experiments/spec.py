@@ -304,9 +304,14 @@ class LoadedSpec:
 
     def error(self, loc: tuple[Any, ...], problem: str) -> InputError:
         """An InputError at ``loc`` (a pydantic-style path), with the YAML line when it can be found."""
-        path, line = locate(self.node, loc)
-        where = f"{self.source}:{line}" if line else self.source
-        return InputError(where, f"{path}: {problem}" if path else problem)
+        return spec_error(self.source, self.node, loc, problem)
+
+
+def spec_error(source: str, node: Any, loc: tuple[Any, ...], problem: str) -> InputError:
+    """``source:line: dotted.path: problem`` for a location in the spec's YAML node tree."""
+    path, line = locate(node, loc)
+    where = f"{source}:{line}" if line else source
+    return InputError(where, f"{path}: {problem}" if path else problem)
 
 
 def locate(node: Any, loc: tuple[Any, ...]) -> tuple[str, int | None]:
@@ -367,7 +372,7 @@ def parse_spec(text: str, source: str = "<spec>", base_dir: str | os.PathLike | 
         loc = tuple(err["loc"])
         if quick and loc and loc[0] in (data.get("quick") or {}):
             loc = ("quick", *loc)
-        raise LoadedSpec(None, source, Path("."), text, node).error(loc, _message(err)) from None  # type: ignore[arg-type]
+        raise spec_error(source, node, loc, _message(err)) from None
     return LoadedSpec(spec, source, Path(base_dir or "."), text, node)
 
 
