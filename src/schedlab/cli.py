@@ -404,10 +404,13 @@ def compare_cmd(
         print(json.dumps(to_json(table), indent=2))
         return
     w = wide(table)
-    t = Table(*w.columns, title=f"{table.attrs['experiment'].get('name')} — mean ±std over seeds, ×ratio to {table.attrs['baseline']}", title_justify="left")
+    t = Table(title=f"{table.attrs['experiment'].get('name')} — mean ±std over seeds, ×ratio to {table.attrs['baseline']}", title_justify="left")
+    for c in w.columns:  # metric names on two lines (family, statistic)
+        key = c in ("workload", "data_center", "scheduler")
+        t.add_column(c.replace(".", "\n", 1), no_wrap=key, justify="left" if key else "right")
     for row in w.itertuples(index=False):
         t.add_row(*(str(v) for v in row))
-    out.print(t)
+    (out if sys.stdout.isatty() else Console(width=250)).print(t)
     if table.attrs.get("unfinished"):
         err.print(f"note: {table.attrs['unfinished']} of {table.attrs['total']} runs not finished (rerun `schedlab sweep`)")
 

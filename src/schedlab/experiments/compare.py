@@ -92,19 +92,23 @@ def fmt(x: Any) -> str:
     return f"{x:.4g}"
 
 
-def cell(row: pd.Series) -> str:
+def cell(row: pd.Series, ratio: bool = True) -> str:
     """``mean ±std ×ratio`` for one metric of one scheduler."""
     s = fmt(row["mean"])
     if row["n"] > 1 and pd.notna(row["std"]):
         s += f" ±{fmt(row['std'])}"
-    if pd.notna(row["ratio"]):
+    if ratio and pd.notna(row["ratio"]):
         s += f" ×{row['ratio']:.3g}"
     return s
 
 
 def wide(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per workload, data center and scheduler; one ``mean ±std ×ratio`` column per metric."""
-    t = table.assign(cell=table.apply(cell, axis=1))
+    """One row per workload, data center and scheduler; one ``mean ±std ×ratio`` column per metric.
+
+    With a single scheduler there is nothing to divide by, and no ratio is shown.
+    """
+    ratio = table["scheduler"].nunique() > 1
+    t = table.assign(cell=table.apply(cell, axis=1, ratio=ratio))
     w = t.pivot_table(index=KEYS, columns="metric", values="cell", aggfunc="first", sort=False)
     cols = [m for m in table.attrs.get("metrics", []) if m in w.columns] or list(w.columns)
     w = w[cols].reset_index()
