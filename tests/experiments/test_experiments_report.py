@@ -83,6 +83,7 @@ def test_report_writes_markdown_html_and_non_empty_pngs(results, tmp_path):
     names = {p.name for p in rep.images}
     for expected in (
         "jrt_delay_cdf_gen.png",
+        "allocation_cdf_gen.png",
         "allocation_percentiles_gen.png",
         "allocation_components_gen.png",
         "allocation_by_size_gen.png",

@@ -5,7 +5,8 @@ Each function takes plain data (dicts of arrays, DataFrames) and returns a
 Which paper figure each one regenerates:
 
 * :func:`cdf` — CDF of JRT delay per scheduler, log x (constraint-aware
-  paper, Figures 6–8); utilization CDF, linear x (Figure 10);
+  paper, Figures 6–8); of allocation time (Megha paper, Figure 3); utilization
+  CDF, linear x (constraint-aware Figure 10);
 * :func:`bars` — grouped bars: allocation-time percentiles (Megha paper,
   Figure 4), utilization normalized to a baseline (constraint-aware Figure 9),
   fairness counters per data-center size (Megha Figure 11);

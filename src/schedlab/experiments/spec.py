@@ -59,6 +59,7 @@ from schedlab.errors import InputError
 
 PLOTS = (
     "jrt_delay_cdf",
+    "allocation_cdf",
     "allocation_percentiles",
     "allocation_components",
     "allocation_by_size",
