@@ -259,6 +259,13 @@ class ExperimentSpec(_Model):
             raise ValueError("use letters, digits and _ . + = - (it names the results folder)")
         return v
 
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _seeds_shape(cls, v: Any) -> Any:
+        if isinstance(v, bool) or not isinstance(v, int | list):
+            raise ValueError(f"give a list of seeds or a count, not {v!r}")
+        return v
+
     @field_validator("seeds")
     @classmethod
     def _seeds(cls, v: list[int] | int) -> list[int]:
@@ -334,8 +341,6 @@ def locate(node: Any, loc: tuple[Any, ...]) -> tuple[str, int | None]:
         if found is not None:
             node = found
             line = node.start_mark.line + 1
-        elif isinstance(part, str) and not isinstance(node, yaml.MappingNode | yaml.SequenceNode) and i == len(loc) - 1:
-            path = f"{path}.{part}" if path else part
         # anything else (a union member's tag such as 'list[int]') is not part of the document
     return path, line
 
