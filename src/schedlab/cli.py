@@ -286,6 +286,168 @@ def trace_generate(
     err.print(f"wrote {n} jobs to {out_path}")
 
 
+# -- experiments ---------------------------------------------------------------------------------
+class _SweepDisplay:
+    """Runs done of total, failures and ETA on stderr: a live bar on a terminal, else one line per run."""
+
+    def __init__(self, label: str = "sweep") -> None:
+        self.label = label
+        self.live = err.is_terminal
+        self.bar: Any = None
+        self.task: Any = None
+
+    def __call__(self, state: Any) -> None:
+        if state.last is None:
+            err.print(f"{self.label}: {state.total} runs, {state.skipped} already finished, {state.todo} to run")
+            if self.live and state.todo:
+                from rich.progress import (
+                    BarColumn,
+                    MofNCompleteColumn,
+                    Progress,
+                    TextColumn,
+                    TimeElapsedColumn,
+                )
+
+                self.bar = Progress(
+                    TextColumn(self.label),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TextColumn("{task.fields[failed]}  ETA {task.fields[eta]}  {task.fields[last]}"),
+                    TimeElapsedColumn(),
+                    console=err,
+                    transient=True,
+                )
+                self.bar.start()
+                self.task = self.bar.add_task("runs", total=state.total, completed=state.skipped, failed="", eta="?", last="")
+            return
+        eta = "-" if state.eta is None else _duration(state.eta)
+        failed = f"{state.failed} failed" if state.failed else ""
+        if self.bar is not None:
+            self.bar.update(self.task, completed=state.finished, failed=failed, eta=eta, last=state.last.describe())
+            if state.last_error:
+                self.bar.console.print(f"failed: {state.last.describe()}: {state.last_error.splitlines()[0]}")
+        else:
+            what = f"failed: {state.last_error.splitlines()[0]}" if state.last_error else "done"
+            err.print(f"[{state.finished}/{state.total}] {state.last.describe()} {what}; ETA {eta}", highlight=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+def _sweep_summary(res: Any) -> int:
+    from schedlab.experiments.runner import describe_failures
+
+    err.print(
+        f"{len(res.ran)} run(s) done, {len(res.skipped)} already finished"
+        + (f", {len(res.redone)} interrupted run(s) redone" if res.redone else "")
+        + (f", {len(res.failed)} failed" if res.failed else "")
+        + f" in {_duration(res.seconds)}; results in {res.root}",
+        highlight=False,
+    )
+    for line in describe_failures(res):
+        print(f"error: {line}", file=sys.stderr)
+    return 1 if res.failed else 0
+
+
+@app.command("sweep")
+def sweep_cmd(
+    spec: Annotated[Path, typer.Argument(help="Experiment spec (YAML).")],
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Runs at once (default: the CPUs; Ray: the cluster's CPUs).")] = None,
+    backend: Annotated[str, typer.Option("--backend", help="local (process pool) or ray.")] = "local",
+    address: Annotated[str | None, typer.Option("--address", help="Ray cluster address (default: start a local Ray).")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Results folder (default results/<spec name>).")] = None,
+) -> None:
+    """Run every run of an experiment spec not already in its results folder (resumable)."""
+    from schedlab.experiments.runner import run_sweep
+
+    display = _SweepDisplay()
+    try:
+        res = run_sweep(spec, out_dir, jobs=jobs, backend=backend, address=address, progress=display)
+    finally:
+        display.close()
+    rc = _sweep_summary(res)
+    if rc:
+        raise typer.Exit(rc)
+
+
+@app.command("compare")
+def compare_cmd(
+    results: Annotated[Path, typer.Argument(help="Results folder of a sweep.")],
+    baseline: Annotated[str | None, typer.Option("--baseline", "-b", help="Scheduler label to divide by (default: the spec's).")] = None,
+    metric: Annotated[list[str] | None, typer.Option("--metric", "-m", help="Metric, e.g. jrt_delay.p99 (repeatable; default: the spec's).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (every statistic) instead of a table.")] = False,
+) -> None:
+    """Each metric per scheduler and workload: mean ±std over seeds, ×ratio to the baseline."""
+    from schedlab.experiments.compare import compare, to_json, wide
+
+    table = compare(results, metric, baseline)
+    if as_json:
+        print(json.dumps(to_json(table), indent=2))
+        return
+    w = wide(table)
+    t = Table(title=f"{table.attrs['experiment'].get('name')} — mean ±std over seeds, ×ratio to {table.attrs['baseline']}", title_justify="left")
+    for c in w.columns:  # metric names on two lines (family, statistic)
+        key = c in ("workload", "data_center", "scheduler")
+        t.add_column(c.replace(".", "\n", 1), no_wrap=key, justify="left" if key else "right")
+    for row in w.itertuples(index=False):
+        t.add_row(*(str(v) for v in row))
+    (out if sys.stdout.isatty() else Console(width=250)).print(t)
+    if table.attrs.get("unfinished"):
+        err.print(f"note: {table.attrs['unfinished']} of {table.attrs['total']} runs not finished (rerun `schedlab sweep`)")
+
+
+@app.command("report")
+def report_cmd(
+    results: Annotated[Path, typer.Argument(help="Results folder of a sweep.")],
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Report folder (default RESULTS/report).")] = None,
+    baseline: Annotated[str | None, typer.Option("--baseline", "-b", help="Scheduler label for ratios and normalization.")] = None,
+) -> None:
+    """Write a Markdown and an HTML report with PNG plots (the papers' figures) for a results folder."""
+    from schedlab.experiments.report import write_report
+
+    rep = write_report(results, out_dir, baseline=baseline)
+    err.print(f"wrote {rep.markdown}, {rep.html.name} and {len(rep.images)} plot(s)", highlight=False)
+
+
+@app.command("reproduce")
+def reproduce_cmd(
+    name: Annotated[str | None, typer.Argument(help="Built-in spec (see --list).")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="A few jobs on small data centers, one seed: seconds, for CI.")] = False,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Results folder (default results/NAME[-quick]).")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Runs at once.")] = None,
+    backend: Annotated[str, typer.Option("--backend", help="local or ray.")] = "local",
+    address: Annotated[str | None, typer.Option("--address", help="Ray cluster address.")] = None,
+    list_specs: Annotated[bool, typer.Option("--list", help="List the built-in specs.")] = False,
+) -> None:
+    """Run a built-in experiment that regenerates a paper's figures, then write its report."""
+    from schedlab.experiments.reproduce import builtin_specs, reproduce
+
+    if list_specs:
+        t = Table("name", "what it reproduces")
+        for k, v in builtin_specs().items():
+            t.add_row(k, v)
+        out.print(t)
+        return
+    if name is None:
+        raise InputError("reproduce", "give a spec name (see `schedlab reproduce --list`)")
+    display = _SweepDisplay(f"reproduce {name}")
+    try:
+        res, rep = reproduce(name, out_dir, quick=quick, jobs=jobs, backend=backend, address=address, progress=display)
+    finally:
+        display.close()
+    rc = _sweep_summary(res)
+    if rep is not None:
+        err.print(f"report: {rep.markdown} ({rep.html.name}, {len(rep.images)} plot(s))", highlight=False)
+    if rc:
+        raise typer.Exit(rc)
+
+
 # -- entry point ---------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; user errors become one line on stderr and exit code 2."""

@@ -1,0 +1,91 @@
+"""``schedlab reproduce NAME``: run a built-in spec (``specs/NAME.yaml``) and write the report of its paper figures.
+
+Each built-in spec's ``description`` says which figures and tables it
+regenerates, what stands in for what the papers used and we do not have (the
+Yahoo, google_19, alibaba and cloudera traces), and the papers' own numbers
+to read the report against. ``--quick`` applies the spec's ``quick`` section:
+the first few jobs of each workload on small data centers with one seed, to
+check the whole path in seconds (CI), not to draw conclusions.
+
+Before anything runs, every scheduler the spec names must be available here
+(some come with the baselines of issue 4); otherwise one line says which.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from schedlab.errors import InputError
+from schedlab.experiments.spec import LoadedSpec, parse_spec
+
+
+def builtin_specs() -> dict[str, str]:
+    """Name → first line of the description, for every built-in spec."""
+    import yaml
+
+    out = {}
+    for p in sorted(_spec_dir().iterdir(), key=lambda p: p.name.removesuffix(".yaml")):
+        if p.name.endswith(".yaml"):
+            data = yaml.safe_load(p.read_text(encoding="utf-8"))
+            out[p.name.removesuffix(".yaml")] = str(data.get("description", "")).strip().splitlines()[0]
+    return out
+
+
+def _spec_dir() -> Any:
+    return resources.files("schedlab.experiments") / "specs"
+
+
+def load_builtin(name: str, *, quick: bool = False) -> LoadedSpec:
+    """A built-in spec by name (with its quick section applied if asked)."""
+    names = builtin_specs()
+    if name not in names:
+        raise InputError("reproduce", f"no built-in spec {name!r} (available: {', '.join(names)})")
+    p = _spec_dir() / f"{name}.yaml"
+    ls = parse_spec(p.read_text(encoding="utf-8"), f"{name}.yaml", quick=quick)
+    if quick:
+        ls.spec.name = f"{ls.spec.name}-quick"
+        ls.spec.description = f"**Quick run** (`--quick`): the first jobs only, small data centers, one seed — a check of the whole path, not a result.\n\n{ls.spec.description}"
+    return ls
+
+
+def check_schedulers(ls: LoadedSpec, what: str) -> None:
+    """One clear line when the spec names a scheduler this installation does not have."""
+    from schedlab.schedulers import registry
+
+    have = registry.available()
+    missing = [s.name for s in ls.spec.schedulers if s.name not in have]
+    if missing:
+        raise InputError(
+            what,
+            f"needs scheduler{'s' if len(missing) > 1 else ''} {', '.join(repr(m) for m in dict.fromkeys(missing))}, "
+            f"not available here (available: {', '.join(have)})",
+        )
+
+
+def reproduce(
+    name: str,
+    out: str | os.PathLike | None = None,
+    *,
+    quick: bool = False,
+    jobs: int | None = None,
+    backend: str = "local",
+    address: str | None = None,
+    progress: Callable[[Any], None] | None = None,
+) -> tuple[Any, Any]:
+    """Sweep the built-in spec ``name`` into ``out`` (default ``results/NAME[-quick]``) and write its report.
+
+    Returns ``(SweepResult, Report)``; the report is written even when some runs failed.
+    """
+    from schedlab.experiments.report import write_report
+    from schedlab.experiments.runner import run_sweep
+
+    ls = load_builtin(name, quick=quick)
+    check_schedulers(ls, f"reproduce {name}")
+    root = Path(out) if out is not None else Path("results") / ls.spec.name
+    result = run_sweep(ls, root, jobs=jobs, backend=backend, address=address, progress=progress)
+    report = write_report(root) if result.ran or result.skipped else None
+    return result, report
