@@ -174,6 +174,10 @@ class WaitingClasses:
                 self._drop_class(key)
         self._order.pop(tid, None)
 
+    def head_tasks(self) -> list[int]:
+        """The first task of every class, in queue order."""
+        return [self.queues[key][0] for _rank, key in self.heads]
+
     def __iter__(self) -> Iterator[int]:
         """Waiting task ids in queue order."""
         return iter(sorted((t for q in self.queues.values() for t in q), key=self._rank))

@@ -25,9 +25,10 @@ Megha paper, Section IV-C:
   state about its own queues, eventually consistent about the others'".
   Waiting tasks of users under their share get another go at Algorithm 2 each
   round, when that knowledge refreshes (the paper's queue rotation re-runs it
-  when a re-queued task reaches the front). So a GM cannot preempt a user it
-  has not yet heard about: at least one round passes before the first
-  preemption.
+  when a re-queued task reaches the front), from the front of the queue and
+  until a few task classes have failed (``RETRY_CLASSES_PER_ROUND``). So a GM
+  cannot preempt a user it has not yet heard about: at least one round passes
+  before the first preemption.
 
 A user's *holding* is its share of the data center: running tasks over workers
 in slot mode, the dominant resource share (max over resources of used/total)
@@ -40,6 +41,12 @@ from typing import TYPE_CHECKING
 
 from schedlab.schedulers.megha.gm import EPS, GlobalMaster, lm_address
 from schedlab.schedulers.megha.messages import PreemptRejected, PreemptRequest, TaskPreempted
+
+# Per round, a GM retries Algorithm 2 for waiting tasks from the front of its queues
+# until this many task classes have failed: the paper's queue rotation reaches the
+# front tasks first, and bounding the work keeps a long backlog from costing
+# O(backlog × running tasks) every heartbeat.
+RETRY_CLASSES_PER_ROUND = 8
 
 if TYPE_CHECKING:
     from schedlab.schedulers.megha import MeghaParams, MeghaScheduler
@@ -77,6 +84,10 @@ class FairSharing:
         self.tried: dict[int, set[int]] = {}  # requesting tid -> victims already refused
         self.attempts = 0
         self.refused = 0
+        self._sizes: dict[int, float] = {}
+        self.version = 0  # bumped on every launch and vacate: what a round's knowledge depends on
+        self._round_version = -1
+        self._published_sorted: dict[int, list] = {}
         # each GM serves its users' queues
         for g, gm in enumerate(sched.gms):
             mine = [u for u in range(n) if self.queue_gm[u] == g]
@@ -114,12 +125,14 @@ class FairSharing:
         return [1.0] if req is None else list(req)
 
     def launched(self, tid: int, p: int, pos: int) -> None:
+        self.version += 1
         u = self.user_of(tid)
         self.running[u][tid] = (p, pos)
         for k, a in enumerate(self._amount(tid)):
             self.used[u][k] += a
 
     def vacated(self, tid: int) -> None:
+        self.version += 1
         u = self.user_of(tid)
         if self.running[u].pop(tid, None) is not None:
             for k, a in enumerate(self._amount(tid)):
@@ -129,6 +142,7 @@ class FairSharing:
         """A heartbeat round: every GM's knowledge of every user catches up."""
         self.published_running = [dict(r) for r in self.running]
         self.published_used = [list(v) for v in self.used]
+        self._published_sorted = {}
 
     # -- Algorithm 2 -----------------------------------------------------------------------------------
     def _holding(self, u: int, gm: GlobalMaster) -> float:
@@ -137,8 +151,20 @@ class FairSharing:
         return max(x / t for x, t in zip(used, self.total, strict=True)) + self.pending[gm.g][u]
 
     def _size(self, tid: int) -> float:
-        """A task's dominant share of the data center."""
-        return max(a / t for a, t in zip(self._amount(tid), self.total, strict=True))
+        """A task's dominant share of the data center (cached: it never changes)."""
+        size = self._sizes.get(tid)
+        if size is None:
+            size = self._sizes[tid] = max(a / t for a, t in zip(self._amount(tid), self.total, strict=True))
+        return size
+
+    def _victims(self, v: int, gm: GlobalMaster) -> list[tuple[int, tuple[int, int]]]:
+        """User ``v``'s running tasks as ``gm`` knows them, newest first (preempting them loses the least work)."""
+        if self.queue_gm[v] == gm.g:
+            return sorted(self.running[v].items(), key=lambda kv: -kv[0])
+        cached = self._published_sorted.get(v)
+        if cached is None:
+            cached = self._published_sorted[v] = sorted(self.published_running[v].items(), key=lambda kv: -kv[0])
+        return cached
 
     def try_preempt(self, gm: GlobalMaster, tid: int) -> bool:
         """Algorithm 2 for a task that matched nowhere: True if a preemption request was sent.
@@ -149,33 +175,33 @@ class FairSharing:
         at or above its share after losing the victim.
         """
         u = self.user_of(tid)
-        if self._holding(u, gm) + self._size(tid) > self.shares[u] + EPS:
+        size = self._size(tid)
+        holding = [self._holding(v, gm) for v in range(len(self.shares))]
+        if holding[u] + size > self.shares[u] + EPS:
             return False
         violators = sorted(
-            (v for v in range(len(self.shares)) if v != u and self._holding(v, gm) - self.shares[v] > EPS),
-            key=lambda v: (-(self._holding(v, gm) - self.shares[v]), v),
+            (v for v in range(len(self.shares)) if v != u and holding[v] - self.shares[v] > EPS),
+            key=lambda v: (-(holding[v] - self.shares[v]), v),
         )
-        tried = self.tried.get(tid, set())
+        tried = self.tried.get(tid, ())
         mask = self.tasks.mask[tid]
         req = self.tasks.request[tid]
         masks = self.sh.cluster.machine_masks
         order = self.sh.layout.order
+        in_flight = self.in_flight
         for v in violators:
-            known = self.running[v] if self.queue_gm[v] == gm.g else self.published_running[v]
-            for victim, (p, pos) in sorted(known.items(), key=lambda kv: -kv[0]):  # newest first: least work lost
-                if victim in self.in_flight or victim in tried:
+            room = holding[v] - self.shares[v] + EPS  # what v can lose and stay at its share
+            for victim, (p, pos) in self._victims(v, gm):
+                if victim in in_flight or victim in tried or self._size(victim) > room:
                     continue
-                if self._holding(v, gm) - self._size(victim) < self.shares[v] - EPS:
-                    continue
-                w = order[p][pos]
-                if mask & ~masks[w]:
+                if mask & ~masks[order[p][pos]]:
                     continue
                 if req is not None and not self._fits_after(p, pos, victim, req, gm):
                     continue
                 self.attempts += 1
-                du, dv = self._size(tid), self._size(victim)
-                self.in_flight[victim] = (gm.g, u, v, du, dv)
-                self.pending[gm.g][u] += du
+                dv = self._size(victim)
+                in_flight[victim] = (gm.g, u, v, size, dv)
+                self.pending[gm.g][u] += size
                 self.pending[gm.g][v] -= dv
                 gm._hold(p, pos, tid)
                 gm.proc.send(lm_address(self.sh.layout.lm_of[p]), PreemptRequest(gm.g, tid, victim, p, pos))
@@ -235,23 +261,43 @@ class FairSharing:
             self.tried.pop(tid, None)
 
     def round(self) -> None:
-        """Each heartbeat round: publish holdings, and let waiting tasks of under-share users try Algorithm 2 again."""
+        """Each heartbeat round: publish holdings, and let waiting tasks of under-share users try Algorithm 2 again.
+
+        If no task started or stopped since the previous round, every GM's knowledge and
+        every waiting task's outlook are unchanged (each new waiting task had its own try
+        when it was queued), so the round has nothing to do.
+        """
+        if self.version == self._round_version:
+            return
+        self._round_version = self.version
         self.publish()
         for gm in self.sched.gms:
-            if not gm.waiting_count():
-                continue
-            candidates = [t for q in gm.queues for t in q if self._holding(self.user_of(t), gm) + self._size(t) <= self.shares[self.user_of(t)] + EPS]
-            if not candidates:
-                continue
-            gm.proc.handle(self._retry, gm, candidates)
+            if gm.waiting_count():
+                gm.proc.handle(self._retry, gm)
 
-    def _retry(self, gm: GlobalMaster, tids: list[int]) -> None:
-        for tid in tids:
-            q = gm._queue_for(tid)
-            if tid not in q.queues.get(gm._key(tid), ()):
-                continue
-            if self.try_preempt(gm, tid):
-                q.remove(tid, gm._key(tid))
+    def _retry(self, gm: GlobalMaster) -> None:
+        """Algorithm 2 again for waiting tasks, class by class from the front of the GM's queues.
+
+        Within a class the tasks fare alike, so a class is left at its first failure;
+        the round stops after ``RETRY_CLASSES_PER_ROUND`` failed classes.
+        """
+        failures = 0
+        for q in gm.queues:
+            for _rank, key in list(q.heads):
+                if failures >= RETRY_CLASSES_PER_ROUND:
+                    return
+                tids = q.queues.get(key)
+                if not tids:
+                    continue
+                u = self.user_of(tids[0])
+                if self._holding(u, gm) + self._size(tids[0]) > self.shares[u] + EPS:
+                    continue  # at or over its share: Algorithm 2 would not act; not a failure
+                for tid in list(tids):
+                    if self.try_preempt(gm, tid):
+                        q.remove(tid, key)
+                    else:
+                        failures += 1
+                        break
 
     def counters(self) -> dict[str, int]:
         return {
