@@ -20,6 +20,8 @@ BUILTIN: dict[str, str] = {
     "ideal": "schedlab.schedulers.ideal:IdealScheduler",
     "centralized": "schedlab.schedulers.centralized:CentralizedScheduler",
     "megha": "schedlab.schedulers.megha:MeghaScheduler",
+    "pigeon": "schedlab.schedulers.pigeon:PigeonScheduler",
+    "pigeonc": "schedlab.schedulers.pigeon:PigeonCScheduler",
 }
 
 ENTRY_POINT_GROUP = "schedlab.schedulers"
