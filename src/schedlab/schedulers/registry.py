@@ -22,6 +22,7 @@ BUILTIN: dict[str, str] = {
     "megha": "schedlab.schedulers.megha:MeghaScheduler",
     "pigeon": "schedlab.schedulers.pigeon:PigeonScheduler",
     "pigeonc": "schedlab.schedulers.pigeon:PigeonCScheduler",
+    "sparrow": "schedlab.schedulers.sparrow:SparrowScheduler",
 }
 
 ENTRY_POINT_GROUP = "schedlab.schedulers"
