@@ -23,6 +23,8 @@ BUILTIN: dict[str, str] = {
     "pigeon": "schedlab.schedulers.pigeon:PigeonScheduler",
     "pigeonc": "schedlab.schedulers.pigeon:PigeonCScheduler",
     "sparrow": "schedlab.schedulers.sparrow:SparrowScheduler",
+    "eagle": "schedlab.schedulers.eagle:EagleScheduler",
+    "hawk": "schedlab.schedulers.hawk:HawkScheduler",
 }
 
 ENTRY_POINT_GROUP = "schedlab.schedulers"
