@@ -117,6 +117,7 @@ class EagleFrontend(ProbeScheduler):
             rng_name=f"eagle:{i}",
         )
         self.sticky = params.sbp
+        self.tell_remaining = True
         self.rounds = params.sss_rounds
         self.short_only = short_only
         self.long_map = 0

@@ -74,6 +74,7 @@ class LeastWaitScheduler(ProbeScheduler):
 
     def __init__(self, index: int, ctx: SchedulerContext, sampler: EligibleSampler, general: int, rng_name: str) -> None:
         super().__init__(index, CENTRAL, ctx, sampler, probe_ratio=1.0, cancel=False, share=False, rng_name=rng_name)
+        self.watch_binding = True
         n = ctx.cluster.n
         self.general = general  # bitset: workers that may run long tasks
         self.wait = np.zeros(n)  # estimated long work queued or running on each worker

@@ -122,6 +122,7 @@ class EligibleSampler:
         # workers given in reverse so that ConstraintBitsets puts worker w at bit w
         self.index = ConstraintBitsets(range(n - 1, -1, -1), masks)
         self.all = self.index.all
+        self._marr = np.asarray(masks, dtype=np.int64) if max(masks, default=0) < 1 << 62 else None
         self._members: dict[int, array] = {}
         self._count: dict[int, int] = {}
 
@@ -143,7 +144,12 @@ class EligibleSampler:
     def _ids(self, mask: int) -> array:
         ids = self._members.get(mask)
         if ids is None:
-            ids = self._members[mask] = self._members_of(self.index.eligible(mask))
+            if self._marr is None:
+                ids = self._members_of(self.index.eligible(mask))
+            else:
+                ids = array("q")
+                ids.frombytes(np.flatnonzero((self._marr & mask) == mask).astype(np.int64).tobytes())
+            self._members[mask] = ids
         return ids
 
     def sample(self, mask: int, k: int, rng: random.Random, allowed: int | None = None) -> list[int]:
@@ -160,7 +166,7 @@ class EligibleSampler:
             return []
         n = self.n
         r = rng.random
-        if k < c and c * 4 >= n:
+        if k * 2 <= c and c * 4 >= n:
             out: list[int] = []
             seen: set[int] = set()
             masks = self.masks
@@ -320,6 +326,8 @@ class ProbeScheduler(Component):
         self.min_probes = min_probes
         self.cancel = cancel
         self.sticky = False  # probes stay at their worker after binding a task (Eagle)
+        self.tell_remaining = False  # replies carry the job's remaining estimated work (Eagle's SRPT)
+        self.watch_binding = False  # call ``bound`` for every task bound
         self.rng = ctx.runtime.rng(rng_name)
         self.probes = 0
         self.get_task_requests = 0
@@ -365,17 +373,19 @@ class ProbeScheduler(Component):
         bind = self.book.bind
         mark = self.rec.mark
         replies: list[tuple[int, list, int]] = []
-        sticky = self.sticky
+        sticky, tell, hook = self.sticky, self.tell_remaining, self.watch_binding
         for w, e in msg.items:
             tid = bind(e, w, sticky and not e[LONG])
             if tid >= 0:
                 # Up to the get-task request the task was, in the form of its probe, flying (COMM) or queued.
                 mark(tid, e[STAMP] - e[COMM], WORKER_QUEUING)
                 mark(tid, now, COMMUNICATION)
-                self.bound(tid, w, e, now)
+                if hook:
+                    self.bound(tid, w, e, now)
             else:
                 self.noops += 1
-            e[REM] = self.book.remaining_work(e[JID])
+            if tell:
+                e[REM] = self.book.remaining_work(e[JID])
             e[STAMP] = now
             replies.append((w, e, tid))
         self.get_task_requests += len(replies)
