@@ -48,7 +48,6 @@ from pydantic import Field
 
 from schedlab.schedulers.base import SchedulerContext
 from schedlab.schedulers.hybrid import (
-    HybridNodeMonitors,
     HybridParams,
     HybridScheduler,
     LeastWaitScheduler,
@@ -155,7 +154,7 @@ class EagleFrontend(ProbeScheduler):
         return {**super().counters(), "probes_resent": self.resent}
 
 
-class EagleNodeMonitors(HybridNodeMonitors):
+class EagleNodeMonitors(NodeMonitors):
     """Node monitors that reject short probes where long work is, order queues by SRPT and keep sticky probes."""
 
     def __init__(self, ctx: SchedulerContext, sched_addresses: list[object], params: EagleParams) -> None:
@@ -243,7 +242,6 @@ class EagleNodeMonitors(HybridNodeMonitors):
         return e
 
     def after_task(self, w: int, e: list, now: float) -> None:
-        super().after_task(w, e, now)
         if self.sbp and not e[LONG] and e[REM] > 0 and e[JID] not in self.cancelled:
             self.queues[w].appendleft(e)  # the probe sticks: its job comes first in line again
             self.sticky_runs += 1

@@ -36,7 +36,6 @@ from pydantic import Field
 
 from schedlab.schedulers.base import SchedulerContext
 from schedlab.schedulers.hybrid import (
-    HybridNodeMonitors,
     HybridParams,
     HybridScheduler,
     distributed_address,
@@ -76,7 +75,7 @@ class StealReplies:
     attempt: int
 
 
-class HawkNodeMonitors(HybridNodeMonitors):
+class HawkNodeMonitors(NodeMonitors):
     """FIFO node monitors that steal short probes queued behind long tasks."""
 
     def __init__(self, ctx: SchedulerContext, sched_addresses: list[object], params: HawkParams, first_general: int) -> None:
@@ -127,7 +126,6 @@ class HawkNodeMonitors(HybridNodeMonitors):
         return e
 
     def after_task(self, w: int, e: list, now: float) -> None:
-        super().after_task(w, e, now)
         if e[LONG]:
             self._update(w)
 
@@ -206,7 +204,10 @@ class HawkNodeMonitors(HybridNodeMonitors):
         again: list[int] = []
         if msg.attempt < self.attempts:
             # still idle after this round: try another worker
-            again = [t for t in msg.thieves if state[t] == IDLE and t not in stolen]
+            if stolen:
+                again = [t for t in msg.thieves if state[t] == IDLE and t not in stolen]
+            else:
+                again = [t for t in msg.thieves if state[t] == IDLE]
         self.flush()
         if again:
             self.rt.send(NODE_MONITORS, StealRequests(again, msg.attempt + 1))

@@ -27,8 +27,9 @@ settings; for the Google trace it uses 1129.532 s and 0.17); probe ratio 2;
 ten distributed schedulers; no processing costs; slot mode only. Tasks with
 constraints: every scheduler samples or chooses only workers that satisfy them
 (the constraint-aware Sparrow rule), and LWL chooses among the eligible workers
-of the general partition; free ones (no long work) at random, otherwise by
-least waiting time.
+of the general partition — free ones (no long work) at random, otherwise by
+least waiting time; a long task no general worker can run may use the short
+partition rather than never run.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from schedlab.cluster.bitsets import set_bits_array
 from schedlab.schedulers.base import Scheduler, SchedulerContext, SchedulerParams
 from schedlab.schedulers.probing import (
     EST,
-    LONG,
     NODE_MONITORS,
     EligibleSampler,
     NodeMonitors,
@@ -150,29 +150,6 @@ class LeastWaitScheduler(ProbeScheduler):
                 self.long_bits &= ~(1 << w)
             else:
                 self.wait[w] = max(0.0, self.wait[w] - jobs[task_job[tid]].mean_duration)
-
-
-class HybridNodeMonitors(NodeMonitors):
-    """Node monitors that know how much long work each worker holds (queued, requested or running)."""
-
-    def __init__(self, ctx: SchedulerContext, sched_addresses: list[object]) -> None:
-        super().__init__(ctx, sched_addresses)
-        self.longs = [0] * self.n  # long probes at the worker, including the one it requested or runs
-        self.cur_long = bytearray(self.n)  # the worker's slot is taken by a long probe
-
-    def arrive(self, w: int, e: list, now: float) -> None:
-        if e[LONG]:
-            self.longs[w] += 1
-        super().arrive(w, e, now)
-
-    def request(self, w: int, e: list, now: float) -> None:
-        self.cur_long[w] = 1 if e[LONG] else 0
-        super().request(w, e, now)
-
-    def after_task(self, w: int, e: list, now: float) -> None:
-        if e[LONG]:
-            self.longs[w] -= 1
-        self.cur_long[w] = 0
 
 
 class HybridScheduler(Scheduler):

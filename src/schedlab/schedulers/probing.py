@@ -168,14 +168,16 @@ class EligibleSampler:
         r = rng.random
         if k * 2 <= c and c * 4 >= n:
             out: list[int] = []
-            seen: set[int] = set()
+            # a few probes: look duplicates up in the list itself; many: keep a set
+            seen: set[int] | list[int] = set() if k > 8 else out
             masks = self.masks
             while len(out) < k:
                 w = int(r() * n)
                 if w in seen:
                     continue
                 if (not mask & ~masks[w]) if allowed is None else (cand >> w & 1):
-                    seen.add(w)
+                    if seen is not out:
+                        seen.add(w)  # type: ignore[union-attr]
                     out.append(w)
             return out
         ids = self._ids(mask) if allowed is None else self._members_of(cand)
@@ -201,10 +203,12 @@ class _Group:
 
 
 class _JobState:
-    __slots__ = ("groups", "skip", "unlaunched", "outstanding", "est")
+    __slots__ = ("groups", "tids", "masks", "skip", "unlaunched", "outstanding", "est")
 
     def __init__(self, groups: list[_Group], n: int, est: float) -> None:
         self.groups = groups
+        self.tids = [g.tids for g in groups]  # the groups' fields as lists: the scan's hot loop reads them
+        self.masks = [g.mask for g in groups]
         # skip[i]: a later group to look at when group i has no unlaunched task left (path-compressed,
         # as groups only ever run out), so scans step over exhausted groups in amortised O(1).
         self.skip = list(range(1, len(groups) + 1))
@@ -265,22 +269,23 @@ class LateBinding:
         elif self.share:
             # The job's earliest unlaunched task this worker can run.
             lacking = ~self.masks[worker]
-            n = len(groups)
+            gtids, gmask = job.tids, job.masks
+            n = len(gtids)
             skip = job.skip
             j = 0
             while j < n:
-                h = groups[j]
-                if not h.tids:
+                q = gtids[j]
+                if not q:
                     # find the next group with tasks, then point every exhausted group passed at it
                     k = skip[j]
-                    while k < n and not groups[k].tids:
+                    while k < n and not gtids[k]:
                         k = skip[k]
-                    while j < n and j != k and not groups[j].tids:
+                    while j < n and j != k and not gtids[j]:
                         skip[j], j = k, skip[j]
                     j = k
                     continue
-                if not h.mask & lacking:
-                    tid = h.tids.popleft()
+                if not gmask[j] & lacking:
+                    tid = q.popleft()
                     break
                 j += 1
         if tid < 0 or not keep:
@@ -427,8 +432,11 @@ class NodeMonitors(Component):
         self.queues: list[deque[list]] = [deque() for _ in range(n)]
         self.state = bytearray(n)
         self.running: list[list | None] = [None] * n
+        self.longs = [0] * n  # long probes at each worker, including the one it requested or runs (Hawk, Eagle)
+        self.cur_long = bytearray(n)  # the worker's slot is taken by a long probe
         self.cancelled: set[int] = set()
         self._req: dict[int, list[tuple[int, list]]] = {}
+        self.has_after_task = type(self).after_task is not NodeMonitors.after_task
         self.cancelled_probes = 0
 
     filters = False  # does ``accept`` ever refuse a probe?
@@ -455,7 +463,7 @@ class NodeMonitors(Component):
         return None
 
     def after_task(self, w: int, e: list, now: float) -> None:
-        """The task bound through ``e`` ended on ``w`` (the probe is spent: Sparrow, Hawk)."""
+        """The task bound through ``e`` ended on ``w`` (the probe is spent: Sparrow, Hawk; Eagle keeps it)."""
 
     def on_idle(self, w: int, now: float) -> None:
         """``w`` has nothing queued and nothing to run."""
@@ -463,6 +471,7 @@ class NodeMonitors(Component):
     # -- mechanics ---------------------------------------------------------------------------------
     def request(self, w: int, e: list, now: float) -> None:
         self.state[w] = REQUESTING
+        self.cur_long[w] = e[LONG]
         e[STAMP] = now
         lst = self._req.get(e[SCHED])
         if lst is None:
@@ -473,7 +482,9 @@ class NodeMonitors(Component):
     def arrive(self, w: int, e: list, now: float) -> None:
         """A probe reaches ``w`` (from a scheduler, or moved from another worker)."""
         e[COMM] += now - e[STAMP]
-        if e[JID] in self.cancelled:
+        if e[LONG]:
+            self.longs[w] += 1  # (long jobs are never cancelled nor sent back)
+        elif e[JID] in self.cancelled:
             self.cancelled_probes += 1
             return
         if self.filters and not self.accept(w, e, now):
@@ -524,18 +535,23 @@ class NodeMonitors(Component):
 
     def _finished(self, group: list[tuple[int, int]]) -> None:
         now = self.rt.now()
-        running = self.running
+        running, cur_long = self.running, self.cur_long
         reports: dict[int, list[tuple[int, int]]] = {}
+        hook = self.after_task if self.has_after_task else None
         for p in group:
             w = p[1]
-            e = running[w]
+            e: list = running[w]  # type: ignore[assignment]
             running[w] = None
-            lst = reports.get(e[SCHED])  # type: ignore[index]
+            if e[LONG]:
+                self.longs[w] -= 1
+            cur_long[w] = 0
+            lst = reports.get(e[SCHED])
             if lst is None:
-                reports[e[SCHED]] = [p]  # type: ignore[index]
+                reports[e[SCHED]] = [p]
             else:
                 lst.append(p)
-            self.after_task(w, e, now)  # type: ignore[arg-type]
+            if hook is not None:
+                hook(w, e, now)
             self.next(w, now)
         send = self.rt.send
         for s, g in reports.items():
