@@ -8,9 +8,12 @@ cases do not depend on random draws; where a mechanism is about randomness
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from schedlab import simulate
+from schedlab.cli import main
 from schedlab.cluster import Cluster
 from schedlab.errors import InputError
 from schedlab.workload.trace import TraceJob
@@ -258,3 +261,16 @@ def test_bad_baseline_parameters_are_input_errors():
         run("pigeon", [job(0.0, [1.0])], [0], compat="authors")
     with pytest.raises(InputError, match="topology"):
         run("pigeonc", [job(0.0, [1.0])], [0, 0], masters=3)
+
+
+# -- command line ------------------------------------------------------------------------------------
+def test_cli_distributors_masters_and_compat(tmp_path, tiny_trace, capsys):
+    out = tmp_path / "s.json"
+    rc = main(["simulate", "-s", "pigeonc", "-t", str(tiny_trace), "-w", "30", "--distributors", "2", "--masters", "3",
+               "--worker-choice", "random", "--compat", "authors", "-q", "--summary-json", str(out)])
+    assert rc == 0
+    s = json.loads(out.read_text())
+    assert s["counters"]["masters"] == 3 and s["counters"]["distributors"] == 2
+    assert s["config"]["params"]["compat"] == "authors"
+    assert main(["simulate", "-s", "pigeonc", "-t", str(tiny_trace), "--config", "reference-pigeon", "--masters", "7", "-q"]) == 2
+    assert "param masters" in capsys.readouterr().err
