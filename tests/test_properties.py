@@ -43,11 +43,8 @@ def _run(cluster, trace, scheduler, choice, seed):
     return simulate(scheduler, jobs, cluster=cluster, seed=seed, constraints=False, params={"worker_choice": choice})
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(scenario(), st.integers(0, 3))
-def test_no_over_allocation_every_task_once_deterministic(sc, seed):
-    cluster, trace, scheduler, choice = sc
-    r = _run(cluster, trace, scheduler, choice, seed)
+def _assert_every_task_once(r, trace, cluster):
+    """Nothing left unfinished, one run per task of exactly its duration, components summing to allocation time."""
     t = r.tasks
     c = r.summary["counters"]
     assert c["tasks_unfinished"] == 0 and c["jobs_incomplete"] == 0
@@ -59,12 +56,21 @@ def test_no_over_allocation_every_task_once_deterministic(sc, seed):
     comps = t[["framework_queuing", "processing", "worker_queuing", "communication"]].sum(axis=1)
     assert ((comps - t.allocation_time).abs() < 1e-9).all()
     # re-check capacity from the table: at every start instant, what runs on the worker fits
-    masks = cluster.machine_masks
     if cluster.slot_mode:
         for _, g in t.groupby("worker"):
             g = g.sort_values(["start", "end"])
             busy = g[g.duration > 0]
             assert (busy.start.to_numpy()[1:] >= busy.end.to_numpy()[:-1] - 1e-12).all()
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenario(), st.integers(0, 3))
+def test_no_over_allocation_every_task_once_deterministic(sc, seed):
+    cluster, trace, scheduler, choice = sc
+    r = _run(cluster, trace, scheduler, choice, seed)
+    t = r.tasks
+    _assert_every_task_once(r, trace, cluster)
+    masks = cluster.machine_masks
     # constraints respected
     task_masks = [m for j in trace for m, _ in zip(j.masks, j.durations, strict=True) if any(m & ~w == 0 for w in masks)]
     assert all(m & ~masks[w] == 0 for m, w in zip(task_masks, t.worker, strict=True))
@@ -130,6 +136,79 @@ def test_megha_never_over_allocates_finishes_everything_and_is_deterministic(sc,
     assert c["launched"] == len(t) + c.get("preemptions", 0)
     masks = cluster.machine_masks
     assert all(m & ~masks[w] == 0 for m, w in zip(t.constraints, t.worker, strict=True))
+    again = run()
+    pd.testing.assert_frame_equal(t, again.tasks)
+    pd.testing.assert_frame_equal(r.jobs, again.jobs)
+
+
+@st.composite
+def baseline_scenario(draw):
+    """A small slot-mode data center, a workload with short and long jobs, and one baseline with random parameters."""
+    n = draw(st.integers(1, 6))
+    machine = draw(st.lists(st.integers(0, 7), min_size=n, max_size=n))
+    scheduler = draw(st.sampled_from(["pigeon", "pigeonc", "sparrow", "hawk", "eagle"]))
+    params: dict = {}
+    if scheduler in ("pigeon", "pigeonc"):
+        params["masters"] = draw(st.integers(1, min(3, n)))
+        params["distributors"] = draw(st.integers(1, 3))
+        params["fqw"] = draw(st.integers(1, 3))
+        params["cutoff"] = 2.0
+        params["worker_choice"] = draw(st.sampled_from(["min-constraints", "random"]))
+        if scheduler == "pigeon":
+            params["reserve"] = draw(st.sampled_from([0.0, 0.3, 0.6]))
+        else:
+            params["compat"] = draw(st.sampled_from(["none", "authors"]))
+    else:
+        params["probe_ratio"] = draw(st.sampled_from([1.0, 1.5, 2.0]))
+        params["cancel"] = draw(st.booleans())
+        params["schedulers"] = draw(st.integers(1, 2))
+        if scheduler == "sparrow":
+            params["share"] = draw(st.booleans())
+        else:
+            params["cutoff"] = 2.0
+            params["reserve"] = draw(st.sampled_from([0.0, 0.3, 0.6]))
+            params["min_probes"] = draw(st.integers(0, 4))
+        if scheduler == "hawk":
+            params["steal_attempts"] = draw(st.integers(0, 3))
+        if scheduler == "eagle":
+            params["sbp"] = draw(st.booleans())
+            params["srpt"] = draw(st.booleans())
+            params["sss"] = draw(st.booleans())
+            params["sss_rounds"] = draw(st.integers(0, 2))
+            params["srpt_cap"] = draw(st.sampled_from([0.0, 1.0, 5.0]))
+    t = 0.0
+    trace = []
+    for _ in range(draw(st.integers(1, 7))):
+        t += draw(st.sampled_from([0.0, 0.0, 0.3, 1.0, 2.5]))
+        k = draw(st.integers(1, 6))
+        durs = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 3.0, 6.0]), min_size=k, max_size=k))
+        masks = [draw(st.sampled_from(machine)) & draw(st.integers(0, 7)) for _ in range(k)]
+        trace.append(TraceJob(t, sum(durs) / k, durs, masks=masks))
+    return Cluster.slots(machine), trace, scheduler, params
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(baseline_scenario(), st.integers(0, 2))
+def test_baselines_never_over_allocate_finish_every_task_once_and_are_deterministic(sc, seed):
+    cluster, trace, scheduler, params = sc
+
+    def run():
+        jobs = [TraceJob(j.arrival, j.mean_duration, list(j.durations), masks=j.masks) for j in trace]
+        return simulate(scheduler, jobs, cluster=cluster, seed=seed, constraints=False, params=params)
+
+    r = run()  # the worker pool raises on any over-allocation or constraint violation
+    t = r.tasks
+    c = r.summary["counters"]
+    _assert_every_task_once(r, trace, cluster)
+    assert (t[["framework_queuing", "processing", "worker_queuing", "communication"]] >= -1e-9).all().all()
+    masks = cluster.machine_masks
+    assert all(m & ~masks[w] == 0 for m, w in zip(t.constraints, t.worker, strict=True))
+    # the scheduler learns of each completion after it happens; JRT is measured then
+    done = r.jobs.completion.to_numpy()
+    last_end = t.groupby("job").end.max().reindex(r.jobs.job).to_numpy()
+    assert (done >= last_end - 1e-12).all()
+    if scheduler in ("sparrow", "hawk"):  # every probe ends once: bound, answered with a no-op, or cancelled
+        assert c["probes"] + c.get("long_probes", 0) == len(t) + c["noop_replies"] + c["probes_cancelled"]
     again = run()
     pd.testing.assert_frame_equal(t, again.tasks)
     pd.testing.assert_frame_equal(r.jobs, again.jobs)

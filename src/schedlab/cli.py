@@ -126,6 +126,8 @@ def simulate(
     worker_choice: Annotated[str | None, typer.Option("--worker-choice", help="random or min-constraints (schedulers that choose workers).")] = None,
     gms: Annotated[int | None, typer.Option("--gms", help="Megha: number of Global Masters.")] = None,
     lms: Annotated[int | None, typer.Option("--lms", help="Megha: number of Local Masters.")] = None,
+    distributors: Annotated[int | None, typer.Option("--distributors", help="Pigeon/PigeonC: number of distributors.")] = None,
+    masters: Annotated[int | None, typer.Option("--masters", help="Pigeon/PigeonC: number of masters (worker groups).")] = None,
     heartbeat: Annotated[float | None, typer.Option("--heartbeat", help="Megha: seconds between LM state updates.")] = None,
     updates: Annotated[str | None, typer.Option("--updates", help="Megha: delta (enhanced design) or snapshot (original).")] = None,
     compat: Annotated[str | None, typer.Option("--compat", help="'authors' reproduces the papers' own simulators' behaviour.")] = None,
@@ -161,7 +163,16 @@ def simulate(
             sep = ""
         if not sep or not name or costs[name] < 0:
             raise InputError("--msg-cost", f"expected TYPE=SECONDS with SECONDS >= 0, got {item!r}")
-    for key, value in (("worker_choice", worker_choice), ("gms", gms), ("lms", lms), ("heartbeat", heartbeat), ("updates", updates), ("compat", compat)):
+    for key, value in (
+        ("worker_choice", worker_choice),
+        ("gms", gms),
+        ("lms", lms),
+        ("distributors", distributors),
+        ("masters", masters),
+        ("heartbeat", heartbeat),
+        ("updates", updates),
+        ("compat", compat),
+    ):
         if value is not None:
             params[key] = value
     total = {"google": 10000, "syn_250": 2000, "syn_500": 2000, "syn_1000": 2000}.get(trace)

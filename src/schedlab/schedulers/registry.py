@@ -20,6 +20,11 @@ BUILTIN: dict[str, str] = {
     "ideal": "schedlab.schedulers.ideal:IdealScheduler",
     "centralized": "schedlab.schedulers.centralized:CentralizedScheduler",
     "megha": "schedlab.schedulers.megha:MeghaScheduler",
+    "pigeon": "schedlab.schedulers.pigeon:PigeonScheduler",
+    "pigeonc": "schedlab.schedulers.pigeon:PigeonCScheduler",
+    "sparrow": "schedlab.schedulers.sparrow:SparrowScheduler",
+    "eagle": "schedlab.schedulers.eagle:EagleScheduler",
+    "hawk": "schedlab.schedulers.hawk:HawkScheduler",
 }
 
 ENTRY_POINT_GROUP = "schedlab.schedulers"
