@@ -199,3 +199,18 @@ def test_the_victim_comes_from_the_user_with_the_largest_share_violation():
     restarted = t[t.starts == 2]
     assert len(restarted) == 1 and int(restarted.job.iloc[0]) == 0
     assert t.start.iloc[-1] == pytest.approx(5.0 + 2 * ND)
+
+
+def test_piggybacked_updates_refresh_a_gm_on_its_launch_replies():
+    # 1 LM, 2 GMs: GM 0 owns w0 w1, GM 1 owns w2 w3; jobs alternate GM 0, GM 1, GM 0, GM 1.
+    # GM 0 takes w0 at t=0; GM 1 launches on w2 at t=0.05 — with piggybacking the reply tells it
+    # w0 is busy, so at t=0.1, needing one external worker, it takes w1 instead of being rejected on w0.
+    trace = [job(0.0, [10.0]), job(0.05, [10.0]), job(0.07, [0.0]), job(0.1, [10.0, 10.0])]
+    plain = megha(trace, [0] * 4, gms=2, lms=1, heartbeat=100.0)
+    piggy = megha(trace, [0] * 4, gms=2, lms=1, heartbeat=100.0, piggyback=True)
+    assert plain.summary["counters"]["inconsistencies"] == 1
+    assert piggy.summary["counters"]["inconsistencies"] == 0
+    assert piggy.summary["counters"]["piggybacked_updates"] >= 1
+    assert sorted(piggy.tasks.worker.tolist()[-2:]) == [1, 3]
+    with pytest.raises(InputError, match="piggyback"):
+        megha(trace, [0] * 4, gms=2, lms=1, compat="authors", piggyback=True)

@@ -92,10 +92,12 @@ def megha_scenario(draw):
         "worker_choice": draw(st.sampled_from(["min-constraints", "random"])),
         "heartbeat": draw(st.sampled_from([0.5, 1.0, 3.0])),
         "updates": draw(st.sampled_from(["delta", "snapshot"])),
+        "piggyback": draw(st.booleans()),
     }
     mode = draw(st.sampled_from(["plain", "plain", "authors", "fair"]))
     if mode == "authors" and not multi:
         params["compat"] = "authors"
+        params["piggyback"] = False
     elif mode == "fair":
         params["shares"] = [0.5, 0.5]
         params["queue_gms"] = [1, gms]

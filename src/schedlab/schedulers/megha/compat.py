@@ -36,7 +36,8 @@ LM (:class:`AuthorsLM`):
   "busy" entries of a partition, then all "available" ones. A worker freed and
   then taken again within one period is thus believed free — an error that
   nothing corrects, since updates never carry full state.
-* **Heartbeats** every ``heartbeat`` seconds, phased at first arrival − 0.05 s.
+* **Heartbeats** every ``heartbeat`` seconds, phased at first arrival − 0.05 s;
+  accepted launches get no reply (no piggybacked state).
 * **The discarded update.** When a request batch has rejected tasks, the LM
   hands the GM's pending update to the rejection by reference and then resets
   it — so the rejection arrives with an empty update and those pending changes

@@ -15,6 +15,12 @@ Megha paper, Section IV-A/B; constraint-aware paper, Sections 2.1 and 4.4.
   :class:`~schedlab.schedulers.datacenter.LaunchBatch` per request; each
   worker reports completion to this LM and to the task's GM at the same time
   (worker → GM is the third network hop of the papers' 3·ND minimum).
+* **Piggybacking** (``piggyback``, off by default). The LM answers each accepted
+  launch request with the requesting GM's pending update, as the Megha paper
+  describes ("the LMs also send updates to the GMs, piggybacking the response
+  to task launch requests", IV-A; "GMs collect partial state information about
+  an entire LM cluster after every launch request", II-C). A GM's view of an
+  LM it works with is then fresh to within one round trip, not one heartbeat.
 * **Updates.** Every ``heartbeat`` seconds the LM sends each GM either a full
   snapshot of its partitions (the original design) or only what changed since
   the previous update to that GM, leaving out the GM's own launches and
@@ -85,6 +91,8 @@ class LocalMaster(Component):
         self.inconsistencies = 0
         self.updates_sent = 0
         self.update_entries = 0
+        self.piggybacked = 0
+        self.piggyback = shared.params.piggyback
 
     def handlers(self):
         return {
@@ -227,6 +235,12 @@ class LocalMaster(Component):
             self.inconsistencies += len(rejected)
             update = self._update_for(gm, extra=[(p, pos) for _t, p, pos in rejected])
             self.proc.send(self.gm_addr[gm], LaunchRejected(self.i, rejected, update))
+        elif self.piggyback:
+            # The reply to a launch request carries what the GM has not heard yet (Megha paper IV-A).
+            update = self._update_for(gm)
+            if update.bits or update.free or self.snapshot_mode:
+                self.piggybacked += 1
+                self.proc.send(self.gm_addr[gm], update)
         if self.costly:
             # Processing at the LM ends when the messages leave; attribute it now (same instant).
             self.rt.call_later(self.proc.cost, self._mark_processed, [t for t, _p, _pos in items])
@@ -345,5 +359,6 @@ class LocalMaster(Component):
             "repartitions": self.repartitions,
             "inconsistencies": self.inconsistencies,
             "state_updates": self.updates_sent,
+            "piggybacked_updates": self.piggybacked,
             "state_update_entries": self.update_entries,
         }
