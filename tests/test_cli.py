@@ -90,6 +90,11 @@ def test_malformed_trace_one_line_exit_2_no_output(tmp_path, capsys, lines, what
         (["trace", "generate", "-o", "x.tr", "--duration", "exp:-1"], "error: duration: 'exp:-1': mean must be > 0"),
         (["trace", "generate", "-o", "x.tr", "--arrivals", "mmpp:10,0.5,3"], "error: mmpp.scv"),
         (["trace", "info", "google", "-w", "-3"], "error: --workers: must be >= 1"),
+        (["simulate", "-s", "megha", "-w", "10", "--gms", "4", "--lms", "3"], "error: topology: 10 workers cannot fill 3 clusters x 4 partitions"),
+        (["simulate", "-s", "megha", "--config", "reference-pigeon"], "error: --config: Megha needs a Megha config"),
+        (["simulate", "-s", "megha", "-w", "50", "--updates", "sometimes"], "error: param updates"),
+        (["simulate", "-s", "megha", "-w", "50", "--heartbeat", "0"], "error: param heartbeat"),
+        (["simulate", "-s", "megha", "--config", "reference", "--gms", "3"], "error: param gms: the config has 5 GMs"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys, args, what):
