@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from schedlab.errors import InputError, InvariantError
+from schedlab.grid.cli import app as _grid_app
 
 try:  # recent typer vendors click; older releases depend on it
     from typer._click.exceptions import ClickException as _ClickException
@@ -33,6 +34,7 @@ app = typer.Typer(
 )
 trace_app = typer.Typer(help="Inspect and generate job traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
+app.add_typer(_grid_app, name="grid")
 
 out = Console()
 err = Console(stderr=True)

@@ -38,7 +38,10 @@ class Profile:
         """The earliest ``t >= now`` such that ``size`` processors are free on all of ``[t, t + duration)``.
 
         Assumes ``times[0] <= now`` (call :meth:`trim` first) and ``size <= capacity``.
+        A job with no duration needs nothing and fits at once.
         """
+        if duration <= 0:
+            return now
         times = self.times
         free = self.free
         n = len(times)

@@ -25,8 +25,12 @@ job on its own and shares nothing between jobs but the load information) does:
    duplications is Qlen with as many — as the paper observes ("Hybrid-2
    behaves the same way as Qlen, unless 2 or more duplications are used").
    *Duplications* count the copies beyond the first (7 = flooding 8 sites).
-   Ties are broken uniformly at random (``tie_break="random"``, our reading:
-   idle sites all have queue length 0) or by site order (``"first"``).
+   Ties (idle sites all have queue length 0) are broken by site order
+   (``tie_break="first"``, the default) or uniformly at random
+   (``"random"``). Our reading: the paper's schedulers rank the same load
+   figures the same way — "multiple global jobs arriving within the period of
+   delay could be scheduled to the same top-ranked site" — which a per-job
+   random tie-break would hide by spreading a burst over the tied sites.
 3. **Hold** the job for the remote submission delay (Section II-A), then
    submit a copy to each chosen site at once.
 4. **Validate**: the first copy to reach its start wins; the site asks the
@@ -97,7 +101,7 @@ def choose_sites(
     loads: Sequence[float] | None,
     copies: int,
     rng: random.Random,
-    tie_break: str = "random",
+    tie_break: str = "first",
     sites: int | None = None,
 ) -> list[int]:
     """The ``copies`` distinct sites a job goes to, best-ranked first (a pure function of its inputs)."""
@@ -158,7 +162,7 @@ class GlobalScheduler(Component):
         delay: float = 1.0,
         penalty: float = 1.0,
         query_interval: float = 0.0,
-        tie_break: str = "random",
+        tie_break: str = "first",
     ) -> None:
         check_scheduler(scheduler)
         if not 0 <= duplications < len(sites):

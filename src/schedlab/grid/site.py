@@ -158,6 +158,15 @@ class Site:
             self._released_unstarted(e, now)
             return False
         size = e.size
+        self.started_jobs += 1
+        if owner is None:
+            self.local_queue_times.append(now - e.submit)
+            self.local_jobs.append(e.job)
+        if e.estimate == 0:
+            # Claims no time, holds nothing: done as soon as started.
+            e.state = DONE
+            e.start = now
+            return True
         busy = self.busy + size
         if busy > self.processors and self.check_allocation:
             raise InvariantError(f"site {self.index}: {busy} processors allocated of {self.processors} at t={now}")
@@ -170,10 +179,6 @@ class Site:
         self.running_estimated_end_work += size * (now + e.estimate)
         self.running_actual_end_work += size * end
         self.busy_area += size * e.runtime
-        self.started_jobs += 1
-        if owner is None:
-            self.local_queue_times.append(now - e.submit)
-            self.local_jobs.append(e.job)
         return True
 
     def _released_unstarted(self, e: Entry, now: float) -> None:
@@ -511,13 +516,17 @@ class EasySite(Site):
         for e in queue:
             if e.size <= free_now:
                 to_start.append(e)
-                free_now -= e.size
+                if e.estimate > 0:  # a job of no duration holds nothing
+                    free_now -= e.size
             else:
                 head = e
                 break
         if head is not None and self.backfill:
             # Shadow time: when the running jobs (and those just started) free enough processors for the head.
-            ends = sorted([(x.start + x.estimate, x.size) for _, _, x in self.running] + [(now + x.estimate, x.size) for x in to_start])
+            ends = sorted(
+                [(x.start + x.estimate, x.size) for _, _, x in self.running]
+                + [(now + x.estimate, x.size) for x in to_start if x.estimate > 0]
+            )
             avail = free_now
             shadow = INF
             for t, size in ends:
@@ -531,7 +540,9 @@ class EasySite(Site):
                 if not passed:
                     passed = e is head
                     continue
-                if e.size <= free_now:
+                if e.estimate == 0:
+                    to_start.append(e)
+                elif e.size <= free_now:
                     if now + e.estimate <= shadow:
                         to_start.append(e)
                         free_now -= e.size
