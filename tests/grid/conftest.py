@@ -14,7 +14,7 @@ class ReferenceConservativeSite(ConservativeSite):
 
     def _compress(self, now: float, lo: float, hi: float) -> None:
         profile = self.profile
-        for e in sorted(self.queue, key=lambda x: (x.reservation, x.seq)):
+        for e in list(self.queue):  # in order of reservation
             r = e.reservation
             profile.add(r, r + e.estimate, e.size)
             s = profile.earliest(now, e.size, e.estimate)
@@ -22,12 +22,9 @@ class ReferenceConservativeSite(ConservativeSite):
             assert s <= r
             if s < r:
                 e.reservation = s
-                self._seq += 1
-                import heapq
-
-                heapq.heappush(self.pending, (s, self._seq, e))
                 if self.on_reserve is not None:
                     self.on_reserve(e, s)
+        self.queue.sort(key=lambda x: (x.reservation, x.seq))
 
 
 @dataclass

@@ -52,7 +52,7 @@ copies of one job are queued before any of them can win.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from heapq import heappop, heappush
 from typing import Any
 
@@ -233,15 +233,19 @@ class Site:
 
 
 class ConservativeSite(Site):
-    """Conservative backfilling: a reservation for every job, compression on early ends."""
+    """Conservative backfilling: a reservation for every job, compression on early ends.
+
+    Waiting jobs are kept in ``queue``, a list sorted by (reservation,
+    submission): the head is the next to start, and a compression can begin
+    at the first job reserved after the freed region.
+    """
 
     policy = "conservative"
 
     def __init__(self, index: int, processors: int, kernel: Kernel) -> None:
         super().__init__(index, processors, kernel)
         self.profile = Profile(processors, kernel.now)
-        self.queue: dict[Entry, None] = {}  # waiting jobs in submission order
-        self.pending: list[tuple[float, int, Entry]] = []  # heap of (reservation, seq, entry); stale items skipped
+        self.queue: list[Entry] = []  # waiting jobs sorted by (reservation, seq)
         self.compressions = 0
         self.moves = 0
         self._freed_hi = -INF
@@ -264,9 +268,8 @@ class ConservativeSite(Site):
         e.state = QUEUED
         self._seq += 1
         e.seq = self._seq
-        self.queue[e] = None
+        insort(self.queue, e, key=_reservation_key)
         self._account_queued(e, 1)
-        heappush(self.pending, (s, self._seq, e))
         if self.on_reserve is not None:
             self.on_reserve(e, s)
         if e.owner is None:
@@ -276,13 +279,20 @@ class ConservativeSite(Site):
         else:
             self._schedule_next(now)
 
+    def _unqueue(self, e: Entry) -> None:
+        queue = self.queue
+        i = bisect_left(queue, (e.reservation, e.seq), key=_reservation_key)
+        if queue[i] is not e:  # pragma: no cover - the queue is kept sorted
+            raise InvariantError(f"site {self.index}: queue out of order")
+        del queue[i]
+
     def cancel(self, e: Entry) -> None:
         """Invalidate a queued copy: free its reservation and compress (starts happen at the wake-up)."""
         if e.state != QUEUED:
             return
         now = self.kernel.now
+        self._unqueue(e)
         e.state = CANCELLED
-        del self.queue[e]
         self._account_queued(e, -1)
         profile = self.profile
         profile.trim(now)
@@ -325,14 +335,17 @@ class ConservativeSite(Site):
         refused copy, or a job moving earlier. A job reserved at ``r`` needs only
         ``[start, r)`` of a window checked (from ``r`` on it runs inside its own
         claim), so a newly feasible start lies within ``(a − d, min(b, r))`` of a
-        freed region ``[a, b)`` with ``a < r``, and only if the region has an
-        instant with at least the job's size free (its recorded ``cap``).
+        freed region ``[a, b)`` with ``a < r``, only if the region has an
+        instant with at least the job's size free (its recorded ``cap``), and
+        only if the run of that many free processors through the region is as
+        long as the part of the window before ``r``.
 
         Jobs are re-placed in order of their reservations. A job that moves
         frees the rest of its old slot, which starts no earlier than its old
         reservation, hence no earlier than the reservation of any job already
         passed — useless to them. So one pass restores the invariant, and the
-        reservations only ever move earlier.
+        reservations only ever move earlier. The result equals re-placing every
+        queued job in that order (the textbook compression; a test checks it).
         """
         queue = self.queue
         if not queue:
@@ -340,20 +353,42 @@ class ConservativeSite(Site):
         self.compressions += 1
         profile = self.profile
         earliest_move = profile.earliest_move
-        pending = self.pending
-        on_reserve = self.on_reserve
         longest_run = self._longest_run
+        on_reserve = self.on_reserve
         # Freed regions, sorted and disjoint: [a, b, most processors free at one instant
-        # (an upper bound once merged), {size: longest run}].
+        # (an upper bound once merged), {size: longest run}]. Regions added later start at
+        # or after the reservation being processed, so `lo` stays the lowest start.
         regions: list[list] = [[lo, hi, self._cap(lo, hi), {}]]
         max_cap = regions[0][2]
-        order = sorted(queue, key=_reservation_key) if len(queue) > 1 else list(queue)
-        for e in order:
-            r = e.reservation
+        # Past `horizon`, a job can use no region but through its estimate: it must fit
+        # within `run1`, the longest run of one free processor through any region.
+        horizon = -INF
+        run1 = -INF
+        i = bisect_right(queue, (lo, INF), key=_reservation_key)
+        n = len(queue)
+        while i < n:
+            e = queue[i]
+            i += 1
             size = e.size
-            if r <= regions[0][0] or size > max_cap:
+            if size > max_cap:
                 continue
+            r = e.reservation
             d = e.estimate
+            if r > horizon:
+                if horizon == -INF:
+                    run1 = 0.0
+                    for region in regions:
+                        run = region[3].get(1)
+                        if run is None:
+                            run = region[3][1] = longest_run(region[0], region[1], 1)
+                        if run > run1:
+                            run1 = run
+                        if region[1] + run > horizon:
+                            horizon = region[1] + run
+                    horizon += _SLACK
+                    run1 += _SLACK
+                if r > horizon and d > run1:
+                    continue
             best = r
             for region in regions:
                 a, b, cap, runs = region
@@ -363,11 +398,18 @@ class ConservativeSite(Site):
                     continue
                 # The window's part before `r` must fit in one run of `size` free processors
                 # through the region: a job too long for the longest such run cannot use it.
-                run = runs.get(size)
+                # Runs of one processor bound all others; try that cheap bound first.
+                run = runs.get(1)
                 if run is None:
-                    run = runs[size] = longest_run(a, b, size)
+                    run = runs[1] = longest_run(a, b, 1)
                 if d > run + _SLACK and r - b > run + _SLACK:
                     continue
+                if size != 1:
+                    run = runs.get(size)
+                    if run is None:
+                        run = runs[size] = longest_run(a, b, size)
+                    if d > run + _SLACK and r - b > run + _SLACK:
+                        continue
                 lo_t = a - d
                 if lo_t < now:
                     lo_t = now
@@ -383,9 +425,10 @@ class ConservativeSite(Site):
             t = best
             profile.add(r, r + d, size)
             profile.add(t, t + d, -size)
+            # Move the job up the queue; the jobs after it keep their places.
+            del queue[i - 1]
             e.reservation = t
-            self._seq += 1
-            heappush(pending, (t, self._seq, e))
+            insort(queue, e, hi=i - 1, key=_reservation_key)
             self.moves += 1
             if on_reserve is not None:
                 on_reserve(e, t)
@@ -397,7 +440,8 @@ class ConservativeSite(Site):
                 _add_region(regions, fa, fb, cap)
                 if cap > max_cap:
                     max_cap = cap
-        if len(profile.times) > 4 * (len(queue) + len(self.running)) + 16:
+                horizon = -INF  # recomputed on demand
+        if len(profile.times) > 4 * (n + len(self.running)) + 16:
             profile.merge()
 
     def _cap(self, a: float, b: float) -> int:
@@ -442,26 +486,16 @@ class ConservativeSite(Site):
         return best
 
     def _start_due(self, now: float) -> None:
-        pending = self.pending
         queue = self.queue
-        while pending and pending[0][0] <= now:
-            r, _, e = heappop(pending)
-            if e.state != QUEUED or e.reservation != r:
-                continue  # stale: moved, started or cancelled
-            if r < now:
-                raise InvariantError(f"site {self.index}: job reserved for t={r} started late at t={now}")
-            del queue[e]
+        while queue and queue[0].reservation <= now:
+            e = queue.pop(0)
+            if e.reservation < now:
+                raise InvariantError(f"site {self.index}: job reserved for t={e.reservation} started late at t={now}")
             self._account_queued(e, -1)
             self._start(e, now)
 
     def _schedule_next(self, now: float | None = None) -> None:
-        pending = self.pending
-        while pending:
-            r, _, e = pending[0]
-            if e.state == QUEUED and e.reservation == r:
-                break
-            heappop(pending)
-        t = pending[0][0] if pending else INF
+        t = self.queue[0].reservation if self.queue else INF
         if self.running and self.running[0][0] < t:
             t = self.running[0][0]
         if now is not None and t < now:
