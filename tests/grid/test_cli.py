@@ -87,3 +87,10 @@ def test_bad_swf_line_one_line_exit_2(tmp_path, capsys):
     assert main(["grid", "simulate", "--global-swf", str(p), *SMALL]) == 2
     err = capsys.readouterr().err
     assert err == f"error: {p}:3: field 4 is not a number: 'ten'\n"
+
+
+def test_sweep_arrival_lists():
+    from schedlab.grid.cli import _split_arrivals
+
+    assert _split_arrivals("strong,weak") == ["strong", "weak"]
+    assert _split_arrivals("mmpp:10,20,55,0.01;poisson:4,non-bursty") == ["mmpp:10,20,55,0.01", "poisson:4", "non-bursty"]

@@ -110,3 +110,15 @@ def test_periodic_queries_use_the_latest_refresh():
     # The only refresh before t=100 saw empty queues: every job goes to the first site.
     assert [j.site for j in jobs] == [0, 0, 0]
     assert sched.queries >= 1
+
+
+def test_scheduler_is_a_sans_io_component():
+    # Arrivals can also come as messages through the runtime, as a networked runtime would deliver them.
+    from schedlab.grid.selection import GlobalJobArrival
+
+    kernel, sites, sched = _grid(n_sites=2, scheduler="qlen", delay=0.5)
+    job = GlobalJob(0, 0.0, 2, 5.0, 5.0)
+    sched.rt.send("g", GlobalJobArrival(job))
+    kernel.run()
+    assert job.site == 0 and job.start == 0.5
+    assert sched.rt.message_counts() == {"GlobalJobArrival": 1}

@@ -196,7 +196,7 @@ def _print_summary(s: dict[str, Any]) -> None:
 @app.command()
 def sweep(
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Results folder (results.csv; resumable).")],
-    arrivals: Annotated[str, typer.Option("--arrivals", "-a", help="Comma-separated workloads: non-bursty, weak, strong, poisson:M, mmpp:… (mmpp specs may not hold commas here: use presets or separate sweeps).")] = "strong",
+    arrivals: Annotated[str, typer.Option("--arrivals", "-a", help="Workloads separated by commas or semicolons: non-bursty, weak, strong, poisson:MEAN, mmpp:MEAN,SCV,IDC[,P] (separate an mmpp spec from the next with ';').")] = "strong",
     schedulers: Annotated[str, typer.Option("--schedulers", "-s", help="Comma-separated schedulers.")] = "rand,qlen,hybrid1,hybrid2",
     duplications: Annotated[str, typer.Option("--duplications", "-d", help="Duplications, e.g. 0-7 or 0,1,2.")] = "0-7",
     delays: Annotated[str, typer.Option("--delays", help="Remote submission delays, e.g. 0,1.")] = "1",
@@ -223,7 +223,7 @@ def sweep(
     from schedlab.grid.selection import check_scheduler
     from schedlab.grid.workload import parse_arrivals
 
-    arrival_list = [a.strip() for a in arrivals.split(";" if ";" in arrivals else ",") if a.strip()]
+    arrival_list = _split_arrivals(arrivals)
     for a in arrival_list:
         try:
             parse_arrivals(a)
@@ -273,6 +273,20 @@ def sweep(
     _print_sweep(df)
     if plot:
         _plot_all(df, out_dir, delay_list)
+
+
+def _split_arrivals(spec: str) -> list[str]:
+    """``"strong,weak"``, ``"mmpp:10,20,55;poisson:4"`` → workload specs (an mmpp spec keeps its commas)."""
+    out: list[str] = []
+    for part in spec.split(";"):
+        part = part.strip()
+        if part.startswith("mmpp:"):
+            out.append(part)
+        else:
+            out += [p.strip() for p in part.split(",") if p.strip()]
+    if not out:
+        raise InputError("--arrivals", "no workload given")
+    return out
 
 
 def _print_sweep(df: Any) -> None:

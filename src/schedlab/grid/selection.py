@@ -20,6 +20,12 @@ job on its own and shares nothing between jobs but the load information) does:
    ``hybrid2``   the top two sites by queue length, the other copies at random
    ============  ===============================================================
 
+   Act.QT with zero delay and no duplication is the paper's *ideal*, the
+   reference of Eq. (1). It balances outstanding work exactly, with actual
+   runtimes, but it is a greedy rule, not an optimum: a job still waits behind
+   whatever its site holds, and duplication — which lets a job start wherever
+   processors free up first — can beat it (a negative gap).
+
    Ranked schedulers with duplications take the top ``1 + duplications`` sites.
    So Hybrid-1 with 0 duplications is Qlen, and Hybrid-2 with 0 or 1
    duplications is Qlen with as many — as the paper observes ("Hybrid-2

@@ -14,14 +14,20 @@ Queue policies (``policy``):
   Feitelson, the paper's [13]): every job gets a reservation at submission, the
   earliest start at which it fits in the availability profile
   (:class:`~schedlab.grid.profile.Profile`) without touching any earlier
-  reservation. When a job ends before its estimate the schedule is
-  *compressed*: queued jobs are re-placed one at a time in submission order,
-  each taken out of the profile and put back at its earliest fit. Because a job
-  is re-placed while every other claim is in place, its old slot is still free,
-  so reservations only ever move earlier: no job starts later than the
-  reservation it got when it was queued, and inserting or moving a job never
-  delays another job's reservation. (One pass per early end, as in [13]; holes
-  opened by a job moving are used by later jobs of the same pass only.)
+  reservation. When processors are freed early — a job ends before its
+  estimate, or a duplicate copy is invalidated — the schedule is *compressed*:
+  queued jobs, in order of their reservations, are each taken out of the
+  profile and put back at their earliest fit. Because a job is re-placed while
+  every other claim is in place, its old slot is still free, so reservations
+  only ever move earlier: no job starts later than the reservation it got when
+  it was queued, and inserting or moving a job never delays another job's
+  reservation. The paper does not fix the order of the re-placement; queue
+  (arrival) order is the common choice. We use reservation order, in which one pass leaves no job able to move earlier
+  (see :meth:`ConservativeSite._compress`), so the schedule is always fully
+  compressed, and which lets the pass skip the jobs that provably cannot move
+  — what keeps queues of hundreds of jobs affordable. The two orders can give
+  a hole to different jobs; both keep every guarantee above.
+  Zero-length jobs (estimate 0) claim nothing and start on arrival.
 * ``easy`` — EASY backfilling: FCFS, and a waiting job may jump ahead if it
   does not delay the reservation of the *first* queued job (shadow time and
   extra processors computed from the running jobs' estimated ends).
