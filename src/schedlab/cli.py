@@ -20,6 +20,7 @@ from rich.table import Table
 from schedlab.cliutil import parse_key_values
 from schedlab.edge.cli import app as _edge_app
 from schedlab.errors import InputError, InvariantError
+from schedlab.grid.cli import app as _grid_app
 from schedlab.locality.cli import app as _locality_app
 
 try:  # recent typer vendors click; older releases depend on it
@@ -38,6 +39,7 @@ trace_app = typer.Typer(help="Inspect and generate job traces.", no_args_is_help
 app.add_typer(trace_app, name="trace")
 app.add_typer(_edge_app, name="edge")
 app.add_typer(_locality_app, name="locality")
+app.add_typer(_grid_app, name="grid")
 
 # Piped output gets a fixed, roomy width so tables are never cut to 80 columns.
 out = Console(width=None if sys.stdout.isatty() else 140)

@@ -14,11 +14,22 @@ arrival process its matrices are ``D0 = [[-(λ1+r1), r1], [r2, -(λ2+r2)]]`` and
 :func:`fit_mmpp2` finds an MMPP-2 with a target mean inter-arrival time, SCV and
 IDC — the three numbers the bursty-grid paper specifies (mean 10 s, SCV 20, IDC
 ≈ 55 or ≈ 384). Three targets leave one of the four parameters free; we fix it
-by spending equal time in both states (``r1 = r2``), which for slow switching is
-the "balanced means" hyperexponential marginal. Then ``λ1,2 = λ̄(1 ± δ)`` and
-the IDC formula gives ``r = λ̄ δ² / (IDC − 1)``, leaving a one-dimensional
-root search on ``δ ∈ (0, 1)`` for the SCV. Targets no MMPP-2 of this family can
-reach (e.g. ``SCV < 1`` or ``IDC ≤ 1``) are refused with a clear error.
+through ``high_state_fraction`` ``p``, the long-run share of time spent in the
+high-rate state 1. Then ``λ1 = λ̄(1 + a)`` and ``λ2 = λ̄(1 − a·p/(1 − p))`` keep
+the mean for any ``a ∈ (0, (1 − p)/p]``; the IDC formula fixes the total
+switching rate ``r1 + r2 = 2p(1 − p)(λ1 − λ2)² / ((IDC − 1) λ̄)`` (split as
+``r1 = (1 − p)(r1 + r2)``, ``r2 = p(r1 + r2)`` so that ``π1 = p``), leaving a
+one-dimensional root search on ``a`` for the SCV, which rises monotonically
+from 1 to the IDC over that interval (at the upper end ``λ2 = 0``: an
+interrupted Poisson process, a renewal process, whose SCV equals its IDC).
+
+The default ``p = 0.5`` spends equal time in both states ("balanced means");
+its high state can never be more than twice the mean rate. A small ``p`` makes
+short, dense bursts: with mean 10 s, SCV 20, IDC 384 and ``p = 0.02`` the high
+state lasts ~48 s at ~4.6 arrivals/s. The SCV and IDC do not pin this down, and
+it is what decides whether many arrivals fall within one scheduling delay.
+Targets no MMPP-2 of this family can reach (``SCV ≤ 1``, ``IDC ≤ 1``,
+``SCV ≥ IDC``) are refused with a clear error.
 """
 
 from __future__ import annotations
@@ -94,7 +105,10 @@ class MMPP2:
         got = 0
         t = 0.0
         # Sojourns in batches: a batch alternates states, so its arrivals are already in order.
-        batch = max(64, int(2 * n / max(1e-9, self.rate / (self.r1 + self.r2) * 2)) + 64)
+        # Size a batch for about n arrivals (a pair of sojourns brings λ1/r1 + λ2/r2 on average):
+        # far more would waste time and memory on arrivals that are thrown away.
+        per_pair = lam[0] / leave[0] + lam[1] / leave[1]
+        batch = 2 * int(1.1 * (n + 1) / max(per_pair, 1e-9)) + 64
         batch = min(batch, 1 << 20)
         while got <= n:
             states = (state + np.arange(batch)) % 2
@@ -115,34 +129,48 @@ class MMPP2:
         return np.diff(allt)
 
 
-def fit_mmpp2(mean: float, scv: float, idc: float) -> MMPP2:
-    """An MMPP-2 with the given mean inter-arrival time, SCV and asymptotic IDC (see module doc)."""
+def fit_mmpp2(mean: float, scv: float, idc: float, high_state_fraction: float = 0.5) -> MMPP2:
+    """An MMPP-2 with the given mean inter-arrival time, SCV and asymptotic IDC (see module doc).
+
+    ``high_state_fraction`` is the long-run share of time in the high-rate state 1.
+    """
     if not (mean > 0):
         raise InputError("mmpp.mean", f"must be > 0, got {mean}")
     if not (scv > 1):
         raise InputError("mmpp.scv", f"an MMPP-2 has SCV > 1; got {scv} (use Poisson arrivals for SCV = 1)")
     if not (idc > 1):
         raise InputError("mmpp.idc", f"an MMPP-2 has IDC > 1; got {idc}")
+    p = high_state_fraction
+    if not (0 < p < 1):
+        raise InputError("mmpp.high_state_fraction", f"must be in (0, 1), got {p}")
+    if not (scv < idc):
+        raise InputError(
+            "mmpp", f"an MMPP-2 has SCV < IDC (SCV = IDC is a renewal process); got SCV {scv}, IDC {idc}"
+        )
     from scipy.optimize import brentq  # imported here: scipy is slow to import and rarely needed
 
     lam = 1.0 / mean
+    q = 1.0 - p
 
-    def make(delta: float) -> MMPP2:
-        r = lam * delta * delta / (idc - 1.0)
-        return MMPP2(lam * (1 + delta), lam * (1 - delta), r, r)
+    def make(a: float) -> MMPP2:
+        lam1 = lam * (1.0 + a)
+        lam2 = max(0.0, lam * (1.0 - a * p / q))
+        switching = 2.0 * p * q * (lam1 - lam2) ** 2 / ((idc - 1.0) * lam)
+        return MMPP2(lam1, lam2, switching * q, switching * p)
 
-    def err(delta: float) -> float:
-        return make(delta).scv - scv
+    def err(a: float) -> float:
+        return make(a).scv - scv
 
-    lo, hi = 1e-6, 1.0 - 1e-12
+    top = q / p
+    lo, hi = 1e-6 * top, top * (1.0 - 1e-12)
     if err(lo) > 0 or err(hi) < 0:
         raise InputError(
             "mmpp",
-            f"no 2-state MMPP with equal state occupancy has mean {mean}, SCV {scv} and IDC {idc} "
+            f"no 2-state MMPP with high-state share {p} has mean {mean}, SCV {scv} and IDC {idc} "
             f"(SCV reachable for this IDC: {make(lo).scv:.3g} .. {make(hi).scv:.3g})",
         )
-    delta = brentq(err, lo, hi, xtol=1e-14, rtol=1e-12, maxiter=500)
-    return make(delta)
+    a = brentq(err, lo, hi, xtol=1e-14 * top, rtol=1e-12, maxiter=500)
+    return make(a)
 
 
 def index_of_dispersion(interarrivals: np.ndarray, windows: int = 200) -> float:

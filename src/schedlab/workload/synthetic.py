@@ -9,7 +9,8 @@ inter-arrival times in seconds):
 * ``constant:INTERVAL`` — one job every INTERVAL seconds (syn_N: ``constant:1``
   with ``const:N`` tasks of ``const:1`` second, starting at t = 1);
 * ``poisson:MEAN`` — exponential inter-arrival times;
-* ``mmpp:MEAN,SCV,IDC`` — a fitted 2-state MMPP (:func:`~schedlab.workload.arrivals.fit_mmpp2`).
+* ``mmpp:MEAN,SCV,IDC[,P]`` — a fitted 2-state MMPP (:func:`~schedlab.workload.arrivals.fit_mmpp2`);
+  the optional ``P`` is the share of time in the high-rate state (default 0.5).
 
 All randomness comes from the numpy generator passed in (a named stream of the
 run's seed), so a generated workload is a pure function of its spec and seed.
@@ -45,9 +46,10 @@ class ArrivalSpec:
             args = [float(a) for a in rest.split(",")] if rest else []
         except ValueError:
             raise InputError(field, f"arguments of {spec!r} must be numbers") from None
-        want = 3 if kind == "mmpp" else 1
-        if len(args) != want:
-            raise InputError(field, f"{kind} takes {want} argument(s) (mean inter-arrival time{', SCV, IDC' if want == 3 else ''}), got {len(args)}")
+        wanted = (3, 4) if kind == "mmpp" else (1,)
+        if len(args) not in wanted:
+            what = "mean inter-arrival time, SCV, IDC[, high-state share]" if kind == "mmpp" else "mean inter-arrival time"
+            raise InputError(field, f"{kind} takes {' or '.join(map(str, wanted))} argument(s) ({what}), got {len(args)}")
         if not args[0] > 0:
             raise InputError(field, f"mean inter-arrival time must be > 0, got {args[0]}")
         if kind == "mmpp":

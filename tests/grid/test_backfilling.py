@@ -1,0 +1,115 @@
+"""Backfilling invariants (issue 8 checks): no processor over-allocated; under conservative
+backfilling no job starts later than the reservation it got when queued, and no job — backfilled
+or moved — ever delays another's reservation; the pruned compression equals the textbook one."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schedlab.grid.profile import Profile
+from schedlab.grid.site import DONE
+
+from .conftest import max_allocated, run_one_site
+
+PROCESSORS = 16
+
+
+@st.composite
+def job_lists(draw, max_jobs: int = 40):
+    n = draw(st.integers(1, max_jobs))
+    jobs = []
+    t = 0.0
+    for _ in range(n):
+        t += draw(st.sampled_from([0.0, 0.0, 0.5, 1.0, 3.0, 7.5]))
+        size = draw(st.integers(1, PROCESSORS))
+        runtime = draw(st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 13.0]))
+        factor = draw(st.sampled_from([1.0, 1.0, 1.5, 2.0, 4.0]))
+        jobs.append((t, size, runtime, runtime * factor))
+    return jobs
+
+
+@settings(max_examples=150, deadline=None)
+@given(job_lists())
+def test_conservative_guarantees(jobs):
+    run = run_one_site(jobs, PROCESSORS)
+    entries = run.entries
+    assert all(e.state == DONE for e in entries)
+    assert max_allocated(entries) <= PROCESSORS
+    for e in entries:
+        # Every job waits at least until it arrives, and starts exactly at its last reservation.
+        assert e.start >= e.submit
+        seq = run.reservations[e.job]
+        assert e.start == seq[-1]
+        # Never later than the reservation it got when queued ...
+        assert e.start <= run.first_reservation[e.job]
+        # ... and reservations only ever move earlier: nobody (backfilled or moved) delays anybody.
+        assert all(b < a for a, b in zip(seq, seq[1:], strict=False))
+
+
+@settings(max_examples=100, deadline=None)
+@given(job_lists())
+def test_pruned_compression_equals_textbook(jobs):
+    fast = run_one_site(jobs, PROCESSORS)
+    ref = run_one_site(jobs, PROCESSORS, reference=True)
+    assert [e.start for e in fast.entries] == [e.start for e in ref.entries]
+
+
+@pytest.mark.parametrize("policy", ["easy", "fcfs"])
+@settings(max_examples=100, deadline=None)
+@given(jobs=job_lists())
+def test_easy_and_fcfs_never_overallocate(policy, jobs):
+    run = run_one_site(jobs, PROCESSORS, policy=policy)
+    assert all(e.state == DONE for e in run.entries)
+    assert max_allocated(run.entries) <= PROCESSORS
+    if policy == "fcfs":
+        # No backfilling: jobs start in arrival order.
+        starts = [e.start for e in run.entries]
+        assert starts == sorted(starts)
+
+
+def test_conservative_worked_example():
+    # 4 processors. A (4 procs, est 10) runs; B (4, est 10) is reserved at 10; C (1, est 5) cannot
+    # backfill before 10 without delaying B, so it is reserved at 20. A ends at 4 (early): B moves
+    # to 4 and C to 14; B ends at 7 (early): C moves to 7.
+    jobs = [(0.0, 4, 4.0, 10.0), (1.0, 4, 3.0, 10.0), (2.0, 1, 2.0, 5.0)]
+    run = run_one_site(jobs, 4)
+    a, b, c = run.entries
+    assert run.first_reservation == {0: 0.0, 1: 10.0, 2: 20.0}
+    assert (a.start, b.start, c.start) == (0.0, 4.0, 7.0)
+    assert run.reservations[2] == [20.0, 14.0, 7.0]
+
+
+def test_backfilling_fills_a_hole_without_delaying():
+    # 4 processors: A (2, 10) runs; B (4, 10) reserved at 10; C (2, est 10) fits beside A now.
+    jobs = [(0.0, 2, 10.0, 10.0), (0.0, 4, 10.0, 10.0), (0.0, 2, 10.0, 10.0)]
+    run = run_one_site(jobs, 4)
+    assert [e.start for e in run.entries] == [0.0, 10.0, 0.0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 20), st.integers(1, 10), st.integers(1, 8)), max_size=12),
+    st.integers(1, 8),
+    st.integers(1, 25),
+)
+def test_profile_earliest_is_the_first_fit(claims, size, duration):
+    p = Profile(8, 0.0)
+    for start, length, procs in claims:
+        s = p.earliest(float(start), procs, float(length))
+        p.add(s, s + length, -procs)
+    assert min(p.free) >= 0
+    t = p.earliest(0.0, size, float(duration))
+
+    def fits(x: float) -> bool:
+        return all(p.free_at(y) >= size for y in [x, *[b for b in p.times if x < b < x + duration]])
+
+    assert fits(t)
+    # No earlier candidate (0 or a breakpoint) fits.
+    assert not any(fits(c) for c in [0.0, *p.times] if c < t)
+    assert p.earliest(0.0, size, 0.0) == 0.0  # a job of no duration fits at once
+    merged = Profile(8, 0.0)
+    merged.times, merged.free = list(p.times), list(p.free)
+    merged.merge()
+    assert merged.earliest(0.0, size, float(duration)) == t
