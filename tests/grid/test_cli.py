@@ -94,3 +94,13 @@ def test_sweep_arrival_lists():
 
     assert _split_arrivals("strong,weak") == ["strong", "weak"]
     assert _split_arrivals("mmpp:10,20,55,0.01;poisson:4,non-bursty") == ["mmpp:10,20,55,0.01", "poisson:4", "non-bursty"]
+
+
+def test_help_names_the_workload_defaults(capsys, monkeypatch):
+    from schedlab.grid import workload as gw
+
+    monkeypatch.setenv("COLUMNS", "400")
+    main(["grid", "simulate", "--help"])
+    text = capsys.readouterr().out
+    for default in (gw.DEFAULT_SIZE, gw.DEFAULT_RUNTIME, str(gw.DEFAULT_ESTIMATE_FACTOR)):
+        assert f"[default: ({default})]" in text

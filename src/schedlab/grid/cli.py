@@ -82,9 +82,20 @@ TieBreak = Annotated[str, typer.Option("--tie-break", help="Ties in ranking: fir
 LocalJobs = Annotated[int, typer.Option("--local-jobs", help="Local jobs per site.")]
 LocalLoad = Annotated[float, typer.Option("--local-load", help="Load of each site's local jobs.")]
 GlobalJobs = Annotated[int, typer.Option("--global-jobs", help="Global jobs.")]
-Size = Annotated[str, typer.Option("--size", help="Job sizes: pow2:A,B or an integer distribution (uniform:A,B, geom:MEAN, …).")]
-Runtime = Annotated[str, typer.Option("--runtime", help="Actual runtimes: exp:MEAN, lognormal:MU,SIGMA, uniform:A,B, …")]
-EstimateFactor = Annotated[float, typer.Option("--estimate-factor", help="f of the f-model: estimate = runtime × U(1, 1+f).")]
+# Defaults live in schedlab.grid.workload (not imported here, to keep the CLI quick to start);
+# a test checks that these help texts name them.
+Size = Annotated[
+    str | None,
+    typer.Option("--size", help="Job sizes: pow2:A,B or an integer distribution (uniform:A,B, geom:MEAN, …).", show_default="pow2:1,32"),
+]
+Runtime = Annotated[
+    str | None,
+    typer.Option("--runtime", help="Actual runtimes: exp:MEAN, lognormal:MU,SIGMA, uniform:A,B, …", show_default="lognormal:2.4742,1.5"),
+]
+EstimateFactor = Annotated[
+    float | None,
+    typer.Option("--estimate-factor", help="f of the f-model: estimate = runtime × U(1, 1+f).", show_default="3.0"),
+]
 LocalSwf = Annotated[list[str] | None, typer.Option("--local-swf", help="SWF trace of local jobs: one file dealt to the sites, or one per site (repeat).")]
 GlobalSwf = Annotated[str | None, typer.Option("--global-swf", help="SWF trace of global jobs (replaces --arrivals and the job model).")]
 
@@ -104,9 +115,9 @@ def simulate(
     local_jobs: LocalJobs = 100_000,
     local_load: LocalLoad = 0.6,
     global_jobs: GlobalJobs = 100_000,
-    size: Size | None = None,
-    runtime: Runtime | None = None,
-    estimate_factor: EstimateFactor | None = None,
+    size: Size = None,
+    runtime: Runtime = None,
+    estimate_factor: EstimateFactor = None,
     local_swf: LocalSwf = None,
     global_swf: GlobalSwf = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the workload and of the schedulers' random choices.")] = 0,
@@ -211,9 +222,9 @@ def sweep(
     local_jobs: LocalJobs = 100_000,
     local_load: LocalLoad = 0.6,
     global_jobs: GlobalJobs = 100_000,
-    size: Size | None = None,
-    runtime: Runtime | None = None,
-    estimate_factor: EstimateFactor | None = None,
+    size: Size = None,
+    runtime: Runtime = None,
+    estimate_factor: EstimateFactor = None,
     plot: Annotated[bool, typer.Option("--plot", help="Also draw gap and composition plots (PNG) into the folder.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
 ) -> None:

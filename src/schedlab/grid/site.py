@@ -365,6 +365,12 @@ class ConservativeSite(Site):
         # (an upper bound once merged), {size: longest run}]. Regions added later start at
         # or after the reservation being processed, so `lo` stays the lowest start.
         regions: list[list] = [[lo, hi, self._cap(lo, hi), {}]]
+        # Regions that ended too long before the current reservation to be reached by a
+        # window ending there: usable only by jobs no longer than their longest run of one
+        # free processor, so kept apart, sorted by that run (longest first), and scanned
+        # only as far as the job's estimate allows. New regions start at or after the
+        # current reservation, so they never merge with these.
+        far: list[list] = []
         max_cap = regions[0][2]
         # Past `horizon`, a job can use no region but through its estimate: it must fit
         # within `run1`, the longest run of one free processor through any region.
@@ -383,7 +389,7 @@ class ConservativeSite(Site):
             if r > horizon:
                 if horizon == -INF:
                     run1 = 0.0
-                    for region in regions:
+                    for region in regions + far:
                         run = region[3].get(1)
                         if run is None:
                             run = region[3][1] = longest_run(region[0], region[1], 1)
@@ -396,20 +402,26 @@ class ConservativeSite(Site):
                 if r > horizon and d > run1:
                     continue
             best = r
+            graduated = False
             for region in regions:
                 a, b, cap, runs = region
                 if a >= r:
                     break
-                if cap < size:
-                    continue
                 # The window's part before `r` must fit in one run of `size` free processors
                 # through the region: a job too long for the longest such run cannot use it.
                 # Runs of one processor bound all others; try that cheap bound first.
+                if cap < size:
+                    continue
                 run = runs.get(1)
                 if run is None:
                     run = runs[1] = longest_run(a, b, 1)
-                if d > run + _SLACK and r - b > run + _SLACK:
-                    continue
+                if r - b > run + _SLACK:
+                    # Too far behind `r` to hold a window reaching it, for this job and every
+                    # later one (reservations only grow along the pass): from now on only
+                    # jobs no longer than its run can use it. See `far` below.
+                    graduated = True
+                    if d > run + _SLACK:
+                        continue
                 if size != 1:
                     run = runs.get(size)
                     if run is None:
@@ -426,6 +438,38 @@ class ConservativeSite(Site):
                 t = earliest_move(lo_t, a, b, size, r, d)
                 if t is not None:
                     best = t
+            for region in far:
+                a, b, cap, runs = region
+                run = runs[1]
+                if d > run + _SLACK:
+                    break  # sorted by that run, longest first
+                if cap < size:
+                    continue
+                if size != 1:
+                    run = runs.get(size)
+                    if run is None:
+                        run = runs[size] = longest_run(a, b, size)
+                    if d > run + _SLACK:
+                        continue
+                lo_t = a - d
+                if lo_t < now:
+                    lo_t = now
+                if b > best:
+                    b = best
+                if lo_t >= b:
+                    continue
+                t = earliest_move(lo_t, a, b, size, r, d)
+                if t is not None:
+                    best = t
+            if graduated:
+                near = []
+                for region in regions:
+                    run = region[3].get(1)
+                    if run is not None and region[0] < r and r - region[1] > run + _SLACK:
+                        insort(far, region, key=_longest_first)
+                    else:
+                        near.append(region)
+                regions = near
             if best == r:
                 continue
             t = best
@@ -443,10 +487,17 @@ class ConservativeSite(Site):
             fb = r + d
             if fa < fb:
                 cap = self._cap(fa, fb)
-                _add_region(regions, fa, fb, cap)
+                region = _add_region(regions, fa, fb, cap)
                 if cap > max_cap:
                     max_cap = cap
-                horizon = -INF  # recomputed on demand
+                if horizon != -INF:
+                    # Merging only lengthens runs, so the bounds can only grow: raise them
+                    # with the new region instead of recomputing them over every region.
+                    run = region[3][1] = longest_run(region[0], region[1], 1)
+                    if run + _SLACK > run1:
+                        run1 = run + _SLACK
+                    if region[1] + run + _SLACK > horizon:
+                        horizon = region[1] + run + _SLACK
         if len(profile.times) > 4 * (n + len(self.running)) + 16:
             profile.merge()
 
@@ -602,8 +653,8 @@ class EasySite(Site):
             self._wake(now)  # the processors counted for a refused copy are still free
 
 
-def _add_region(regions: list[list], a: float, b: float, cap: int) -> None:
-    """Add ``[a, b)`` to sorted disjoint regions, merging those it overlaps or touches."""
+def _add_region(regions: list[list], a: float, b: float, cap: int) -> list:
+    """Add ``[a, b)`` to sorted disjoint regions, merging those it overlaps or touches; returns the region."""
     i = bisect_left(regions, [a])
     if i > 0 and regions[i - 1][1] >= a:
         i -= 1
@@ -618,7 +669,13 @@ def _add_region(regions: list[list], a: float, b: float, cap: int) -> None:
         if rc > cap:
             cap = rc
         j += 1
-    regions[i:j] = [[a, b, cap, {}]]
+    region = [a, b, cap, {}]
+    regions[i:j] = [region]
+    return region
+
+
+def _longest_first(region: list) -> float:
+    return -region[3][1]
 
 
 def _reservation_key(e: Entry) -> tuple[float, int]:
