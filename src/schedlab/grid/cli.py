@@ -201,7 +201,7 @@ def _print_summary(s: dict[str, Any]) -> None:
     c = s["counters"]
     t.add_row("copies / invalidations", f"{c['copies_submitted']} / {c['invalidations']}")
     t.add_row("simulation", f"{s['simulation_seconds']:.2f} s, {_fmt(s['jobs_per_second'])} jobs/s, {c['events']} events")
-    Console().print(t)
+    Console(width=None if sys.stdout.isatty() else 140).print(t)  # piped: never cut to 80 columns
 
 
 @app.command()
@@ -318,7 +318,7 @@ def _print_sweep(df: Any) -> None:
             *(f"{100 * r[k]:.1f}%" for k in ("<10s", "10-100s", ">=100s")),
             _fmt(r["perf_gap"]),
         )
-    Console().print(t)
+    Console(width=None if sys.stdout.isatty() else 140).print(t)  # piped: never cut to 80 columns
 
 
 def _plot_all(df: Any, out_dir: Path, delays: list[float]) -> None:
