@@ -358,8 +358,8 @@ class ConservativeSite(Site):
             return
         self.compressions += 1
         profile = self.profile
-        earliest_move = profile.earliest_move
         longest_run = self._longest_run
+        region_start = self._region_start
         on_reserve = self.on_reserve
         # Freed regions, sorted and disjoint: [a, b, most processors free at one instant
         # (an upper bound once merged), {size: longest run}]. Regions added later start at
@@ -422,45 +422,15 @@ class ConservativeSite(Site):
                     graduated = True
                     if d > run + _SLACK:
                         continue
-                if size != 1:
-                    run = runs.get(size)
-                    if run is None:
-                        run = runs[size] = longest_run(a, b, size)
-                    if d > run + _SLACK and r - b > run + _SLACK:
-                        continue
-                lo_t = a - d
-                if lo_t < now:
-                    lo_t = now
-                if b > best:
-                    b = best
-                if lo_t >= b:
-                    continue
-                t = earliest_move(lo_t, a, b, size, r, d)
-                if t is not None:
-                    best = t
+                best = region_start(region, r, d, size, now, best)
             for region in far:
-                a, b, cap, runs = region
-                run = runs[1]
+                cap = region[2]
+                run = region[3][1]
                 if d > run + _SLACK:
                     break  # sorted by that run, longest first
                 if cap < size:
                     continue
-                if size != 1:
-                    run = runs.get(size)
-                    if run is None:
-                        run = runs[size] = longest_run(a, b, size)
-                    if d > run + _SLACK:
-                        continue
-                lo_t = a - d
-                if lo_t < now:
-                    lo_t = now
-                if b > best:
-                    b = best
-                if lo_t >= b:
-                    continue
-                t = earliest_move(lo_t, a, b, size, r, d)
-                if t is not None:
-                    best = t
+                best = region_start(region, r, d, size, now, best)
             if graduated:
                 near = []
                 for region in regions:
@@ -500,6 +470,25 @@ class ConservativeSite(Site):
                         horizon = region[1] + run + _SLACK
         if len(profile.times) > 4 * (n + len(self.running)) + 16:
             profile.merge()
+
+    def _region_start(self, region: list, r: float, d: float, size: int, now: float, best: float) -> float:
+        """The earliest start before ``best`` that ``region`` offers a job (``size``, ``d``) reserved at ``r``."""
+        a, b, _, runs = region
+        if size != 1:
+            run = runs.get(size)
+            if run is None:
+                run = runs[size] = self._longest_run(a, b, size)
+            if d > run + _SLACK and r - b > run + _SLACK:
+                return best
+        lo_t = a - d
+        if lo_t < now:
+            lo_t = now
+        if b > best:
+            b = best
+        if lo_t >= b:
+            return best
+        t = self.profile.earliest_move(lo_t, a, b, size, r, d)
+        return best if t is None else t
 
     def _cap(self, a: float, b: float) -> int:
         """Most processors free at any instant of ``[a, b)``."""
