@@ -55,8 +55,13 @@ _OPTION = {
 
 def _config(**kw: Any):
     """A GridConfig whose validation errors name the command-line option."""
+    from schedlab.grid import workload as gw
     from schedlab.grid.simulation import GridConfig
 
+    # Job-model options left unset take the workload module's defaults.
+    for name, default in (("size", gw.DEFAULT_SIZE), ("runtime", gw.DEFAULT_RUNTIME), ("estimate_factor", gw.DEFAULT_ESTIMATE_FACTOR)):
+        if kw.get(name) is None:
+            kw[name] = default
     try:
         return GridConfig(**kw)
     except InputError as e:
@@ -127,7 +132,6 @@ def simulate(
     out_dir: Annotated[Path | None, typer.Option("--out", help="Write jobs.csv (global jobs) and summary.json into this folder.")] = None,
 ) -> None:
     """Run one scheduler on one grid workload and print the paper's metrics."""
-    from schedlab.grid import workload as gw
     from schedlab.grid.simulation import build_workload, simulate_grid, simulate_with_ideal
     from schedlab.metrics.export import write_json, write_table
 
@@ -145,9 +149,9 @@ def simulate(
         local_load=local_load,
         global_jobs=global_jobs,
         arrivals=arrivals,
-        size=size if size is not None else gw.DEFAULT_SIZE,
-        runtime=runtime if runtime is not None else gw.DEFAULT_RUNTIME,
-        estimate_factor=estimate_factor if estimate_factor is not None else gw.DEFAULT_ESTIMATE_FACTOR,
+        size=size,
+        runtime=runtime,
+        estimate_factor=estimate_factor,
         local_swf=tuple(local_swf or ()),
         global_swf=global_swf,
         seed=seed,
@@ -229,7 +233,6 @@ def sweep(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
 ) -> None:
     """Run a sweep with the ideal alongside; print mean queue time and performance gap per run."""
-    from schedlab.grid import workload as gw
     from schedlab.grid.experiments import parse_float_list, parse_int_list, plan, run_sweep
     from schedlab.grid.selection import check_scheduler
     from schedlab.grid.workload import parse_arrivals
@@ -259,9 +262,9 @@ def sweep(
         local_load=local_load,
         global_jobs=global_jobs,
         arrivals=arrival_list[0],
-        size=size if size is not None else gw.DEFAULT_SIZE,
-        runtime=runtime if runtime is not None else gw.DEFAULT_RUNTIME,
-        estimate_factor=estimate_factor if estimate_factor is not None else gw.DEFAULT_ESTIMATE_FACTOR,
+        size=size,
+        runtime=runtime,
+        estimate_factor=estimate_factor,
     )
     for d in dup_list:
         if not 0 <= d < sites:
