@@ -9,16 +9,10 @@ The layers (see DESIGN.md in the project's shared folder) are, from the bottom:
 from __future__ import annotations
 
 from schedlab.errors import InputError, InvariantError, SchedlabError
+from schedlab.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
+# The engine pulls in pandas: loaded on first use so that `import schedlab.sim` stays light.
+_, __getattr__ = lazy_exports(__name__, {"simulate": "engine", "Result": "engine"})
 __all__ = ["InputError", "InvariantError", "Result", "SchedlabError", "__version__", "simulate"]
-
-
-def __getattr__(name: str):
-    # The engine pulls in pandas; import it lazily so `import schedlab.sim` stays light.
-    if name in ("simulate", "Result"):
-        from schedlab import engine
-
-        return getattr(engine, name)
-    raise AttributeError(name)

@@ -41,33 +41,26 @@ Readings taken where the report is unclear (details in each module):
 
 from __future__ import annotations
 
+from schedlab.lazy import lazy_exports
+
 # Exports are loaded on first use: `schedlab edge …` and `import schedlab.cli` must not pay for
 # scipy (the MILP) or pandas when they are not needed. The functions `verify` and `compare` are
 # not re-exported: they share their modules' names, which the import system binds on the package.
 _EXPORTS = {
-    "ALGORITHMS": "schedlab.edge.compare",
-    "run_algorithm": "schedlab.edge.compare",
-    "cred_m": "schedlab.edge.cred",
-    "cred_s": "schedlab.edge.cred",
-    "cred_s_per_deadline": "schedlab.edge.cred",
-    "first_fit": "schedlab.edge.baselines",
-    "generate_instance": "schedlab.edge.generate",
-    "Instance": "schedlab.edge.instance",
-    "load_instance": "schedlab.edge.instance",
-    "lower_bound": "schedlab.edge.bounds",
-    "lower_bounds": "schedlab.edge.bounds",
-    "solve_milp": "schedlab.edge.milp",
-    "Solution": "schedlab.edge.solution",
-    "load_solution": "schedlab.edge.solution",
-    "Verdict": "schedlab.edge.verify",
+    "ALGORITHMS": "compare",
+    "run_algorithm": "compare",
+    "cred_m": "cred",
+    "cred_s": "cred",
+    "cred_s_per_deadline": "cred",
+    "first_fit": "baselines",
+    "generate_instance": "generate",
+    "Instance": "instance",
+    "load_instance": "instance",
+    "lower_bound": "bounds",
+    "lower_bounds": "bounds",
+    "solve_milp": "milp",
+    "Solution": "solution",
+    "load_solution": "solution",
+    "Verdict": "verify",
 }
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'schedlab.edge' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__all__, __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -22,6 +22,8 @@ From a notebook::
 
 from __future__ import annotations
 
+from schedlab.lazy import lazy_exports
+
 # Names resolve lazily so that `schedlab --help` does not import pandas or matplotlib.
 _EXPORTS = {
     "ExperimentSpec": "spec",
@@ -45,13 +47,4 @@ _EXPORTS = {
     "reproduce": "reproduce",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(name)
-    import importlib
-
-    return getattr(importlib.import_module(f"schedlab.experiments.{module}"), name)
+__all__, __getattr__ = lazy_exports(__name__, _EXPORTS)

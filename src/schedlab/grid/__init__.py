@@ -17,8 +17,7 @@ Workload on Computing Grids" (shared/papers/decentralized-bursty-grid-scheduling
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from schedlab.lazy import lazy_exports
 
 # Loaded on first use, so that ``schedlab --help`` and the other subcommands do
 # not pay for pandas through this package.
@@ -35,10 +34,4 @@ _WHERE = {
     "simulate_with_ideal": "simulation",
 }
 
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        return getattr(importlib.import_module(f"schedlab.grid.{_WHERE[name]}"), name)
-    raise AttributeError(f"module 'schedlab.grid' has no attribute {name!r}")
+__all__, __getattr__ = lazy_exports(__name__, _WHERE)

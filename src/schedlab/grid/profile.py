@@ -116,19 +116,6 @@ class Profile:
         """Free processors at instant ``t`` (``t >= times[0]``)."""
         return self.free[bisect_right(self.times, t) - 1]
 
-    def fits_now(self, now: float, size: int, duration: float) -> bool:
-        """Whether ``size`` processors are free on all of ``[now, now + duration)``."""
-        times = self.times
-        free = self.free
-        n = len(times)
-        k = bisect_right(times, now) - 1
-        end = now + duration
-        while k < n and times[k] < end:
-            if free[k] < size:
-                return False
-            k += 1
-        return True
-
     # -- updates ------------------------------------------------------------------------------
     def _breakpoint(self, t: float) -> int:
         """Index of the breakpoint at ``t``, inserted (splitting a segment) if absent."""
@@ -175,7 +162,3 @@ class Profile:
 
     def __len__(self) -> int:
         return len(self.times)
-
-    def segments(self) -> list[tuple[float, int]]:
-        """``(start, free)`` pairs, for tests and debugging."""
-        return list(zip(self.times, self.free, strict=True))

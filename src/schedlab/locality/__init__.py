@@ -27,6 +27,8 @@ Quick use::
 
 from __future__ import annotations
 
+from schedlab.lazy import lazy_exports
+
 # Names resolve lazily so that `schedlab --help` (which imports the locality CLI) stays free of numpy.
 _EXPORTS = {
     "ALGORITHMS": "algorithms",
@@ -48,13 +50,4 @@ _EXPORTS = {
     "evaluate": "model",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(name)
-    import importlib
-
-    return getattr(importlib.import_module(f"schedlab.locality.{module}"), name)
+__all__, __getattr__ = lazy_exports(__name__, _EXPORTS)

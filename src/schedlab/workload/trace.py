@@ -27,19 +27,17 @@ simulators (REFERENCE-SIMULATORS.md), on by default:
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import heapq
 import io
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from schedlab.atomic import file_mode
+from schedlab.atomic import atomic_write
 from schedlab.datafiles import BUNDLED_TRACES, bundled_trace_path
 from schedlab.errors import InputError
 
@@ -237,11 +235,11 @@ def write_trace(path: str | os.PathLike, jobs: Iterable[TraceJob]) -> int:
     Refuses jobs out of arrival order or with no tasks, so every written trace reads back.
     """
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     n = 0
-    try:
-        with os.fdopen(fd, "wb") as raw:
+
+    def write(tmp: str) -> None:
+        nonlocal n
+        with open(tmp, "wb") as raw:
             stream = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if p.suffix == ".gz" else raw
             with io.TextIOWrapper(stream, encoding="utf-8", newline="\n") as f:
                 last = -math.inf
@@ -254,10 +252,6 @@ def write_trace(path: str | os.PathLike, jobs: Iterable[TraceJob]) -> int:
                     f.write(format_job(job))
                     f.write("\n")
                     n += 1
-        os.chmod(tmp, file_mode())
-        os.replace(tmp, p)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+
+    atomic_write(p, write)
     return n

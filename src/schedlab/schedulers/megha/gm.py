@@ -227,6 +227,8 @@ class GlobalMaster(Component):
                         rr[g] = i
                         return p, self._take_slot(p, cand)
             return None
+        # Multi-resource mode: the same walk, plus a fit check per candidate; kept apart from the
+        # slot-mode loop above, which is the hot path of every slot-mode run.
         req = self.tasks.request[tid]
         for g, group in self.groups:
             n = len(group)
