@@ -104,3 +104,20 @@ def test_help_names_the_workload_defaults(capsys, monkeypatch):
     text = capsys.readouterr().out
     for default in (gw.DEFAULT_SIZE, gw.DEFAULT_RUNTIME, str(gw.DEFAULT_ESTIMATE_FACTOR)):
         assert f"[default: ({default})]" in text
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ('arrivals,scheduler\n"strong', "not a readable CSV results file"),
+        ("", "not a readable CSV results file"),
+        ("a,b\n1,2\n", "not a grid sweep results file (missing"),
+    ],
+)
+def test_plot_of_a_bad_results_file_is_one_line(tmp_path, capsys, text, problem):
+    p = tmp_path / "results.csv"
+    p.write_text(text)
+    assert main(["grid", "plot", str(tmp_path), "--out", str(tmp_path / "plots")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {p}: {problem}") and err.count("\n") == 1
+    assert not (tmp_path / "plots").exists() or not any((tmp_path / "plots").iterdir())

@@ -121,8 +121,8 @@ def run_sweep(
     if path is not None and path.is_file():
         try:
             rows = pd.read_csv(path).to_dict("records")
-        except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-            raise InputError(str(path), f"cannot resume from this results file: {e}") from None
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+            raise InputError(str(path), f"cannot resume from this results file: {str(e).splitlines()[0]}") from None
     done = {_key(r) for r in rows}
     todo = [(c, s) for c, s in runs if _key_of(c, s) not in done]
     total = len(todo)

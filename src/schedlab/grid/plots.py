@@ -37,7 +37,10 @@ def load_results(source: str | os.PathLike | pd.DataFrame) -> pd.DataFrame:
         p = p / "results.csv"
     if not p.is_file():
         raise InputError(str(source), "no results.csv here (run `schedlab grid sweep --out DIR` first)")
-    df = pd.read_csv(p)
+    try:
+        df = pd.read_csv(p)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise InputError(str(p), f"not a readable CSV results file: {str(e).splitlines()[0]}") from None
     missing = {"arrivals", "scheduler", "duplications", "delay", "mean_queue_time"} - set(df.columns)
     if missing:
         raise InputError(str(p), f"not a grid sweep results file (missing {', '.join(sorted(missing))})")
