@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedlab.grid.profile import Profile
 from schedlab.grid.site import DONE
 
 from .conftest import max_allocated, run_one_site
@@ -86,30 +85,3 @@ def test_backfilling_fills_a_hole_without_delaying():
     jobs = [(0.0, 2, 10.0, 10.0), (0.0, 4, 10.0, 10.0), (0.0, 2, 10.0, 10.0)]
     run = run_one_site(jobs, 4)
     assert [e.start for e in run.entries] == [0.0, 10.0, 0.0]
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    st.lists(st.tuples(st.integers(0, 20), st.integers(1, 10), st.integers(1, 8)), max_size=12),
-    st.integers(1, 8),
-    st.integers(1, 25),
-)
-def test_profile_earliest_is_the_first_fit(claims, size, duration):
-    p = Profile(8, 0.0)
-    for start, length, procs in claims:
-        s = p.earliest(float(start), procs, float(length))
-        p.add(s, s + length, -procs)
-    assert min(p.free) >= 0
-    t = p.earliest(0.0, size, float(duration))
-
-    def fits(x: float) -> bool:
-        return all(p.free_at(y) >= size for y in [x, *[b for b in p.times if x < b < x + duration]])
-
-    assert fits(t)
-    # No earlier candidate (0 or a breakpoint) fits.
-    assert not any(fits(c) for c in [0.0, *p.times] if c < t)
-    assert p.earliest(0.0, size, 0.0) == 0.0  # a job of no duration fits at once
-    merged = Profile(8, 0.0)
-    merged.times, merged.free = list(p.times), list(p.free)
-    merged.merge()
-    assert merged.earliest(0.0, size, float(duration)) == t

@@ -5,11 +5,21 @@ site … employing the conservative backfill queuing policy") plans with a
 *profile*: for every future instant, how many processors are not claimed by a
 running job (until its *estimated* end) or by a queued job's reservation.
 
-Representation: two parallel Python lists, ``times`` (strictly increasing
-breakpoints) and ``free`` (free processors on ``[times[i], times[i+1])``; the
-last segment runs to infinity and, once every claim has ended, holds all
-processors). Plain lists beat numpy here: a site's profile has tens of
-segments, and the operations are short scans plus ``list.insert`` (a memmove).
+Representation: ``times``, a Python list of strictly increasing breakpoints,
+and ``free``, the free processors on ``[times[i], times[i+1])`` (the last
+segment runs to infinity and, once every claim has ended, holds all
+processors). ``free`` is a ``bytearray`` when the site has at most 255
+processors (the paper's 64, and most sites) and an ``array('i')`` otherwise.
+A herded site's profile has hundreds of segments, and compression asks, again
+and again, "where does the next run of at least *s* free processors start and
+end?". Those scans run in C: a query builds (once per size until the profile
+next changes) a 0/1 *mask* of the segments with at least *s* free — one
+``bytes.translate`` on the bytearray, one NumPy comparison on the wide array —
+and walks it with ``bytes.find`` / ``rfind``, one call per run instead of one
+interpreted step per segment. Adding to a range of segments is one
+``translate`` (or one NumPy slice update) as well. The results are exactly
+those of the plain per-segment scans, which the tests check against brute force.
+
 Breakpoints are only created, never merged, while the plan changes; the past
 is cut off by :meth:`Profile.trim`, and :meth:`Profile.merge` drops breakpoints
 that no longer change the value (after many reservations have moved).
@@ -20,18 +30,55 @@ runtime is zero claims nothing.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
+
+import numpy as np
+
+INF = float("inf")
+
+# Largest processor count stored one byte per segment.
+_BYTE_MAX = 255
+# _AT_LEAST[s]: translation table mapping a free count to 1 if it is at least s, else 0.
+_AT_LEAST = [bytes(1 if v >= s else 0 for v in range(256)) for s in range(_BYTE_MAX + 1)]
+# _ADD[delta]: translation table adding delta to a free count (only ever applied where the
+# result stays within 0..255: claims go where there is room, releases return what was claimed).
+_ADD: dict[int, bytes] = {}
+
+
+def _add_table(delta: int) -> bytes:
+    table = _ADD.get(delta)
+    if table is None:
+        table = _ADD[delta] = bytes(min(max(v + delta, 0), 255) for v in range(256))
+    return table
 
 
 class Profile:
     """Free processors of one site as a step function of time."""
 
-    __slots__ = ("capacity", "times", "free")
+    __slots__ = ("capacity", "times", "free", "_masks", "_wide")
 
     def __init__(self, capacity: int, now: float = 0.0) -> None:
         self.capacity = capacity
         self.times: list[float] = [now]
-        self.free: list[int] = [capacity]
+        self._wide = capacity > _BYTE_MAX
+        self.free: bytearray | array = (
+            array("i", [capacity]) if self._wide else bytearray([capacity])
+        )
+        self._masks: dict[int, bytes] = {}
+
+    def _mask(self, size: int) -> bytes:
+        """``mask[k] == 1`` iff segment ``k`` has at least ``size`` free; cached in ``_masks`` until the next change.
+
+        Callers look in ``_masks`` first (``self._masks.get(size) or self._mask(size)``): a hit is
+        one dict lookup, and a mask is never empty.
+        """
+        if self._wide:
+            mask = (np.frombuffer(self.free, dtype=np.int32) >= size).tobytes()
+        else:
+            mask = self.free.translate(_AT_LEAST[size])
+        self._masks[size] = mask
+        return mask
 
     # -- queries ------------------------------------------------------------------------------
     def earliest(self, now: float, size: int, duration: float) -> float:
@@ -43,22 +90,17 @@ class Profile:
         if duration <= 0:
             return now
         times = self.times
-        free = self.free
-        n = len(times)
+        mask = self._masks.get(size) or self._mask(size)
         j = bisect_right(times, now) - 1  # the segment holding `now`
         start = now
         while True:
-            end = start + duration
-            k = j
-            while k < n and times[k] < end:
-                if free[k] < size:
-                    break
-                k += 1
-            else:
+            if not mask[j]:
+                j = mask.find(1, j)  # the last segment holds every processor: always found
+                start = times[j]
+            k = mask.find(0, j)  # the end of this run of room
+            if k < 0 or times[k] >= start + duration:
                 return start
-            # Segment k is too full: the next candidate start is where it ends.
-            j = k + 1
-            start = times[j]
+            j = k
 
     def earliest_move(
         self, lo: float, a: float, hi: float, size: int, claim: float, duration: float
@@ -73,24 +115,21 @@ class Profile:
         start before ``hi`` (``<= claim``) fits.
         """
         times = self.times
-        free = self.free
-        n = len(times)
+        mask = self._masks.get(size) or self._mask(size)
         j = bisect_left(times, a) - 1  # the segment just before `a`
-        start = a
-        while j >= 0 and free[j] >= size:
-            start = times[j]
-            if start <= lo:
+        if j >= 0 and mask[j]:
+            start = times[mask.rfind(0, 0, j) + 1]  # where the run of room through `a` begins
+            if start < lo:
                 start = lo
-                break
-            j -= 1
+        else:
+            start = a
         if start >= hi:
             return None
         j = bisect_right(times, start) - 1
         while True:
-            # Skip start segments with too little room: the cheap, common case.
-            while free[j] < size:
-                j += 1
-                if j >= n:
+            if not mask[j]:
+                j = mask.find(1, j)
+                if j < 0:
                     return None
                 start = times[j]
                 if start >= hi:
@@ -98,19 +137,40 @@ class Profile:
             end = start + duration
             if end > claim:
                 end = claim
-            k = j + 1
-            while k < n and times[k] < end:
-                if free[k] < size:
-                    break
-                k += 1
-            else:
+            k = mask.find(0, j)
+            if k < 0 or times[k] >= end:
                 return start
-            j = k + 1
-            if j >= n:
-                return None
-            start = times[j]
-            if start >= hi:
-                return None
+            j = k
+
+    def longest_run(self, a: float, b: float, size: int) -> float:
+        """Length of the longest run of time with ``size`` processors free that meets ``[a, b)`` (``inf`` if unbounded)."""
+        times = self.times
+        mask = self._masks.get(size) or self._mask(size)
+        k = bisect_right(times, a) - 1
+        last = bisect_left(times, b)  # runs must start at a segment before this one
+        if mask[k]:
+            k = mask.rfind(0, 0, k) + 1
+        else:
+            k = mask.find(1, k, last)
+            if k < 0:
+                return 0.0
+        best = 0.0
+        while True:
+            end = mask.find(0, k)
+            if end < 0:
+                return INF  # the last segment lasts for ever
+            if times[end] - times[k] > best:
+                best = times[end] - times[k]
+            k = mask.find(1, end, last)
+            if k < 0:
+                return best
+
+    def max_free(self, a: float, b: float) -> int:
+        """Most processors free at any instant of ``[a, b)``."""
+        times = self.times
+        i = bisect_right(times, a) - 1
+        j = bisect_left(times, b)
+        return max(self.free[i:j]) if j > i else self.free[i]
 
     def free_at(self, t: float) -> int:
         """Free processors at instant ``t`` (``t >= times[0]``)."""
@@ -125,6 +185,7 @@ class Profile:
             return i
         times.insert(i, t)
         self.free.insert(i, self.free[i - 1])
+        self._masks.clear()
         return i
 
     def add(self, start: float, end: float, delta: int) -> None:
@@ -134,8 +195,11 @@ class Profile:
         i = self._breakpoint(start)
         j = self._breakpoint(end)
         free = self.free
-        for k in range(i, j):
-            free[k] += delta
+        if self._wide:
+            np.frombuffer(free, dtype=np.int32)[i:j] += delta
+        else:
+            free[i:j] = free[i:j].translate(_add_table(delta))
+        self._masks.clear()
 
     def trim(self, now: float) -> None:
         """Forget the past: keep one breakpoint at or before ``now``."""
@@ -144,6 +208,7 @@ class Profile:
         if i > 0:
             del times[:i]
             del self.free[:i]
+            self._masks.clear()
 
     def merge(self) -> None:
         """Drop breakpoints where the free count does not change."""
@@ -158,7 +223,8 @@ class Profile:
                 nf.append(f)
                 last = f
         self.times = nt
-        self.free = nf
+        self.free = array("i", nf) if self._wide else bytearray(nf)
+        self._masks.clear()
 
     def __len__(self) -> int:
         return len(self.times)

@@ -358,13 +358,13 @@ class ConservativeSite(Site):
             return
         self.compressions += 1
         profile = self.profile
-        longest_run = self._longest_run
-        region_start = self._region_start
+        longest_run = profile.longest_run
+        window_start = self._window_start
         on_reserve = self.on_reserve
         # Freed regions, sorted and disjoint: [a, b, most processors free at one instant
         # (an upper bound once merged), {size: longest run}]. Regions added later start at
         # or after the reservation being processed, so `lo` stays the lowest start.
-        regions: list[list] = [[lo, hi, self._cap(lo, hi), {}]]
+        regions: list[list] = [[lo, hi, profile.max_free(lo, hi), {}]]
         # Regions that ended too long before the current reservation to be reached by a
         # window ending there: usable only by jobs no longer than their longest run of one
         # free processor, so kept apart, sorted by that run (longest first), and scanned
@@ -422,20 +422,39 @@ class ConservativeSite(Site):
                     graduated = True
                     if d > run + _SLACK:
                         continue
-                best = region_start(region, r, d, size, now, best)
+                if size != 1:
+                    # The same test with the job's own size, computed once per region and size.
+                    run = runs.get(size)
+                    if run is None:
+                        run = runs[size] = longest_run(a, b, size)
+                    if d > run + _SLACK and r - b > run + _SLACK:
+                        continue
+                best = window_start(a, b, r, d, size, now, best)
             for region in far:
-                cap = region[2]
-                run = region[3][1]
-                if d > run + _SLACK:
-                    break  # sorted by that run, longest first
-                if cap < size:
+                if d > region[4]:
+                    break  # sorted by that bound, longest first
+                if region[2] < size:
                     continue
-                best = region_start(region, r, d, size, now, best)
+                # A far region lies more than its run behind `r`: only the length test is left.
+                runs = region[3]
+                run = runs.get(size)
+                if run is None:
+                    run = runs[size] = longest_run(region[0], region[1], size)
+                if d > run + _SLACK:
+                    continue
+                t = window_start(region[0], region[1], r, d, size, now, best)
+                if t < best:
+                    best = t
+                elif run != INF:
+                    # Jobs moved into the run since it was measured (runs only shrink along the
+                    # pass): measure again, so that the next jobs of this size skip it cheaply.
+                    runs[size] = longest_run(region[0], region[1], size)
             if graduated:
                 near = []
                 for region in regions:
                     run = region[3].get(1)
                     if run is not None and region[0] < r and r - region[1] > run + _SLACK:
+                        region.append(run + _SLACK)  # the bound `far` is sorted by; never raised
                         insort(far, region, key=_longest_first)
                     else:
                         near.append(region)
@@ -456,7 +475,7 @@ class ConservativeSite(Site):
             fa = t + d if t + d > r else r
             fb = r + d
             if fa < fb:
-                cap = self._cap(fa, fb)
+                cap = profile.max_free(fa, fb)
                 region = _add_region(regions, fa, fb, cap)
                 if cap > max_cap:
                     max_cap = cap
@@ -471,15 +490,8 @@ class ConservativeSite(Site):
         if len(profile.times) > 4 * (n + len(self.running)) + 16:
             profile.merge()
 
-    def _region_start(self, region: list, r: float, d: float, size: int, now: float, best: float) -> float:
-        """The earliest start before ``best`` that ``region`` offers a job (``size``, ``d``) reserved at ``r``."""
-        a, b, _, runs = region
-        if size != 1:
-            run = runs.get(size)
-            if run is None:
-                run = runs[size] = self._longest_run(a, b, size)
-            if d > run + _SLACK and r - b > run + _SLACK:
-                return best
+    def _window_start(self, a: float, b: float, r: float, d: float, size: int, now: float, best: float) -> float:
+        """The earliest start before ``best`` that the freed region ``[a, b)`` offers a job (``size``, ``d``) reserved at ``r``."""
         lo_t = a - d
         if lo_t < now:
             lo_t = now
@@ -489,47 +501,6 @@ class ConservativeSite(Site):
             return best
         t = self.profile.earliest_move(lo_t, a, b, size, r, d)
         return best if t is None else t
-
-    def _cap(self, a: float, b: float) -> int:
-        """Most processors free at any instant of ``[a, b)``."""
-        times = self.profile.times
-        i = bisect_right(times, a) - 1
-        j = bisect_left(times, b)
-        return max(self.profile.free[i:j]) if j > i else self.profile.free[i]
-
-    def _longest_run(self, a: float, b: float, size: int) -> float:
-        """Length of the longest run of time with ``size`` processors free that meets ``[a, b)``."""
-        times = self.profile.times
-        free = self.profile.free
-        n = len(times)
-        k = bisect_right(times, a) - 1
-        run_start = -1.0
-        if free[k] >= size:
-            j = k
-            while j > 0 and free[j - 1] >= size:
-                j -= 1
-            run_start = times[j]
-        best = 0.0
-        k += 1
-        while k < n:
-            t = times[k]
-            if free[k] >= size:
-                if run_start < 0:
-                    if t >= b:
-                        break
-                    run_start = t
-            else:
-                if run_start >= 0:
-                    if t - run_start > best:
-                        best = t - run_start
-                    run_start = -1.0
-                if t >= b:
-                    break
-            k += 1
-        else:
-            if run_start >= 0:
-                return INF  # the last segment lasts for ever
-        return best
 
     def _start_due(self, now: float) -> None:
         queue = self.queue
@@ -664,7 +635,7 @@ def _add_region(regions: list[list], a: float, b: float, cap: int) -> list:
 
 
 def _longest_first(region: list) -> float:
-    return -region[3][1]
+    return -region[4]
 
 
 def _reservation_key(e: Entry) -> tuple[float, int]:

@@ -1,0 +1,140 @@
+"""The availability profile's queries against brute force, for the byte representation (at most
+255 processors) and the wide one (more), after random claims, releases, trims and merges."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schedlab.grid.profile import INF, Profile
+
+
+def _free_at(times: list[float], free: list[int], t: float) -> int:
+    i = max(k for k, x in enumerate(times) if x <= t)
+    return free[i]
+
+
+def _room(times, free, size, s, e) -> bool:
+    """``size`` free on all of ``[s, e)`` (brute force over the breakpoints inside)."""
+    return all(_free_at(times, free, y) >= size for y in [s, *[x for x in times if s < x < e]])
+
+
+def _runs(times, free, size) -> list[tuple[float, float]]:
+    """Maximal runs of time with at least ``size`` free."""
+    out, start = [], None
+    for k, t in enumerate(times):
+        if free[k] >= size and start is None:
+            start = t
+        elif free[k] < size and start is not None:
+            out.append((start, t))
+            start = None
+    if start is not None:
+        out.append((start, INF))
+    return out
+
+
+@st.composite
+def profiles(draw, capacity: int):
+    """A profile after random claims at first fit, some released early, and a trim; plus its plain lists."""
+    p = Profile(capacity, 0.0)
+    claims = []
+    for _ in range(draw(st.integers(0, 14))):
+        at = float(draw(st.integers(0, 30)))
+        length = float(draw(st.integers(1, 12)))
+        size = draw(st.integers(1, capacity))
+        s = p.earliest(at, size, length)
+        p.add(s, s + length, -size)
+        claims.append((s, s + length, size))
+    for s, e, size in claims:
+        if draw(st.booleans()):
+            cut = draw(st.floats(s, e, allow_nan=False))
+            p.add(cut, e, size)  # ended early at `cut`
+    now = float(draw(st.integers(0, 10)))
+    p.trim(now)
+    if draw(st.booleans()):
+        p.merge()
+    return p, now
+
+
+def _check(p: Profile, now: float, data) -> None:
+    times, free = list(p.times), list(p.free)
+    cap = p.capacity
+    assert all(0 <= f <= cap for f in free) and free[-1] == cap
+    size = data.draw(st.integers(1, cap))
+    duration = float(data.draw(st.integers(0, 15)))
+    # earliest: the first candidate (now or a breakpoint) with room for the whole duration.
+    t = p.earliest(now, size, duration)
+    cands = [now, *[x for x in times if x > now]]
+    want = (
+        now
+        if duration == 0
+        else next(c for c in cands if _room(times, free, size, c, c + duration))
+    )
+    assert t == want
+    # earliest_move: the first start in [lo, hi) with room up to the claim that reaches `a`.
+    a = now + data.draw(st.integers(0, 30))
+    lo = max(now, a - duration)
+    hi = a + data.draw(st.integers(1, 30))
+    claim = hi + data.draw(st.integers(0, 10))
+    duration = max(duration, 1.0)
+    cands = sorted({lo, a, *[x for x in times if lo < x < hi]})
+    ok = [
+        c
+        for c in cands
+        if c < hi
+        and _room(times, free, size, c, min(c + duration, claim))
+        and (c >= a or _room(times, free, size, c, a))
+    ]
+    assert p.earliest_move(lo, a, hi, size, claim, duration) == (ok[0] if ok else None)
+    # longest_run: the longest maximal run meeting [a, b).
+    b = a + data.draw(st.integers(1, 20))
+    meeting = [e - s for s, e in _runs(times, free, size) if s < b and e > a]
+    assert p.longest_run(a, b, size) == (max(meeting) if meeting else 0.0)
+    # max_free: the most free at any instant of [a, b).
+    assert p.max_free(a, b) == max(
+        _free_at(times, free, y) for y in [a, *[x for x in times if a < x < b]]
+    )
+    assert p.free_at(a) == _free_at(times, free, a)
+
+
+@settings(max_examples=300, deadline=None)
+@given(profiles(8), st.data())
+def test_byte_profile_queries_match_brute_force(pn, data):
+    p, now = pn
+    assert isinstance(p.free, bytearray)
+    _check(p, now, data)
+
+
+@settings(max_examples=150, deadline=None)
+@given(profiles(300), st.data())
+def test_wide_profile_queries_match_brute_force(pn, data):
+    p, now = pn
+    assert not isinstance(p.free, bytearray)  # more than 255 processors: one int per segment
+    _check(p, now, data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 20), st.integers(1, 10), st.integers(1, 8)), max_size=12),
+    st.integers(1, 8),
+    st.integers(1, 25),
+)
+def test_profile_earliest_is_the_first_fit(claims, size, duration):
+    p = Profile(8, 0.0)
+    for start, length, procs in claims:
+        s = p.earliest(float(start), procs, float(length))
+        p.add(s, s + length, -procs)
+    assert min(p.free) >= 0
+    t = p.earliest(0.0, size, float(duration))
+
+    def fits(x: float) -> bool:
+        return all(p.free_at(y) >= size for y in [x, *[b for b in p.times if x < b < x + duration]])
+
+    assert fits(t)
+    # No earlier candidate (0 or a breakpoint) fits.
+    assert not any(fits(c) for c in [0.0, *p.times] if c < t)
+    assert p.earliest(0.0, size, 0.0) == 0.0  # a job of no duration fits at once
+    before = len(p)
+    p.merge()
+    assert len(p) <= before
+    assert p.earliest(0.0, size, float(duration)) == t
