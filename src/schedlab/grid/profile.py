@@ -201,6 +201,42 @@ class Profile:
             free[i:j] = free[i:j].translate(_add_table(delta))
         self._masks.clear()
 
+    def move(self, old: float, new: float, duration: float, size: int) -> int:
+        """Move a claim of ``size`` processors for ``duration`` from ``old`` to ``new < old``.
+
+        The same as releasing ``[old, old + duration)`` and claiming ``[new, new + duration)``,
+        done as one claim of ``[new, min(new + duration, old))`` and one release of the part of
+        the old claim the new one leaves, ``[max(new + duration, old), old + duration)``.
+        Returns the most processors free at any instant of that released part (its ``max_free``).
+        """
+        times = self.times
+        free = self.free
+        end = new + duration
+        # The four ends, in order: claim [p0, p1), release [p2, p3).
+        points = (new, end, old, old + duration) if end <= old else (new, old, end, old + duration)
+        idx = []
+        i = 0
+        for p in points:
+            i = bisect_left(times, p, i)
+            if i == len(times) or times[i] != p:
+                times.insert(i, p)
+                free.insert(i, free[i - 1])
+            idx.append(i)
+        i0, i1, i2, i3 = idx
+        if self._wide:
+            view = np.frombuffer(free, dtype=np.int32)
+            view[i0:i1] -= size
+            view[i2:i3] += size
+            cap = int(view[i2:i3].max()) if i3 > i2 else int(view[i2])
+            del view  # a buffer export blocks resizing the array
+        else:
+            free[i0:i1] = free[i0:i1].translate(_add_table(-size))
+            freed = free[i2:i3].translate(_add_table(size))
+            free[i2:i3] = freed
+            cap = max(freed) if i3 > i2 else free[i2]
+        self._masks.clear()
+        return cap
+
     def trim(self, now: float) -> None:
         """Forget the past: keep one breakpoint at or before ``now``."""
         times = self.times

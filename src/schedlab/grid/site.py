@@ -251,7 +251,8 @@ class ConservativeSite(Site):
     def __init__(self, index: int, processors: int, kernel: Kernel) -> None:
         super().__init__(index, processors, kernel)
         self.profile = Profile(processors, kernel.now)
-        self.queue: list[Entry] = []  # waiting jobs sorted by (reservation, seq)
+        # Waiting jobs as (reservation, seq, entry), sorted: tuples compare in C, with no key calls.
+        self.queue: list[tuple[float, int, Entry]] = []
         self.compressions = 0
         self.moves = 0
         self._freed_hi = -INF
@@ -274,7 +275,7 @@ class ConservativeSite(Site):
         e.state = QUEUED
         self._seq += 1
         e.seq = self._seq
-        insort(self.queue, e, key=_reservation_key)
+        insort(self.queue, (s, e.seq, e))
         self._account_queued(e, 1)
         if self.on_reserve is not None:
             self.on_reserve(e, s)
@@ -287,8 +288,8 @@ class ConservativeSite(Site):
 
     def _unqueue(self, e: Entry) -> None:
         queue = self.queue
-        i = bisect_left(queue, (e.reservation, e.seq), key=_reservation_key)
-        if queue[i] is not e:  # pragma: no cover - the queue is kept sorted
+        i = bisect_left(queue, (e.reservation, e.seq))
+        if queue[i][2] is not e:  # pragma: no cover - the queue is kept sorted
             raise InvariantError(f"site {self.index}: queue out of order")
         del queue[i]
 
@@ -376,15 +377,14 @@ class ConservativeSite(Site):
         # within `run1`, the longest run of one free processor through any region.
         horizon = -INF
         run1 = -INF
-        i = bisect_right(queue, (lo, INF), key=_reservation_key)
+        i = bisect_right(queue, (lo, INF))
         n = len(queue)
         while i < n:
-            e = queue[i]
+            r, _, e = queue[i]
             i += 1
             size = e.size
             if size > max_cap:
                 continue
-            r = e.reservation
             d = e.estimate
             if r > horizon:
                 if horizon == -INF:
@@ -462,12 +462,11 @@ class ConservativeSite(Site):
             if best == r:
                 continue
             t = best
-            profile.add(r, r + d, size)
-            profile.add(t, t + d, -size)
+            cap = profile.move(r, t, d, size)
             # Move the job up the queue; the jobs after it keep their places.
             del queue[i - 1]
             e.reservation = t
-            insort(queue, e, hi=i - 1, key=_reservation_key)
+            insort(queue, (t, e.seq, e), hi=i - 1)
             self.moves += 1
             if on_reserve is not None:
                 on_reserve(e, t)
@@ -475,7 +474,6 @@ class ConservativeSite(Site):
             fa = t + d if t + d > r else r
             fb = r + d
             if fa < fb:
-                cap = profile.max_free(fa, fb)
                 region = _add_region(regions, fa, fb, cap)
                 if cap > max_cap:
                     max_cap = cap
@@ -504,15 +502,15 @@ class ConservativeSite(Site):
 
     def _start_due(self, now: float) -> None:
         queue = self.queue
-        while queue and queue[0].reservation <= now:
-            e = queue.pop(0)
+        while queue and queue[0][0] <= now:
+            e = queue.pop(0)[2]
             if e.reservation < now:
                 raise InvariantError(f"site {self.index}: job reserved for t={e.reservation} started late at t={now}")
             self._account_queued(e, -1)
             self._start(e, now)
 
     def _schedule_next(self, now: float | None = None) -> None:
-        t = self.queue[0].reservation if self.queue else INF
+        t = self.queue[0][0] if self.queue else INF
         if self.running and self.running[0][0] < t:
             t = self.running[0][0]
         if now is not None and t < now:
@@ -636,10 +634,6 @@ def _add_region(regions: list[list], a: float, b: float, cap: int) -> list:
 
 def _longest_first(region: list) -> float:
     return -region[4]
-
-
-def _reservation_key(e: Entry) -> tuple[float, int]:
-    return (e.reservation, e.seq)
 
 
 def make_site(policy: str, index: int, processors: int, kernel: Kernel) -> Site:
