@@ -360,7 +360,7 @@ class ConservativeSite(Site):
         self.compressions += 1
         profile = self.profile
         longest_run = profile.longest_run
-        window_start = self._window_start
+        earliest_move = profile.earliest_move
         on_reserve = self.on_reserve
         # Freed regions, sorted and disjoint: [a, b, most processors free at one instant
         # (an upper bound once merged), {size: longest run}]. Regions added later start at
@@ -377,6 +377,9 @@ class ConservativeSite(Site):
         # within `run1`, the longest run of one free processor through any region.
         horizon = -INF
         run1 = -INF
+        # Regions freed since `horizon` and `run1` were last raised: they lie at or after the
+        # current reservation, so only a job past `horizon` needs them measured.
+        pending: list[list] = []
         i = bisect_right(queue, (lo, INF))
         n = len(queue)
         while i < n:
@@ -399,9 +402,23 @@ class ConservativeSite(Site):
                             horizon = region[1] + run
                     horizon += _SLACK
                     run1 += _SLACK
+                elif pending and d > run1:
+                    # Only now does this job need the bounds exact: measure the regions freed
+                    # since they were last raised (merging only lengthens runs, so the bounds
+                    # only grow, region by region).
+                    for region in pending:
+                        run = region[3].get(1)
+                        if run is None:
+                            run = region[3][1] = longest_run(region[0], region[1], 1)
+                        if run + _SLACK > run1:
+                            run1 = run + _SLACK
+                        if region[1] + run + _SLACK > horizon:
+                            horizon = region[1] + run + _SLACK
+                    pending.clear()
                 if r > horizon and d > run1:
                     continue
             best = r
+            used = None  # the region offering `best`
             graduated = False
             for region in regions:
                 a, b, cap, runs = region
@@ -412,24 +429,35 @@ class ConservativeSite(Site):
                 # Runs of one processor bound all others; try that cheap bound first.
                 if cap < size:
                     continue
-                run = runs.get(1)
-                if run is None:
-                    run = runs[1] = longest_run(a, b, 1)
-                if r - b > run + _SLACK:
-                    # Too far behind `r` to hold a window reaching it, for this job and every
-                    # later one (reservations only grow along the pass): from now on only
-                    # jobs no longer than its run can use it. See `far` below.
-                    graduated = True
-                    if d > run + _SLACK:
-                        continue
-                if size != 1:
-                    # The same test with the job's own size, computed once per region and size.
-                    run = runs.get(size)
+                gap = r - b
+                if gap > _SLACK:  # else no run is too short to reach `r`: no test to make
+                    run = runs.get(1)
                     if run is None:
-                        run = runs[size] = longest_run(a, b, size)
-                    if d > run + _SLACK and r - b > run + _SLACK:
-                        continue
-                best = window_start(a, b, r, d, size, now, best)
+                        run = runs[1] = longest_run(a, b, 1)
+                    if gap > run + _SLACK:
+                        # Too far behind `r` to hold a window reaching it, for this job and
+                        # every later one (reservations only grow along the pass): from now
+                        # on only jobs no longer than its run can use it. See `far` below.
+                        graduated = True
+                        if d > run + _SLACK:
+                            continue
+                    if size != 1:
+                        # The same test with the job's own size, computed once per region and size.
+                        run = runs.get(size)
+                        if run is None:
+                            run = runs[size] = longest_run(a, b, size)
+                        if d > run + _SLACK and gap > run + _SLACK:
+                            continue
+                # A window through the region starts after `a - d`, not before `now`, and
+                # before both the region's end and the best start found so far.
+                lo_t = a - d if a - d > now else now
+                if b > best:
+                    b = best
+                if lo_t < b:
+                    t = earliest_move(lo_t, a, b, size, r, d)
+                    if t is not None:
+                        best = t
+                        used = region
             for region in far:
                 if d > region[4]:
                     break  # sorted by that bound, longest first
@@ -442,9 +470,13 @@ class ConservativeSite(Site):
                     run = runs[size] = longest_run(region[0], region[1], size)
                 if d > run + _SLACK:
                     continue
-                t = window_start(region[0], region[1], r, d, size, now, best)
-                if t < best:
+                a = region[0]
+                b = region[1] if region[1] < best else best
+                lo_t = a - d if a - d > now else now
+                t = earliest_move(lo_t, a, b, size, r, d) if lo_t < b else None
+                if t is not None:
                     best = t
+                    used = region
                 elif run != INF:
                     # Jobs moved into the run since it was measured (runs only shrink along the
                     # pass): measure again, so that the next jobs of this size skip it cheaply.
@@ -463,6 +495,10 @@ class ConservativeSite(Site):
                 continue
             t = best
             cap = profile.move(r, t, d, size)
+            # The job took room in the region it moved into: measure its `cap` again, so that
+            # the jobs after skip a used-up region at the cheapest test. (Its cached runs stay
+            # upper bounds; measuring them again costs more than it saves.)
+            used[2] = profile.max_free(used[0], used[1])
             # Move the job up the queue; the jobs after it keep their places.
             del queue[i - 1]
             e.reservation = t
@@ -478,27 +514,9 @@ class ConservativeSite(Site):
                 if cap > max_cap:
                     max_cap = cap
                 if horizon != -INF:
-                    # Merging only lengthens runs, so the bounds can only grow: raise them
-                    # with the new region instead of recomputing them over every region.
-                    run = region[3][1] = longest_run(region[0], region[1], 1)
-                    if run + _SLACK > run1:
-                        run1 = run + _SLACK
-                    if region[1] + run + _SLACK > horizon:
-                        horizon = region[1] + run + _SLACK
+                    pending.append(region)
         if len(profile.times) > 4 * (n + len(self.running)) + 16:
             profile.merge()
-
-    def _window_start(self, a: float, b: float, r: float, d: float, size: int, now: float, best: float) -> float:
-        """The earliest start before ``best`` that the freed region ``[a, b)`` offers a job (``size``, ``d``) reserved at ``r``."""
-        lo_t = a - d
-        if lo_t < now:
-            lo_t = now
-        if b > best:
-            b = best
-        if lo_t >= b:
-            return best
-        t = self.profile.earliest_move(lo_t, a, b, size, r, d)
-        return best if t is None else t
 
     def _start_due(self, now: float) -> None:
         queue = self.queue
@@ -613,6 +631,10 @@ class EasySite(Site):
 
 def _add_region(regions: list[list], a: float, b: float, cap: int) -> list:
     """Add ``[a, b)`` to sorted disjoint regions, merging those it overlaps or touches; returns the region."""
+    if not regions or regions[-1][1] < a:  # the common case: past every region
+        region = [a, b, cap, {}]
+        regions.append(region)
+        return region
     i = bisect_left(regions, [a])
     if i > 0 and regions[i - 1][1] >= a:
         i -= 1
