@@ -40,17 +40,13 @@ INF = float("inf")
 # Largest processor count stored one byte per segment.
 _BYTE_MAX = 255
 # _AT_LEAST[s]: translation table mapping a free count to 1 if it is at least s, else 0.
-_AT_LEAST = [bytes(1 if v >= s else 0 for v in range(256)) for s in range(_BYTE_MAX + 1)]
-# _ADD[delta]: translation table adding delta to a free count (only ever applied where the
-# result stays within 0..255: claims go where there is room, releases return what was claimed).
-_ADD: dict[int, bytes] = {}
-
-
-def _add_table(delta: int) -> bytes:
-    table = _ADD.get(delta)
-    if table is None:
-        table = _ADD[delta] = bytes(min(max(v + delta, 0), 255) for v in range(256))
-    return table
+_AT_LEAST = [b"\x00" * s + b"\x01" * (256 - s) for s in range(_BYTE_MAX + 1)]
+# _ADD[delta]: translation table adding delta (-255..255) to a free count, by Python indexing
+# (negative deltas from the end); only ever applied where the result stays within 0..255:
+# claims go where there is room, releases return what was claimed.
+_ADD = [bytes(range(d, 256)) + b"\xff" * d for d in range(256)] + [
+    b"\x00" * -d + bytes(range(256 + d)) for d in range(-255, 0)
+]
 
 
 class Profile:
@@ -198,7 +194,7 @@ class Profile:
         if self._wide:
             np.frombuffer(free, dtype=np.int32)[i:j] += delta
         else:
-            free[i:j] = free[i:j].translate(_add_table(delta))
+            free[i:j] = free[i:j].translate(_ADD[delta])
         self._masks.clear()
 
     def move(self, old: float, new: float, duration: float, size: int) -> int:
@@ -230,8 +226,8 @@ class Profile:
             cap = int(view[i2:i3].max()) if i3 > i2 else int(view[i2])
             del view  # a buffer export blocks resizing the array
         else:
-            free[i0:i1] = free[i0:i1].translate(_add_table(-size))
-            freed = free[i2:i3].translate(_add_table(size))
+            free[i0:i1] = free[i0:i1].translate(_ADD[-size])
+            freed = free[i2:i3].translate(_ADD[size])
             free[i2:i3] = freed
             cap = max(freed) if i3 > i2 else free[i2]
         self._masks.clear()
@@ -248,18 +244,16 @@ class Profile:
 
     def merge(self) -> None:
         """Drop breakpoints where the free count does not change."""
+        free = np.frombuffer(self.free, dtype=np.int32 if self._wide else np.uint8)
+        keep = np.flatnonzero(free[1:] != free[:-1]) + 1
         times = self.times
-        free = self.free
-        nt = [times[0]]
-        nf = [free[0]]
-        last = free[0]
-        for t, f in zip(times, free, strict=True):
-            if f != last:
-                nt.append(t)
-                nf.append(f)
-                last = f
-        self.times = nt
-        self.free = array("i", nf) if self._wide else bytearray(nf)
+        self.times = [times[0], *[times[k] for k in keep.tolist()]]
+        kept = free[np.concatenate(([0], keep))]
+        del free  # the old buffer's export
+        if self._wide:
+            self.free = array("i", kept.tolist())
+        else:
+            self.free = bytearray(kept.tobytes())
         self._masks.clear()
 
     def __len__(self) -> int:

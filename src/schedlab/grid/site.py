@@ -372,6 +372,7 @@ class ConservativeSite(Site):
         # only as far as the job's estimate allows. New regions start at or after the
         # current reservation, so they never merge with these.
         far: list[list] = []
+        far_cap = 0  # the largest `cap` in `far` (caps only fall: far regions never merge)
         max_cap = regions[0][2]
         # Past `horizon`, a job can use no region but through its estimate: it must fit
         # within `run1`, the longest run of one free processor through any region.
@@ -458,7 +459,7 @@ class ConservativeSite(Site):
                     if t is not None:
                         best = t
                         used = region
-            for region in far:
+            for region in far if size <= far_cap else ():
                 if d > region[4]:
                     break  # sorted by that bound, longest first
                 if region[2] < size:
@@ -487,6 +488,8 @@ class ConservativeSite(Site):
                     run = region[3].get(1)
                     if run is not None and region[0] < r and r - region[1] > run + _SLACK:
                         region.append(run + _SLACK)  # the bound `far` is sorted by; never raised
+                        if region[2] > far_cap:
+                            far_cap = region[2]
                         insort(far, region, key=_longest_first)
                     else:
                         near.append(region)
@@ -515,7 +518,7 @@ class ConservativeSite(Site):
                     max_cap = cap
                 if horizon != -INF:
                     pending.append(region)
-        if len(profile.times) > 4 * (n + len(self.running)) + 16:
+        if len(profile.times) > 2 * (n + len(self.running)) + 16:
             profile.merge()
 
     def _start_due(self, now: float) -> None:
