@@ -207,18 +207,33 @@ class Profile:
         """
         times = self.times
         free = self.free
-        end = new + duration
-        # The four ends, in order: claim [p0, p1), release [p2, p3).
-        points = (new, end, old, old + duration) if end <= old else (new, old, end, old + duration)
-        idx = []
-        i = 0
-        for p in points:
-            i = bisect_left(times, p, i)
-            if i == len(times) or times[i] != p:
-                times.insert(i, p)
-                free.insert(i, free[i - 1])
-            idx.append(i)
-        i0, i1, i2, i3 = idx
+        # The four ends, in order: claim [new, p1), release [p2, p3); unrolled, as this is the
+        # innermost step of a compression.
+        p1 = new + duration
+        p2 = old
+        if p1 > p2:
+            p1, p2 = p2, p1
+        p3 = old + duration
+        n = len(times)
+        i0 = bisect_left(times, new)
+        if i0 == n or times[i0] != new:
+            times.insert(i0, new)
+            free.insert(i0, free[i0 - 1])
+            n += 1
+        i1 = bisect_left(times, p1, i0)
+        if i1 == n or times[i1] != p1:
+            times.insert(i1, p1)
+            free.insert(i1, free[i1 - 1])
+            n += 1
+        i2 = bisect_left(times, p2, i1)
+        if i2 == n or times[i2] != p2:
+            times.insert(i2, p2)
+            free.insert(i2, free[i2 - 1])
+            n += 1
+        i3 = bisect_left(times, p3, i2)
+        if i3 == n or times[i3] != p3:
+            times.insert(i3, p3)
+            free.insert(i3, free[i3 - 1])
         if self._wide:
             view = np.frombuffer(free, dtype=np.int32)
             view[i0:i1] -= size
