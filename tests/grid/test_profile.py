@@ -95,6 +95,24 @@ def _check(p: Profile, now: float, data) -> None:
         _free_at(times, free, y) for y in [a, *[x for x in times if a < x < b]]
     )
     assert p.free_at(a) == _free_at(times, free, a)
+    # move: a claim moved earlier equals its release plus a new claim; it reports the max_free of
+    # the released part and of the region it was given.
+    old = p.earliest(now + data.draw(st.integers(0, 20)), size, duration)
+    p.add(old, old + duration, -size)
+    news = [c for c in sorted({now, *p.times}) if c < old and _room(list(p.times), list(p.free), size, c, min(c + duration, old))]
+    if news:
+        new = data.draw(st.sampled_from(news))
+        want = Profile(cap, now)
+        want.times, want.free = list(p.times), p.free[:]
+        want.add(old, old + duration, size)
+        want.add(new, new + duration, -size)
+        ra = now + data.draw(st.integers(0, 30))
+        rb = ra + data.draw(st.integers(1, 20))
+        freed_cap, region_cap = p.move(old, new, duration, size, ra, rb)
+        for y in sorted({*p.times, *want.times}):
+            assert p.free_at(y) == want.free_at(y)
+        assert freed_cap == want.max_free(max(new + duration, old), old + duration)
+        assert region_cap == want.max_free(ra, rb)
 
 
 @settings(max_examples=300, deadline=None)

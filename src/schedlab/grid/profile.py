@@ -114,14 +114,20 @@ class Profile:
         mask = self._masks.get(size) or self._mask(size)
         j = bisect_left(times, a) - 1  # the segment just before `a`
         if j >= 0 and mask[j]:
-            start = times[mask.rfind(0, 0, j) + 1]  # where the run of room through `a` begins
+            k = mask.rfind(0, 0, j) + 1  # where the run of room through `a` begins
+            start = times[k]
             if start < lo:
                 start = lo
+                j = bisect_right(times, lo, k) - 1
+            else:
+                j = k
         else:
             start = a
+            if j + 1 < len(times) and times[j + 1] == a:
+                j += 1  # `a` is a breakpoint: its segment starts there
         if start >= hi:
             return None
-        j = bisect_right(times, start) - 1
+        # `j` is the segment holding `start`.
         while True:
             if not mask[j]:
                 j = mask.find(1, j)
@@ -197,13 +203,14 @@ class Profile:
             free[i:j] = free[i:j].translate(_ADD[delta])
         self._masks.clear()
 
-    def move(self, old: float, new: float, duration: float, size: int) -> int:
+    def move(self, old: float, new: float, duration: float, size: int, a: float, b: float) -> tuple[int, int]:
         """Move a claim of ``size`` processors for ``duration`` from ``old`` to ``new < old``.
 
         The same as releasing ``[old, old + duration)`` and claiming ``[new, new + duration)``,
         done as one claim of ``[new, min(new + duration, old))`` and one release of the part of
         the old claim the new one leaves, ``[max(new + duration, old), old + duration)``.
-        Returns the most processors free at any instant of that released part (its ``max_free``).
+        Returns, after the move, the most processors free at any instant of that released part
+        and of ``[a, b)`` (their ``max_free``; a compression passes the region the job moved into).
         """
         times = self.times
         free = self.free
@@ -246,7 +253,9 @@ class Profile:
             free[i2:i3] = freed
             cap = max(freed) if i3 > i2 else free[i2]
         self._masks.clear()
-        return cap
+        i = bisect_right(times, a) - 1
+        j = bisect_left(times, b, i)
+        return cap, (max(free[i:j]) if j > i else free[i])
 
     def trim(self, now: float) -> None:
         """Forget the past: keep one breakpoint at or before ``now``."""

@@ -497,13 +497,12 @@ class ConservativeSite(Site):
             if best == r:
                 continue
             t = best
-            cap = profile.move(r, t, d, size)
-            # The job took room in the region it moved into: measure its `cap` again, so that
-            # the jobs after skip a used-up region at the cheapest test, and drop a region left
-            # with no free processor at all: no job can use it before it merges with processors
-            # freed later, which then form a region of their own. (Its cached runs stay upper
-            # bounds; measuring them again costs more than it saves.)
-            used[2] = profile.max_free(used[0], used[1])
+            # The job took room in the region it moved into: `move` measures that region's `cap`
+            # again, so that the jobs after skip a used-up region at the cheapest test; a region
+            # left with no free processor at all is dropped: no job can use it before it merges
+            # with processors freed later, which then form a region of their own. (Its cached
+            # runs stay upper bounds; measuring them again costs more than it saves.)
+            cap, used[2] = profile.move(r, t, d, size, used[0], used[1])
             if not used[2]:
                 (far if len(used) == 5 else regions).remove(used)
             # Move the job up the queue; the jobs after it keep their places.
