@@ -375,12 +375,12 @@ class ConservativeSite(Site):
         far_cap = 0  # the largest `cap` in `far` (caps only fall: far regions never merge)
         max_cap = regions[0][2]
         # Past `horizon`, a job can use no region but through its estimate: it must fit
-        # within `run1`, the longest run of one free processor through any region.
+        # within `run1`, the longest run of one free processor through any region measured.
         horizon = -INF
         run1 = -INF
-        # Regions freed since `horizon` and `run1` were last raised: they lie at or after the
-        # current reservation, so only a job past `horizon` needs them measured.
-        pending: list[list] = []
+        # Regions not yet measured for those bounds: only a job past `horizon` needs them, and
+        # only those with room for it.
+        pending: list[list] = [regions[0]]
         i = bisect_right(queue, (lo, INF))
         n = len(queue)
         while i < n:
@@ -391,23 +391,18 @@ class ConservativeSite(Site):
                 continue
             d = e.estimate
             if r > horizon:
-                if horizon == -INF:
-                    run1 = 0.0
-                    for region in regions + far:
-                        run = region[3].get(1)
-                        if run is None:
-                            run = region[3][1] = longest_run(region[0], region[1], 1)
-                        if run > run1:
-                            run1 = run
-                        if region[1] + run > horizon:
-                            horizon = region[1] + run
-                    horizon += _SLACK
-                    run1 += _SLACK
-                elif pending and d > run1:
-                    # Only now does this job need the bounds exact: measure the regions freed
-                    # since they were last raised (merging only lengthens runs, so the bounds
-                    # only grow, region by region).
+                if pending and d > run1:
+                    # Only now does a job need the bounds: measure the regions freed since they
+                    # were last raised (merging only lengthens runs, so the bounds only grow,
+                    # region by region) — those with room for this job; the others cannot help
+                    # it and wait for a job that fits them. A region's `cap` never rises, so
+                    # one with no free processor is dropped for good.
+                    waiting = []
                     for region in pending:
+                        if region[2] < size:
+                            if region[2]:
+                                waiting.append(region)
+                            continue
                         run = region[3].get(1)
                         if run is None:
                             run = region[3][1] = longest_run(region[0], region[1], 1)
@@ -415,7 +410,7 @@ class ConservativeSite(Site):
                             run1 = run + _SLACK
                         if region[1] + run + _SLACK > horizon:
                             horizon = region[1] + run + _SLACK
-                    pending.clear()
+                    pending = waiting
                 if r > horizon and d > run1:
                     continue
             best = r
@@ -519,8 +514,7 @@ class ConservativeSite(Site):
                 region = _add_region(regions, fa, fb, cap)
                 if cap > max_cap:
                     max_cap = cap
-                if horizon != -INF:
-                    pending.append(region)
+                pending.append(region)
         if len(profile.times) > 2 * (n + len(self.running)) + 16:
             profile.merge()
 
