@@ -14,7 +14,7 @@ class ReferenceConservativeSite(ConservativeSite):
 
     def _compress(self, now: float, lo: float, hi: float) -> None:
         profile = self.profile
-        for _, _, e in list(self.queue):  # in order of reservation
+        for *_, e in list(self.queue):  # in order of reservation
             r = e.reservation
             profile.add(r, r + e.estimate, e.size)
             s = profile.earliest(now, e.size, e.estimate)
@@ -24,7 +24,7 @@ class ReferenceConservativeSite(ConservativeSite):
                 e.reservation = s
                 if self.on_reserve is not None:
                     self.on_reserve(e, s)
-        self.queue = sorted((e.reservation, e.seq, e) for _, _, e in self.queue)
+        self.queue = sorted((e.reservation, e.seq, e.size, e.estimate, e) for *_, e in self.queue)
 
 
 @dataclass

@@ -251,8 +251,9 @@ class ConservativeSite(Site):
     def __init__(self, index: int, processors: int, kernel: Kernel) -> None:
         super().__init__(index, processors, kernel)
         self.profile = Profile(processors, kernel.now)
-        # Waiting jobs as (reservation, seq, entry), sorted: tuples compare in C, with no key calls.
-        self.queue: list[tuple[float, int, Entry]] = []
+        # Waiting jobs as (reservation, seq, size, estimate, entry), sorted: tuples compare in C,
+        # with no key calls, and a compression reads a job's size and estimate without its entry.
+        self.queue: list[tuple[float, int, int, float, Entry]] = []
         self.compressions = 0
         self.moves = 0
         self._freed_hi = -INF
@@ -275,7 +276,7 @@ class ConservativeSite(Site):
         e.state = QUEUED
         self._seq += 1
         e.seq = self._seq
-        insort(self.queue, (s, e.seq, e))
+        insort(self.queue, (s, e.seq, size, est, e))
         self._account_queued(e, 1)
         if self.on_reserve is not None:
             self.on_reserve(e, s)
@@ -289,7 +290,7 @@ class ConservativeSite(Site):
     def _unqueue(self, e: Entry) -> None:
         queue = self.queue
         i = bisect_left(queue, (e.reservation, e.seq))
-        if queue[i][2] is not e:  # pragma: no cover - the queue is kept sorted
+        if queue[i][4] is not e:  # pragma: no cover - the queue is kept sorted
             raise InvariantError(f"site {self.index}: queue out of order")
         del queue[i]
 
@@ -384,12 +385,10 @@ class ConservativeSite(Site):
         i = bisect_right(queue, (lo, INF))
         n = len(queue)
         while i < n:
-            r, _, e = queue[i]
+            r, seq, size, d, e = queue[i]
             i += 1
-            size = e.size
             if size > max_cap:
                 continue
-            d = e.estimate
             if r > horizon:
                 if pending and d > run1:
                     # Only now does a job need the bounds: measure the regions freed since they
@@ -503,7 +502,7 @@ class ConservativeSite(Site):
             # Move the job up the queue; the jobs after it keep their places.
             del queue[i - 1]
             e.reservation = t
-            insort(queue, (t, e.seq, e), hi=i - 1)
+            insort(queue, (t, seq, size, d, e), hi=i - 1)
             self.moves += 1
             if on_reserve is not None:
                 on_reserve(e, t)
@@ -521,7 +520,7 @@ class ConservativeSite(Site):
     def _start_due(self, now: float) -> None:
         queue = self.queue
         while queue and queue[0][0] <= now:
-            e = queue.pop(0)[2]
+            e = queue.pop(0)[4]
             if e.reservation < now:
                 raise InvariantError(f"site {self.index}: job reserved for t={e.reservation} started late at t={now}")
             self._account_queued(e, -1)
