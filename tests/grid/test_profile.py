@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -156,3 +157,37 @@ def test_profile_earliest_is_the_first_fit(claims, size, duration):
     p.merge()
     assert len(p) <= before
     assert p.earliest(0.0, size, float(duration)) == t
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([64, 300]), st.data())
+def test_move_over_long_regions_matches_brute_force(capacity, data):
+    """`move` measures the region it is given with NumPy when the region spans many segments."""
+    p = Profile(capacity, 0.0)
+    for k in range(300):  # a staircase: hundreds of segments
+        p.add(float(k), float(k) + data.draw(st.integers(1, 40)), -data.draw(st.integers(0, 3)))
+    size = data.draw(st.integers(1, 4))
+    old = p.earliest(350.0, size, 10.0)
+    p.add(old, old + 10.0, -size)
+    new = data.draw(st.sampled_from([x for x in [0.0, *p.times] if x < old and p.earliest(x, size, min(10.0, old - x)) == x]))
+    want = Profile(capacity, 0.0)
+    want.times, want.free = list(p.times), p.free[:]
+    want.add(old, old + 10.0, size)
+    want.add(new, new + 10.0, -size)
+    a = float(data.draw(st.integers(0, 100)))
+    b = a + data.draw(st.integers(1, 300))
+    assert p.move(old, new, 10.0, size, a, b) == (want.max_free(max(new + 10.0, old), old + 10.0), want.max_free(a, b))
+    assert all(p.free_at(y) == want.free_at(y) for y in sorted({*p.times, *want.times}))
+
+
+@pytest.mark.parametrize("capacity", [255, 300])
+def test_move_measures_a_long_region_up_to_its_last_segment(capacity):
+    # Free processors rise segment by segment over [0, 200): the most free is the region's last.
+    p = Profile(capacity, 0.0)
+    for k in range(200):
+        p.add(0.0, k + 1.0, -1)
+    p.add(300.0, 310.0, -1)
+    for b in (150.5, 199.5, 200.0):
+        q = Profile(capacity, 0.0)
+        q.times, q.free = list(p.times), p.free[:]
+        assert q.move(300.0, 250.0, 10.0, 1, 0.0, b) == (capacity, capacity - 200 + int(b - 1e-9))

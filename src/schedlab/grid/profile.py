@@ -49,6 +49,12 @@ _ADD = [bytes(range(d, 256)) + b"\xff" * d for d in range(256)] + [
 ]
 
 
+# Above this many segments, NumPy finds a maximum faster than the built-in `max` (whose cost is
+# per element).
+_LONG = 100
+_DTYPE = {False: np.uint8, True: np.int32}
+
+
 class Profile:
     """Free processors of one site as a step function of time."""
 
@@ -255,6 +261,8 @@ class Profile:
         self._masks.clear()
         i = bisect_right(times, a) - 1
         j = bisect_left(times, b, i)
+        if j - i > _LONG:
+            return cap, int(np.frombuffer(free, _DTYPE[self._wide])[i:j].max())
         return cap, (max(free[i:j]) if j > i else free[i])
 
     def trim(self, now: float) -> None:

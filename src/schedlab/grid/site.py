@@ -499,10 +499,17 @@ class ConservativeSite(Site):
             cap, used[2] = profile.move(r, t, d, size, used[0], used[1])
             if not used[2]:
                 (far if len(used) == 5 else regions).remove(used)
-            # Move the job up the queue; the jobs after it keep their places.
-            del queue[i - 1]
+            # Move the job up the queue; the jobs after it keep their places. Most moves keep the
+            # job behind the one before it (a cascade shifts a run of jobs alike): then the entry
+            # is replaced where it is.
             e.reservation = t
-            insort(queue, (t, seq, size, d, e), hi=i - 1)
+            item = (t, seq, size, d, e)
+            k = i - 1
+            if k and queue[k - 1] > item:
+                del queue[k]
+                insort(queue, item, hi=k)
+            else:
+                queue[k] = item
             self.moves += 1
             if on_reserve is not None:
                 on_reserve(e, t)
