@@ -254,10 +254,18 @@ class Profile:
             cap = int(view[i2:i3].max()) if i3 > i2 else int(view[i2])
             del view  # a buffer export blocks resizing the array
         else:
-            free[i0:i1] = free[i0:i1].translate(_ADD[-size])
-            freed = free[i2:i3].translate(_ADD[size])
-            free[i2:i3] = freed
-            cap = max(freed) if i3 > i2 else free[i2]
+            # Most moves claim and release one segment each: plain item updates then.
+            if i1 - i0 == 1:
+                free[i0] -= size
+            else:
+                free[i0:i1] = free[i0:i1].translate(_ADD[-size])
+            if i3 - i2 == 1:
+                cap = free[i2] + size
+                free[i2] = cap
+            else:
+                freed = free[i2:i3].translate(_ADD[size])
+                free[i2:i3] = freed
+                cap = max(freed) if i3 > i2 else free[i2]
         self._masks.clear()
         i = bisect_right(times, a) - 1
         j = bisect_left(times, b, i)
