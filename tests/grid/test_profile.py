@@ -87,6 +87,8 @@ def _check(p: Profile, now: float, data) -> None:
         and (c >= a or _room(times, free, size, c, a))
     ]
     assert p.earliest_move(lo, a, hi, size, claim, duration) == (ok[0] if ok else None)
+    if ok:
+        assert times[p.found] <= ok[0] and (p.found + 1 == len(times) or ok[0] < times[p.found + 1])
     # longest_run: the longest maximal run meeting [a, b).
     b = a + data.draw(st.integers(1, 20))
     meeting = [e - s for s, e in _runs(times, free, size) if s < b and e > a]
@@ -109,7 +111,9 @@ def _check(p: Profile, now: float, data) -> None:
         want.add(new, new + duration, -size)
         ra = now + data.draw(st.integers(0, 30))
         rb = ra + data.draw(st.integers(1, 20))
-        freed_cap, region_cap = p.move(old, new, duration, size, ra, rb)
+        # With or without the index of the segment holding `new` (as `earliest_move` leaves it).
+        at = max(k for k, x in enumerate(p.times) if x <= new) if data.draw(st.booleans()) else -1
+        freed_cap, region_cap = p.move(old, new, duration, size, ra, rb, at)
         for y in sorted({*p.times, *want.times}):
             assert p.free_at(y) == want.free_at(y)
         assert freed_cap == want.max_free(max(new + duration, old), old + duration)

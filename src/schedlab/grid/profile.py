@@ -58,7 +58,7 @@ _DTYPE = {False: np.uint8, True: np.int32}
 class Profile:
     """Free processors of one site as a step function of time."""
 
-    __slots__ = ("capacity", "times", "free", "_masks", "_wide")
+    __slots__ = ("capacity", "times", "free", "_masks", "_wide", "found")
 
     def __init__(self, capacity: int, now: float = 0.0) -> None:
         self.capacity = capacity
@@ -68,6 +68,8 @@ class Profile:
             array("i", [capacity]) if self._wide else bytearray([capacity])
         )
         self._masks: dict[int, bytes] = {}
+        # The segment holding the start `earliest_move` last returned (a hint for `move`).
+        self.found = 0
 
     def _mask(self, size: int) -> bytes:
         """``mask[k] == 1`` iff segment ``k`` has at least ``size`` free; cached in ``_masks`` until the next change.
@@ -114,7 +116,8 @@ class Profile:
         search starts where that run of room begins (scanning back from ``a``),
         not at ``lo``. Only ``[start, claim)`` of a window needs room: from
         ``claim`` on it lies in the job's own claim. Returns ``None`` when no
-        start before ``hi`` (``<= claim``) fits.
+        start before ``hi`` (``<= claim``) fits; a start found leaves the index of the
+        segment holding it in ``found``.
         """
         times = self.times
         mask = self._masks.get(size) or self._mask(size)
@@ -147,6 +150,7 @@ class Profile:
                 end = claim
             k = mask.find(0, j)
             if k < 0 or times[k] >= end:
+                self.found = j
                 return start
             j = k
 
@@ -209,7 +213,9 @@ class Profile:
             free[i:j] = free[i:j].translate(_ADD[delta])
         self._masks.clear()
 
-    def move(self, old: float, new: float, duration: float, size: int, a: float, b: float) -> tuple[int, int]:
+    def move(
+        self, old: float, new: float, duration: float, size: int, a: float, b: float, at: int = -1
+    ) -> tuple[int, int]:
         """Move a claim of ``size`` processors for ``duration`` from ``old`` to ``new < old``.
 
         The same as releasing ``[old, old + duration)`` and claiming ``[new, new + duration)``,
@@ -217,6 +223,8 @@ class Profile:
         the old claim the new one leaves, ``[max(new + duration, old), old + duration)``.
         Returns, after the move, the most processors free at any instant of that released part
         and of ``[a, b)`` (their ``max_free``; a compression passes the region the job moved into).
+        ``at``, when given, is the segment holding ``new`` (``found`` after ``earliest_move``
+        returned ``new``, with no change since), which spares a search.
         """
         times = self.times
         free = self.free
@@ -228,7 +236,7 @@ class Profile:
             p1, p2 = p2, p1
         p3 = old + duration
         n = len(times)
-        i0 = bisect_left(times, new)
+        i0 = bisect_left(times, new) if at < 0 else at if times[at] == new else at + 1
         if i0 == n or times[i0] != new:
             times.insert(i0, new)
             free.insert(i0, free[i0 - 1])

@@ -496,7 +496,7 @@ class ConservativeSite(Site):
             # left with no free processor at all is dropped: no job can use it before it merges
             # with processors freed later, which then form a region of their own. (Its cached
             # runs stay upper bounds; measuring them again costs more than it saves.)
-            cap, used[2] = profile.move(r, t, d, size, used[0], used[1])
+            cap, used[2] = profile.move(r, t, d, size, used[0], used[1], profile.found)
             if not used[2]:
                 (far if len(used) == 5 else regions).remove(used)
             # Move the job up the queue; the jobs after it keep their places. Most moves keep the
