@@ -1,7 +1,7 @@
 """Speed of the grid simulation: the paper's full setup (8 sites × 64 processors, conservative backfilling,
 8 × 100,000 local jobs + 100,000 global jobs), one run per scenario.
 
-    PYTHONPATH=src python benchmarks/bench_grid.py [--scale 1.0] [--scenario NAME ...]
+    PYTHONPATH=src python benchmarks/bench_grid.py [--scale 1.0] [--scenario NAME ...] [--heavy]
 
 Prints, per scenario, the wall and CPU time of the simulation (workload generation
 excluded, shown apart), the jobs simulated per second and the mean global queue time.
@@ -25,19 +25,26 @@ SCENARIOS = {
     "qlen/strong": dict(scheduler="qlen", arrivals="strong"),
     "act_qt-ideal/strong": dict(scheduler="act_qt", arrivals="strong", delay=0.0),
 }
+# Heavier duplication: every copy is queued, planned and invalidated at its site, so a run costs
+# about as much as one with that many more global jobs. Run with --heavy or by name.
+HEAVY = {
+    "hybrid2+2/strong": dict(scheduler="hybrid2", arrivals="strong", duplications=2),
+    "rand+7/strong": dict(scheduler="rand", arrivals="strong", duplications=7),
+}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of the paper's 100,000 jobs per stream")
-    ap.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="default: all")
+    ap.add_argument("--scenario", action="append", choices=sorted(SCENARIOS | HEAVY), help="default: all but the heavy ones")
+    ap.add_argument("--heavy", action="store_true", help="also run the heavy-duplication scenarios")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     n = max(1, int(round(100_000 * args.scale)))
-    names = args.scenario or list(SCENARIOS)
+    names = args.scenario or list(SCENARIOS) + (list(HEAVY) if args.heavy else [])
     print(f"{'scenario':22} {'jobs':>8} {'workload s':>10} {'sim wall s':>10} {'sim cpu s':>9} {'jobs/s':>8} {'mean qt s':>9}")
     for name in names:
-        cfg = GridConfig(local_jobs=n, global_jobs=n, seed=args.seed, **SCENARIOS[name])
+        cfg = GridConfig(local_jobs=n, global_jobs=n, seed=args.seed, **(SCENARIOS | HEAVY)[name])
         t0 = time.perf_counter()
         wl = build_workload(cfg)
         t_wl = time.perf_counter() - t0
