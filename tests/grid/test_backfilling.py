@@ -85,3 +85,26 @@ def test_backfilling_fills_a_hole_without_delaying():
     jobs = [(0.0, 2, 10.0, 10.0), (0.0, 4, 10.0, 10.0), (0.0, 2, 10.0, 10.0)]
     run = run_one_site(jobs, 4)
     assert [e.start for e in run.entries] == [0.0, 10.0, 0.0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 8), st.integers(1, 9)), max_size=25))
+def test_freed_regions_stay_sorted_disjoint_and_cover_what_was_freed(added):
+    """The compression's freed regions: adding one merges those it overlaps or touches."""
+    from schedlab.grid.site import _add_region
+
+    regions: list[list] = []
+    for a, length, cap in added:
+        region = _add_region(regions, float(a), float(a + length), cap)
+        assert region in regions and region[0] <= a and region[1] >= a + length
+    for (a1, b1, _, _), (a2, _, _, _) in zip(regions, regions[1:], strict=False):
+        assert a1 < b1 < a2  # sorted, disjoint, not touching
+    # The union is what was added (checked at half-units), and each cap is the largest merged in.
+    for x in range(0, 100):
+        t = x / 2
+        inside = [cap for a, length, cap in added if a <= t <= a + length]
+        holder = [g for g in regions if g[0] <= t <= g[1]]
+        assert bool(inside) == bool(holder)
+        if holder:
+            merged = [cap for a, length, cap in added if holder[0][0] <= a and a + length <= holder[0][1]]
+            assert holder[0][2] == max(merged)

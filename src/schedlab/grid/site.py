@@ -641,20 +641,21 @@ def _add_region(regions: list[list], a: float, b: float, cap: int) -> list:
         region = [a, b, cap, {}]
         regions.append(region)
         return region
-    i = bisect_left(regions, [a])
-    if i > 0 and regions[i - 1][1] >= a:
+    # New regions land near the end (they start at or after the reservation being processed):
+    # walk back past the regions starting after `b`, then over those reaching `a`.
+    j = len(regions)
+    while j and regions[j - 1][0] > b:
+        j -= 1
+    i = j
+    while i and regions[i - 1][1] >= a:
         i -= 1
-    j = i
-    n = len(regions)
-    while j < n and regions[j][0] <= b:
-        ra, rb, rc, _ = regions[j]
+        ra, rb, rc, _ = regions[i]
         if ra < a:
             a = ra
         if rb > b:
             b = rb
         if rc > cap:
             cap = rc
-        j += 1
     region = [a, b, cap, {}]
     regions[i:j] = [region]
     return region
