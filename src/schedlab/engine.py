@@ -47,8 +47,8 @@ from schedlab.metrics.recorder import Recorder
 from schedlab.metrics.summary import build_summary, jobs_frame, tasks_frame, utilization_frame
 from schedlab.schedulers import registry
 from schedlab.schedulers.base import SchedulerContext
-from schedlab.schedulers.datacenter import WorkerPool
 from schedlab.sim.runtime import DEFAULT_LATENCY, NetworkModel, SimRuntime
+from schedlab.workers.simulated import WorkerPool
 from schedlab.workload.constraints import PAPER_CONSTRAINT_SEED, TaskConstraintSampler
 from schedlab.workload.model import TaskTable
 from schedlab.workload.requests import DEFAULT_REQUESTS, RequestModel

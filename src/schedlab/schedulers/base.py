@@ -1,13 +1,18 @@
 """What every scheduler is: a class with a name, a validated parameter model, and ``submit(job)``.
 
-The engine builds a :class:`SchedulerContext` (runtime, cluster, task table,
-recorder, worker pool), validates the user's parameters against the
+The simulation engine builds a :class:`SchedulerContext` (runtime, cluster,
+task table, recorder, the simulated workers), validates the user's parameters against the
 scheduler's ``Params`` (a frozen pydantic model; unknown names are refused) and
 calls :meth:`Scheduler.submit` at each job's arrival time — the moment its
 tasks enter the framework's request queue (Megha paper, Eq. 1). From then on the
-scheduler acts through the runtime (messages, timers) and the worker pool, and
-reports to the recorder: allocation-time phases with ``mark``, and
-``task_reported`` when it learns a task finished.
+scheduler acts through the runtime (messages, timers) and the worker protocol
+(:mod:`schedlab.workers.protocol`), and reports through the recorder's
+:class:`~schedlab.metrics.observer.Observer` interface: allocation-time phases
+with ``mark``, and ``task_reported`` when it learns a task finished.
+
+The context is the simulation's wiring; the components it builds are typed
+against the :class:`~schedlab.sim.runtime.Runtime` protocol only, so the same
+classes run under the real services' runtime (:mod:`schedlab.services`).
 """
 
 from __future__ import annotations
@@ -21,8 +26,8 @@ from pydantic import BaseModel, ConfigDict
 
 from schedlab.cluster.model import Cluster
 from schedlab.metrics.recorder import Recorder
-from schedlab.schedulers.datacenter import WorkerPool
-from schedlab.sim.runtime import SimRuntime
+from schedlab.sim.runtime import Runtime
+from schedlab.workers.simulated import WorkerPool
 from schedlab.workload.model import Job, TaskTable
 
 
@@ -34,7 +39,7 @@ class SchedulerParams(BaseModel):
 
 @dataclass
 class SchedulerContext:
-    runtime: SimRuntime
+    runtime: Runtime
     cluster: Cluster
     tasks: TaskTable
     recorder: Recorder

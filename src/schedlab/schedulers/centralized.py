@@ -43,9 +43,9 @@ from pydantic import Field
 
 from schedlab.metrics.recorder import FRAMEWORK_QUEUING, PROCESSING
 from schedlab.schedulers.base import Scheduler, SchedulerContext, SchedulerParams
-from schedlab.schedulers.datacenter import POOL_ADDRESS, LaunchTask, TaskFinished
 from schedlab.schedulers.exact_view import ExactView
 from schedlab.sim.runtime import Component
+from schedlab.workers.protocol import POOL_ADDRESS, LaunchTask, TaskFinished
 from schedlab.workload.model import Job
 
 ADDRESS = "scheduler"

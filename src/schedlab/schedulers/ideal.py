@@ -35,7 +35,7 @@ class IdealScheduler(Scheduler):
         self.view = ExactView(ctx.cluster, ctx.tasks, params.worker_choice, ctx.runtime.rng("ideal"))
         self.pool = ctx.pool
         self.rec = ctx.recorder
-        self.kernel = ctx.runtime.kernel
+        self.rt = ctx.runtime
 
     def submit(self, job: Job) -> None:
         placed, unplaced = self.view.place_many(job.tids)
@@ -47,7 +47,7 @@ class IdealScheduler(Scheduler):
     def _done(self, group: list[tuple[int, int]]) -> None:
         view = self.view
         view.release_many(group)
-        self.rec.tasks_reported(group, self.kernel.now)
+        self.rec.tasks_reported(group, self.rt.now())
         if not view.num_waiting:
             return
         placements = []

@@ -82,9 +82,9 @@ from schedlab.cluster.model import Cluster, split_groups
 from schedlab.errors import InputError
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, Recorder
 from schedlab.schedulers.base import Scheduler, SchedulerContext, SchedulerParams
-from schedlab.schedulers.datacenter import POOL_ADDRESS, LaunchBatch, TasksFinished
 from schedlab.schedulers.waiting import WaitingClasses
-from schedlab.sim.runtime import Component, SimRuntime
+from schedlab.sim.runtime import Component, Runtime
+from schedlab.workers.protocol import POOL_ADDRESS, LaunchBatch, TasksFinished
 from schedlab.workload.model import Job, TaskTable
 from schedlab.workload.stats import SHORT_JOB_CUTOFF
 
@@ -438,7 +438,7 @@ class _PigeonBase(Scheduler):
         cluster = ctx.cluster
         if not cluster.slot_mode:
             raise InputError("--resources", f"{self.name} allocates whole worker slots: it runs in slot mode only")
-        self.rt: SimRuntime = ctx.runtime
+        self.rt: Runtime = ctx.runtime
         self.cluster = cluster
         self.tasks: TaskTable = ctx.tasks
         self.rec: Recorder = ctx.recorder

@@ -56,8 +56,8 @@ from schedlab.cluster.bitsets import ConstraintBitsets, set_bits_array
 from schedlab.errors import InputError
 from schedlab.metrics.recorder import COMMUNICATION, WORKER_QUEUING, Recorder
 from schedlab.schedulers.base import SchedulerContext
-from schedlab.schedulers.datacenter import TasksFinished, WorkerPool
 from schedlab.sim.runtime import Component
+from schedlab.workers.protocol import LocalWorkers, TasksFinished
 from schedlab.workload.model import Job, TaskTable
 
 # Fields of a probe entry (a list, mutated as it travels): its scheduler's index, job, group in the
@@ -427,7 +427,7 @@ class NodeMonitors(Component):
         super().__init__(NODE_MONITORS, ctx.runtime)
         n = ctx.cluster.n
         self.n = n
-        self.pool: WorkerPool = ctx.pool
+        self.pool: LocalWorkers = ctx.pool
         self.sched_addr = sched_addresses
         self.queues: list[deque[list]] = [deque() for _ in range(n)]
         self.state = bytearray(n)

@@ -17,6 +17,9 @@ jobs), the user (fair-share queue) and the ideal JRT = its longest task
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol, TypeVar
+
+T_co = TypeVar("T_co", covariant=True)
 
 
 class Job:
@@ -91,3 +94,29 @@ class TaskTable:
         job = Job(jid, arrival, first, n, mean, max(durations), user, line)
         self.jobs.append(job)
         return job
+
+
+class ById(Protocol[T_co]):
+    """A column read by task (or job) id: a list in a simulation, a dict in a real service."""
+
+    def __getitem__(self, key: int, /) -> T_co: ...
+
+
+class TaskLookup(Protocol):
+    """What scheduler components read about tasks: placement constraints, requests, job, user.
+
+    A simulation hands them its :class:`TaskTable`; a real service a store of
+    the tasks it has been told about (:class:`schedlab.services.tasks.TaskStore`).
+    """
+
+    @property
+    def mask(self) -> ById[int]: ...
+
+    @property
+    def request(self) -> ById[tuple[float, ...] | None]: ...
+
+    @property
+    def job(self) -> ById[int]: ...
+
+    @property
+    def jobs(self) -> ById[Job]: ...

@@ -49,14 +49,14 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from schedlab.cluster.model import Cluster
-from schedlab.metrics.recorder import Recorder
+from schedlab.metrics.observer import Observer
 from schedlab.schedulers.base import Scheduler, SchedulerContext, SchedulerParams
-from schedlab.schedulers.datacenter import WorkerPool
 from schedlab.schedulers.megha.gm import GlobalMaster
 from schedlab.schedulers.megha.lm import LocalMaster
 from schedlab.schedulers.megha.partitions import Layout, megha_topology
-from schedlab.sim.runtime import SimRuntime
-from schedlab.workload.model import Job, TaskTable
+from schedlab.sim.runtime import Runtime
+from schedlab.workers.protocol import LocalWorkers
+from schedlab.workload.model import Job, TaskLookup
 
 # Per-operation costs of the order of the Megha paper's Python prototype (HTTP requests,
 # RabbitMQ updates, dict-based state): a GM spends ~50 µs matching a task, an LM ~20 µs
@@ -105,14 +105,20 @@ class MeghaParams(SchedulerParams):
 
 @dataclass
 class MeghaShared:
-    """What every GM and LM of a run shares (read-only after construction)."""
+    """What a GM or LM is built with (read-only after construction).
 
-    runtime: SimRuntime
+    In a simulation every component of the run shares one; a real service
+    builds its own from the cluster file, with the service's runtime, task
+    store and observer (:mod:`schedlab.services`). ``workers`` is needed only
+    by LMs that preempt (fair sharing).
+    """
+
+    runtime: Runtime
     layout: Layout
     cluster: Cluster
-    tasks: TaskTable
-    recorder: Recorder
-    pool: WorkerPool
+    tasks: TaskLookup
+    observer: Observer
+    workers: LocalWorkers | None
     params: MeghaParams
     slot_mode: bool
 

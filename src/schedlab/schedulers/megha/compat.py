@@ -57,10 +57,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING
-from schedlab.schedulers.datacenter import POOL_ADDRESS, LaunchBatch, TasksFinished
 from schedlab.schedulers.megha.gm import GlobalMaster
 from schedlab.schedulers.megha.lm import LocalMaster
 from schedlab.schedulers.megha.messages import LaunchRejected, LaunchRequest, StateUpdate
+from schedlab.workers.protocol import POOL_ADDRESS, LaunchBatch, TasksFinished
 
 if TYPE_CHECKING:
     import random

@@ -113,7 +113,7 @@ class FairSharing:
                 x -= self.shares[u]
                 u += 1
         job.user = u
-        self.sh.recorder.j_user[job.jid] = u
+        self.sched.ctx.recorder.j_user[job.jid] = u
         self.sched.gms[self.queue_gm[u]].submit(job.tids)
 
     def user_of(self, tid: int) -> int:
@@ -303,5 +303,5 @@ class FairSharing:
         return {
             "preemption_attempts": self.attempts,
             "preemptions_refused": self.refused,
-            "preemptions": self.sh.recorder.counters.get("preemptions", 0),
+            "preemptions": self.sched.ctx.recorder.counters.get("preemptions", 0),
         }

@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING
 
 from schedlab.cluster.bitsets import fit_position, iter_set_bits, random_set_bit
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, PROCESSING
-from schedlab.schedulers.datacenter import TasksFinished
 from schedlab.schedulers.megha.messages import (
     LaunchRejected,
     LaunchRequest,
@@ -51,6 +50,7 @@ from schedlab.schedulers.megha.messages import (
 from schedlab.schedulers.waiting import WaitingClasses
 from schedlab.sim.processor import Processor
 from schedlab.sim.runtime import Component
+from schedlab.workers.protocol import TasksFinished
 
 if TYPE_CHECKING:
     from schedlab.schedulers.megha import MeghaShared
@@ -76,7 +76,7 @@ class GlobalMaster(Component):
         lay = shared.layout
         self.layout = lay
         self.tasks = shared.tasks
-        self.rec = shared.recorder
+        self.rec = shared.observer
         self.rng = rng
         self.random_choice = shared.params.worker_choice == "random"
         self.snapshot_mode = shared.params.updates == "snapshot"

@@ -12,7 +12,7 @@ Megha paper, Section IV-A/B; constraint-aware paper, Sections 2.1 and 4.4.
   Invalid requests are answered with :class:`~.messages.LaunchRejected`
   carrying the LM's state (an *inconsistency*, counted).
 * **Launch.** Accepted tasks go to their workers in one
-  :class:`~schedlab.schedulers.datacenter.LaunchBatch` per request; each
+  :class:`~schedlab.workers.protocol.LaunchBatch` per request; each
   worker reports completion to this LM and to the task's GM at the same time
   (worker → GM is the third network hop of the papers' 3·ND minimum).
 * **Piggybacking** (``piggyback``, off by default). The LM answers each accepted
@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING
 
 from schedlab.cluster.bitsets import iter_set_bits
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, PROCESSING
-from schedlab.schedulers.datacenter import POOL_ADDRESS, LaunchBatch, TasksFinished
 from schedlab.schedulers.megha.gm import EPS, gm_address, lm_address
 from schedlab.schedulers.megha.messages import (
     LaunchRejected,
@@ -49,6 +48,7 @@ from schedlab.schedulers.megha.messages import (
 )
 from schedlab.sim.processor import Processor
 from schedlab.sim.runtime import Component
+from schedlab.workers.protocol import POOL_ADDRESS, LaunchBatch, TasksFinished
 
 if TYPE_CHECKING:
     from schedlab.schedulers.megha import MeghaShared
@@ -64,7 +64,7 @@ class LocalMaster(Component):
         lay = shared.layout
         self.layout = lay
         self.tasks = shared.tasks
-        self.rec = shared.recorder
+        self.rec = shared.observer
         self.G = lay.num_gms
         self.base = i * self.G  # first global partition id of this LM
         self.parts = list(lay.partitions_of_lm(i))
@@ -323,15 +323,16 @@ class LocalMaster(Component):
         """Verify and carry out a GM's preemption: the victim must still run where the GM believes."""
         self._charge(1)
         where = self.running.get(msg.victim)
-        pool = self.sh.pool
-        if where is None or where[:2] != (msg.p, msg.pos) or not self._fits_after_preempt(msg) or not self.sh.pool.is_running(msg.victim):
+        workers = self.sh.workers
+        assert workers is not None, "preemption needs control of the workers"
+        if where is None or where[:2] != (msg.p, msg.pos) or not self._fits_after_preempt(msg) or not workers.is_running(msg.victim):
             self.inconsistencies += 1
             upd = self._update_for(msg.gm, extra=[(msg.p, msg.pos)])
             self.proc.send(self.gm_addr[msg.gm], PreemptRejected(self.i, msg.tid, msg.victim, msg.p, msg.pos, upd))
             return
         victim_gm = where[2]
         w = self.layout.order[msg.p][msg.pos]
-        pool.preempt(msg.victim, w)
+        workers.preempt(msg.victim, w)
         if self.fairness is not None:
             self.fairness.settle(msg.victim)
         self._vacate(msg.victim)

@@ -1,13 +1,18 @@
 """The simulated workers: the ground truth of which task runs where, shared by every scheduler.
 
-:class:`WorkerPool` is a sans-IO component standing for all worker nodes (one
-object rather than thousands, for speed; each worker's logic is the same). A
-scheduler starts a task on a worker either by sending :class:`LaunchTask` to the
-pool's address — the worker runs it and sends :class:`TaskFinished` to
-``reply_to`` when done — or a :class:`LaunchBatch` (answered with
-:class:`TasksFinished` groups of tasks that started and ended together), or,
-for schedulers with no communication at all (``ideal``), by calling
-:meth:`WorkerPool.start` / :meth:`WorkerPool.start_many` directly.
+:class:`WorkerPool` is a component of the simulated world standing for all
+worker nodes (one object rather than thousands, for speed; each worker's logic
+is the same). It speaks the worker protocol (:mod:`schedlab.workers.protocol`):
+a scheduler sends :class:`~schedlab.workers.protocol.LaunchTask` or
+:class:`~schedlab.workers.protocol.LaunchBatch` to its address, and it answers
+:class:`~schedlab.workers.protocol.TaskFinished` /
+:class:`~schedlab.workers.protocol.TasksFinished` groups of tasks that started
+and ended together. Components that sit on the workers (node monitors, an LM
+preempting) and schedulers with no communication at all (``ideal``) use its
+:class:`~schedlab.workers.protocol.LocalWorkers` methods directly.
+
+The pool records every start and end in the run's
+:class:`~schedlab.metrics.recorder.Recorder`; it is the only place that does.
 
 The pool enforces capacity: starting a task on a worker without room for it
 (slot mode: a busy worker; multi-resource mode: a request exceeding the free
@@ -18,52 +23,20 @@ vector) or on a worker whose machine constraints do not satisfy the task raises
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
 from schedlab.cluster.model import Cluster
 from schedlab.errors import InvariantError
 from schedlab.metrics.recorder import COMMUNICATION, Recorder
 from schedlab.sim.runtime import Component, SimRuntime
+from schedlab.workers.protocol import (
+    POOL_ADDRESS,
+    BatchFinishCallback,
+    FinishCallback,
+    LaunchBatch,
+    LaunchTask,
+    TaskFinished,
+    TasksFinished,
+)
 from schedlab.workload.model import TaskTable
-
-POOL_ADDRESS = "workers"
-
-
-@dataclass(slots=True)
-class LaunchTask:
-    """Run task ``tid`` on ``worker``; report to ``reply_to``. Time in flight counts as communication."""
-
-    tid: int
-    worker: int
-    reply_to: object
-
-
-@dataclass(slots=True)
-class TaskFinished:
-    """Task ``tid`` finished on ``worker``."""
-
-    tid: int
-    worker: int
-
-
-@dataclass(slots=True)
-class LaunchBatch:
-    """Run each ``(tid, worker)``; when tasks end, send :class:`TasksFinished` to every ``reply_to`` address."""
-
-    items: list[tuple[int, int]]
-    reply_to: tuple
-
-
-@dataclass(slots=True)
-class TasksFinished:
-    """These ``(tid, worker)`` tasks finished (tasks started together and ending together travel together)."""
-
-    group: list[tuple[int, int]]
-
-
-FinishCallback = Callable[[int, int], None]
-BatchFinishCallback = Callable[[list[tuple[int, int]]], None]
 
 
 class WorkerPool(Component):
