@@ -109,51 +109,52 @@ def build_cluster(
     return Cluster.multi_resource(masks, capacity, resources, source=source, topology=topo)
 
 
-class _Feeder:
-    """Streams jobs into the simulation: constraints, requests, dropping, submission, next arrival."""
+@dataclass
+class PreparedJob:
+    """A trace job as it enters the framework: the tasks kept, with their constraints and requests."""
+
+    arrival: float
+    durations: list[float]
+    masks: list[int] | None
+    requests: list[tuple[float, ...]] | None
+    mean_duration: float
+    line: int
+
+
+class JobPreparer:
+    """Turns trace jobs into submitted jobs with the run's conventions (shared by the simulated and real runtimes).
+
+    Task constraints are synthesised in trace order (or taken from the job),
+    requests drawn in multi-resource mode (stream ``requests``), and tasks no
+    worker could ever run are dropped; a job left empty is not submitted.
+    """
 
     def __init__(
         self,
-        jobs: Iterator[TraceJob],
-        runtime: SimRuntime,
-        tasks: TaskTable,
-        recorder: Recorder,
         cluster: Cluster,
-        submit: Callable,
         sampler: TaskConstraintSampler | None,
         requests: RequestModel | None,
+        req_rng: np.random.Generator,
     ) -> None:
-        self.jobs = jobs
-        self.kernel = runtime.kernel
-        self.tasks = tasks
-        self.rec = recorder
-        self.submit = submit
         self.sampler = sampler
         self.requests = requests
-        self.req_rng = runtime.streams.np_rng("requests")
+        self.req_rng = req_rng
         self.satisfiable = _Satisfiable(cluster.bitsets())
         self.max_capacity = None if cluster.capacity is None else cluster.capacity.max(axis=0)
-        self.exhausted = False
         self.trace_jobs = 0
         self.trace_tasks = 0
         self.dropped_tasks = 0
         self.unschedulable_jobs = 0
 
-    def start(self) -> None:
-        self._schedule_next()
+    def check(self, tj: TraceJob, previous_arrival: float) -> None:
+        """Refuse a job that arrives before the previous one or has no task."""
+        if not tj.arrival >= previous_arrival:
+            raise InputError(f"job {self.trace_jobs + 1}", f"arrival {tj.arrival} is earlier than the previous job's {previous_arrival}")
+        if not tj.durations:
+            raise InputError(f"job {self.trace_jobs + 1}", "a job needs at least one task")
 
-    def _schedule_next(self) -> None:
-        tj = next(self.jobs, None)
-        if tj is None:
-            self.exhausted = True
-        else:
-            if not tj.arrival >= self.kernel.now:
-                raise InputError(f"job {self.trace_jobs + 1}", f"arrival {tj.arrival} is earlier than the previous job's {self.kernel.now}")
-            if not tj.durations:
-                raise InputError(f"job {self.trace_jobs + 1}", "a job needs at least one task")
-            self.kernel.call_at(tj.arrival, self._arrive, tj)
-
-    def _arrive(self, tj: TraceJob) -> None:
+    def prepare(self, tj: TraceJob) -> PreparedJob | None:
+        """The job's runnable tasks, or None when none is (counted as unschedulable)."""
         n = tj.num_tasks
         self.trace_jobs += 1
         self.trace_tasks += n
@@ -174,15 +175,19 @@ class _Feeder:
             self.dropped_tasks += n - len(keep)
             if not keep:
                 self.unschedulable_jobs += 1
-                self._schedule_next()
-                return
+                return None
             durations = [durations[i] for i in keep]
             masks = [masks[i] for i in keep] if masks is not None else None
             reqs = [reqs[i] for i in keep] if reqs is not None else None
-        job = self.tasks.add_job(tj.arrival, durations, masks, reqs, tj.mean_duration, 0, tj.line)
-        self.rec.add_job(job.jid, job.arrival, durations, job.ideal_jrt, job.user)
-        self.submit(job)
-        self._schedule_next()
+        return PreparedJob(tj.arrival, durations, masks, reqs, tj.mean_duration, tj.line)
+
+    def counters(self) -> dict[str, int]:
+        return {
+            "trace_jobs": self.trace_jobs,
+            "trace_tasks": self.trace_tasks,
+            "tasks_dropped_unsatisfiable": self.dropped_tasks,
+            "jobs_unschedulable": self.unschedulable_jobs,
+        }
 
     def _runnable(self, masks: list[int] | None, reqs: list[tuple[float, ...]] | None, n: int) -> list[int] | None:
         """Indices of the tasks some worker could ever run, or None when all can."""
@@ -197,6 +202,50 @@ class _Feeder:
             if not all(fits):
                 ok = fits if ok is None else [a and b for a, b in zip(ok, fits, strict=True)]
         return None if ok is None else [i for i in range(n) if ok[i]]
+
+
+class _Feeder:
+    """Streams jobs into the simulation: each job is prepared and submitted at its arrival, then the next is read."""
+
+    def __init__(
+        self,
+        jobs: Iterator[TraceJob],
+        runtime: SimRuntime,
+        tasks: TaskTable,
+        recorder: Recorder,
+        submit: Callable,
+        preparer: JobPreparer,
+    ) -> None:
+        self.jobs = jobs
+        self.kernel = runtime.kernel
+        self.tasks = tasks
+        self.rec = recorder
+        self.submit = submit
+        self.preparer = preparer
+        self.exhausted = False
+
+    @property
+    def trace_jobs(self) -> int:
+        return self.preparer.trace_jobs
+
+    def start(self) -> None:
+        self._schedule_next()
+
+    def _schedule_next(self) -> None:
+        tj = next(self.jobs, None)
+        if tj is None:
+            self.exhausted = True
+        else:
+            self.preparer.check(tj, self.kernel.now)
+            self.kernel.call_at(tj.arrival, self._arrive, tj)
+
+    def _arrive(self, tj: TraceJob) -> None:
+        pj = self.preparer.prepare(tj)
+        if pj is not None:
+            job = self.tasks.add_job(pj.arrival, pj.durations, pj.masks, pj.requests, pj.mean_duration, 0, pj.line)
+            self.rec.add_job(job.jid, job.arrival, pj.durations, job.ideal_jrt, job.user)
+            self.submit(job)
+        self._schedule_next()
 
 
 class _Satisfiable(dict):
@@ -272,7 +321,8 @@ def simulate(
     ctx = SchedulerContext(runtime, cluster, tasks, recorder, pool)
     sched = cls(ctx, sched_params)
     sampler = TaskConstraintSampler(constraint_seed) if constraints else None
-    feeder = _Feeder(job_iter, runtime, tasks, recorder, cluster, sched.submit, sampler, req_model)
+    preparer = JobPreparer(cluster, sampler, req_model, runtime.streams.np_rng("requests"))
+    feeder = _Feeder(job_iter, runtime, tasks, recorder, sched.submit, preparer)
     ctx.more_jobs = lambda: not feeder.exhausted
     feeder.start()
     kernel = runtime.kernel
@@ -285,35 +335,12 @@ def simulate(
     kernel.run(progress=report)
     wall = time.perf_counter() - t_wall
 
-    tdf = tasks_frame(recorder)
-    tdf["constraints"] = np.fromiter(tasks.mask, dtype=np.int64, count=len(tasks))
-    jdf = jobs_frame(recorder)
-    req_arr = np.array(tasks.request, dtype=float) if req_model is not None and len(tasks) else None
-    udf = utilization_frame(recorder, cluster.total_capacity(), cluster.resources, req_arr)
-    counters: dict[str, int] = {
-        "trace_jobs": feeder.trace_jobs,
-        "trace_tasks": feeder.trace_tasks,
-        "tasks_dropped_unsatisfiable": feeder.dropped_tasks,
-        "jobs_unschedulable": feeder.unschedulable_jobs,
-        "tasks_unfinished": int(tdf["end"].isna().sum()),
-        "jobs_incomplete": int(jdf["completion"].isna().sum()),
-        "messages": sum(runtime.message_counts().values()),
-    }
-    counters.update(recorder.counters)
-    counters.update(sched.counters())
-    summary: dict[str, Any] = {
-        "scheduler": scheduler,
-        "trace": label,
-        "workers": cluster.n,
-        "seed": seed,
-        "jobs": recorder.num_jobs,
-        "tasks": recorder.num_tasks,
-    }
-    summary.update(build_summary(tdf, jdf, udf, cluster.resources))
+    messages = runtime.message_counts()
+    tdf, jdf, udf, summary = summarize_run(
+        recorder, tasks, cluster, {"scheduler": scheduler, "trace": label, "seed": seed}, preparer.counters(), messages, sched.counters()
+    )
     summary.update(
         {
-            "counters": counters,
-            "messages": runtime.message_counts(),
             "wall_seconds": wall,
             "events": kernel.events,
             "sim_time": kernel.now,
@@ -334,6 +361,49 @@ def simulate(
         }
     )
     return Result(summary, tdf, jdf, udf)
+
+
+def summarize_run(
+    recorder: Recorder,
+    tasks: TaskTable,
+    cluster: Cluster,
+    head: dict[str, Any],
+    workload_counters: dict[str, int],
+    messages: dict[str, int],
+    scheduler_counters: dict[str, int],
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """Tables and summary of a finished run, simulated or real (the same schema for both).
+
+    ``head`` gives the run's identification (scheduler, trace, seed); the
+    caller adds timing and configuration.
+    """
+    tdf = tasks_frame(recorder)
+    tdf["constraints"] = np.fromiter((tasks.mask[t] for t in range(len(tasks))), dtype=np.int64, count=len(tasks))
+    jdf = jobs_frame(recorder)
+    multi = not cluster.slot_mode
+    req_arr = np.array(tasks.request, dtype=float) if multi and len(tasks) else None
+    udf = utilization_frame(recorder, cluster.total_capacity(), cluster.resources, req_arr)
+    counters: dict[str, int] = dict(workload_counters)
+    counters.update(
+        {
+            "tasks_unfinished": int(tdf["end"].isna().sum()),
+            "jobs_incomplete": int(jdf["completion"].isna().sum()),
+            "messages": sum(messages.values()),
+        }
+    )
+    counters.update(recorder.counters)
+    counters.update(scheduler_counters)
+    summary: dict[str, Any] = {
+        "scheduler": head["scheduler"],
+        "trace": head["trace"],
+        "workers": cluster.n,
+        "seed": head["seed"],
+        "jobs": recorder.num_jobs,
+        "tasks": recorder.num_tasks,
+    }
+    summary.update(build_summary(tdf, jdf, udf, cluster.resources))
+    summary.update({"counters": counters, "messages": messages})
+    return tdf, jdf, udf, summary
 
 
 def bundled_traces() -> list[str]:

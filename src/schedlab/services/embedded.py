@@ -1,0 +1,198 @@
+"""A whole Megha cluster in one process: the simulator's GMs and LMs, real time, real task execution.
+
+This is the embedded default of the services (no broker, no sockets): one
+:class:`~schedlab.services.runtime.AsyncRuntime` on the in-process transport
+hosts every GM, LM and worker host. The GM and LM objects are the very classes
+a simulation builds (:mod:`schedlab.schedulers.megha`), given a
+:class:`~schedlab.schedulers.megha.MeghaShared` made of this runtime, the
+cluster's layout, a :class:`~schedlab.services.tasks.TaskStore` and an
+:class:`~schedlab.services.records.EventObserver` — nothing else changes.
+
+What the services add around them, and nothing more:
+
+* **job submission** — a :class:`SubmitJob` message to a GM's front end
+  (address ``("submit", g)``), which stores the job's tasks and hands their ids
+  to the GM, as the simulator's engine calls ``GlobalMaster.submit``; jobs go
+  to GMs round-robin by job number, as in the simulator;
+* **heartbeats** — each LM runs its own timer every ``heartbeat`` seconds (the
+  simulator drives all LMs from one timer; here they are independent, as they
+  would be on separate hosts);
+* **workers** — :class:`~schedlab.services.worker.WorkerHost`, one per LM
+  cluster, at the LMs' worker address.
+
+Fair sharing (Algorithm 2) is not offered by the services yet: its holdings
+snapshot is run-wide simulator state (:mod:`schedlab.schedulers.megha.fairness`)
+that still has to become LM messages; a cluster with ``shares`` is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from schedlab.cluster.model import Cluster
+from schedlab.errors import InputError
+from schedlab.schedulers.megha import MeghaParams, MeghaShared
+from schedlab.schedulers.megha.gm import GlobalMaster
+from schedlab.schedulers.megha.lm import LocalMaster
+from schedlab.schedulers.megha.partitions import Layout, megha_topology
+from schedlab.services.inproc import InProcTransport
+from schedlab.services.records import EventObserver, RecordsHub
+from schedlab.services.runtime import AsyncRuntime
+from schedlab.services.tasks import TaskStore
+from schedlab.services.worker import WorkerHost
+from schedlab.sim.runtime import Component
+from schedlab.workers.protocol import POOL_ADDRESS
+
+
+@dataclass(slots=True)
+class SubmitJob:
+    """Client → GM: a job's tasks enter the framework now (ids global, see :mod:`~.tasks`)."""
+
+    jid: int
+    tids: list[int]
+    durations: list[float]
+    masks: list[int] | None = None
+    requests: list[tuple[float, ...]] | None = None
+    specs: list[Any] | None = None
+    user: int = 0
+
+
+def submit_address(g: int) -> tuple[str, int]:
+    return ("submit", g)
+
+
+class GMFrontend(Component):
+    """A GM's submission endpoint: stores the job's tasks, then gives their ids to the GM."""
+
+    def __init__(self, g: int, runtime: AsyncRuntime, gm: GlobalMaster, store: TaskStore) -> None:
+        super().__init__(submit_address(g), runtime)
+        self.gm = gm
+        self.store = store
+        self.jobs = 0
+        self.tasks = 0
+
+    def handlers(self):
+        return {SubmitJob: self._on_submit}
+
+    def _on_submit(self, msg: SubmitJob) -> None:
+        self.store.add_job(msg.jid, self.rt.now(), msg.tids, msg.durations, msg.masks, msg.requests, msg.specs, msg.user)
+        self.jobs += 1
+        self.tasks += len(msg.tids)
+        self.gm.submit(msg.tids)
+
+
+def parse_params(params: MeghaParams | dict[str, Any] | None) -> MeghaParams:
+    from schedlab.schedulers import registry
+
+    if isinstance(params, MeghaParams):
+        p = params
+    else:
+        p = registry.parse_params(registry.get("megha"), params)  # type: ignore[assignment]
+    if p.shares is not None:
+        raise InputError("param shares", "fair sharing is not available in the real services yet (simulation only)")
+    if any((p.gm_match_cost, p.lm_verify_cost, p.update_cost_per_worker, p.message_cost)):
+        raise InputError("params", "processing costs are simulated overheads; a real cluster has its own (leave them 0)")
+    return p  # type: ignore[return-value]
+
+
+class EmbeddedMegha:
+    """GMs, LMs and worker hosts of one Megha cluster on one event loop.
+
+    Build it inside a running loop (``async with EmbeddedMegha(...) as cluster``)
+    or call :meth:`start` there.
+    """
+
+    def __init__(self, cluster: Cluster, params: MeghaParams | dict[str, Any] | None = None, seed: int = 0,
+                 latency: float = 0.0, codec: Any = None) -> None:
+        self.cluster = cluster
+        self.params = parse_params(params)
+        self.seed = seed
+        self.latency = latency
+        self.codec = codec
+        self.runtime: AsyncRuntime | None = None
+        self.hub = RecordsHub()
+        self.store = TaskStore()
+        self.gms: list[GlobalMaster] = []
+        self.lms: list[LocalMaster] = []
+        self.frontends: list[GMFrontend] = []
+        self.host: WorkerHost | None = None
+        self._timers: list[asyncio.TimerHandle] = []
+        self.started_at = 0.0
+        self.heartbeats: list[int] = []
+
+    async def __aenter__(self) -> EmbeddedMegha:
+        self.start()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.stop()
+
+    @property
+    def num_gms(self) -> int:
+        return len(self.gms)
+
+    def start(self) -> None:
+        p = self.params
+        transport = InProcTransport(self.latency, self.codec)
+        rt = self.runtime = AsyncRuntime(transport, self.seed)
+        layout = Layout(self.cluster, megha_topology(self.cluster, p.gms, p.lms))
+        observer = EventObserver(self.hub.emit)
+        shared = MeghaShared(rt, layout, self.cluster, self.store, observer, None, p, self.cluster.slot_mode)
+        if p.compat == "authors":
+            from schedlab.schedulers.megha.compat import AuthorsGM, AuthorsLM
+
+            gm_cls, lm_cls = AuthorsGM, AuthorsLM
+        else:
+            gm_cls, lm_cls = GlobalMaster, LocalMaster
+        # the same named streams as a simulation with this seed: the same random choices
+        self.gms = [gm_cls(g, shared, rt.rng(f"megha:gm:{g}")) for g in range(layout.num_gms)]
+        self.lms = [lm_cls(i, shared) for i in range(layout.num_lms)]
+        self.frontends = [GMFrontend(g, rt, gm, self.store) for g, gm in enumerate(self.gms)]
+        self.host = WorkerHost(POOL_ADDRESS, rt, self.cluster, range(self.cluster.n), self.store, self.hub.emit)
+        self.started_at = rt.now()
+        self.heartbeats = [0] * len(self.lms)
+        for lm in self.lms:
+            self._timers.append(rt.loop.call_later(p.heartbeat, self._heartbeat, lm))
+
+    def _heartbeat(self, lm: LocalMaster) -> None:
+        assert self.runtime is not None
+        self.heartbeats[lm.i] += 1
+        self.runtime._guarded(lm.heartbeat, ())
+        self._timers.append(self.runtime.loop.call_later(self.params.heartbeat, self._heartbeat, lm))
+        if len(self._timers) > 4 * len(self.lms):
+            self._timers = [t for t in self._timers if not t.cancelled() and t.when() >= self.runtime.loop.time()]
+
+    def stop(self) -> None:
+        for t in self._timers:
+            t.cancel()
+        self._timers.clear()
+        if self.host is not None:
+            self.host.stop()
+
+    # -- submission --------------------------------------------------------------------------------
+    def submit(self, job: SubmitJob, gm: int) -> None:
+        assert self.runtime is not None, "start() the cluster first"
+        self.runtime.send(submit_address(gm), job)
+
+    # -- observation ---------------------------------------------------------------------------------
+    def counters(self) -> dict[str, int]:
+        # an LM's heartbeat round is its own timer here; "stalled" is a simulator's verdict (0)
+        out: dict[str, int] = {"heartbeat_rounds": max(self.heartbeats, default=0), "stalled": 0}
+        for comp in [*self.gms, *self.lms]:
+            for k, v in comp.counters().items():
+                out[k] = out.get(k, 0) + v
+        out["gm_holdings_at_end"] = sum(sum(r.bit_count() for r in gm.reserved) + len(gm.mine) for gm in self.gms)
+        if self.host is not None:
+            out["refused_launches"] = self.host.refused_launches
+        if self.runtime is not None:
+            out["handler_errors"] = self.runtime.handler_errors
+        return out
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "gms": [{"id": gm.g, "waiting": gm.waiting_count(), **gm.counters()} for gm in self.gms],
+            "lms": [{"id": lm.i, "running": len(lm.running), **lm.counters()} for lm in self.lms],
+            "workers": self.host.status() if self.host is not None else {},
+        }

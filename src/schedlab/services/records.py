@@ -1,0 +1,184 @@
+"""Run records of a real cluster: wall-clock lifecycle events, assembled into the simulator's Recorder.
+
+Every service stamps what it sees of a task with its own clock and emits it
+as a small event tagged with the task's run (:mod:`~.tasks` ids):
+
+* a GM or LM, through :class:`EventObserver` (the
+  :class:`~schedlab.metrics.observer.Observer` the decision code reports to):
+  allocation-phase marks and the completions the GM learns (``reported``);
+* a worker host: ``started`` (on which worker) and ``finished`` (with the
+  task's outcome: status, exit code, output tails, CPU seconds).
+
+The client that submitted the run collects them in :class:`RunRecords`. Events
+of one task may arrive out of order (they come from different processes and
+channels), so they are buffered per task and applied, in time order, to a
+plain :class:`~schedlab.metrics.recorder.Recorder` once the task's completion
+is both finished and reported. A job's completion is the latest report among
+its tasks. The tables and the summary are then the simulator's own
+(:func:`schedlab.engine.summarize_run`): a real run and a simulated one are
+read the same way.
+
+Exactly-once is judged here, from the user's side: a task finished twice
+(``duplicate_finishes``), reported twice (``duplicate_reports``) or started
+twice without a preemption (``duplicate_starts``) is counted, never applied
+twice.
+
+Clocks: on one host every service reads the same clock. Across hosts the
+stamps are only as consistent as the hosts' clock synchronisation (NTP keeps
+them within a millisecond or so on a LAN; allocation times are of that order,
+so multi-host figures carry that error).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from schedlab.metrics.recorder import COMMUNICATION, Recorder
+from schedlab.services.tasks import global_id, split_id
+from schedlab.workload.model import TaskTable
+
+MARK, STARTED, FINISHED, REPORTED = "mark", "started", "finished", "reported"
+_ORDER = {MARK: 0, STARTED: 1, FINISHED: 2, REPORTED: 3}
+
+Event = tuple  # (kind, local tid, time, value): value = component | worker | outcome dict | worker
+Emit = Callable[[int, Event], None]  # emit(run, event)
+
+
+class EventObserver:
+    """The Observer of a GM or LM service: phases and learned completions become events."""
+
+    __slots__ = ("emit",)
+
+    def __init__(self, emit: Emit) -> None:
+        self.emit = emit
+
+    def mark(self, tid: int, now: float, component: int) -> None:
+        run, local = split_id(tid)
+        self.emit(run, (MARK, local, now, component))
+
+    def tasks_reported(self, group: list[tuple[int, int]], now: float) -> None:
+        emit = self.emit
+        for tid, worker in group:
+            run, local = split_id(tid)
+            emit(run, (REPORTED, local, now, worker))
+
+    def task_reported(self, tid: int, now: float) -> bool:
+        run, local = split_id(tid)
+        self.emit(run, (REPORTED, local, now, -1))
+        return False
+
+
+class RunRecords:
+    """One client run: its tasks and jobs, and the events the services send about them."""
+
+    def __init__(self, run: int) -> None:
+        self.run = run
+        self.origin = 0.0  # wall-clock time that is 0 in the run's records
+        self.recorder = Recorder()
+        self.tasks = TaskTable()
+        self.outcomes: dict[int, dict[str, Any]] = {}
+        self._events: dict[int, list[Event]] = {}
+        self._finished: set[int] = set()
+        self._reported: set[int] = set()
+        self._report_time: dict[int, float] = {}  # job -> latest report so far
+        self.jobs_done = 0
+        self.tasks_done = 0
+        self.counters: dict[str, int] = {"duplicate_starts": 0, "duplicate_finishes": 0, "duplicate_reports": 0, "unknown_task_events": 0}
+        self._changed: asyncio.Event | None = None
+
+    # -- the run's side ----------------------------------------------------------------------------
+    def add_job(self, arrival: float, durations: list[float], masks: list[int] | None, requests: list[tuple[float, ...]] | None,
+                mean_duration: float, line: int = 0, user: int = 0) -> tuple[int, list[int]]:
+        """Register a job submitted now; returns its global job id and task ids."""
+        job = self.tasks.add_job(arrival, durations, masks, requests, mean_duration, user, line)
+        self.recorder.add_job(job.jid, arrival, durations, job.ideal_jrt, user)
+        return global_id(self.run, job.jid), [global_id(self.run, t) for t in job.tids]
+
+    @property
+    def open_tasks(self) -> int:
+        return self.recorder.num_tasks - self.tasks_done
+
+    async def wait_changed(self) -> None:
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        await self._changed.wait()
+        self._changed.clear()
+
+    # -- events from the services ------------------------------------------------------------------
+    def event(self, ev: Event) -> None:
+        kind, local = ev[0], ev[1]
+        if not 0 <= local < self.recorder.num_tasks or kind not in _ORDER:
+            self.counters["unknown_task_events"] += 1
+            return
+        if kind == FINISHED:
+            if local in self._finished:
+                self.counters["duplicate_finishes"] += 1
+                return
+            self._finished.add(local)
+        elif kind == REPORTED:
+            if local in self._reported:
+                self.counters["duplicate_reports"] += 1
+                return
+            self._reported.add(local)
+        self._events.setdefault(local, []).append(ev)
+        if local in self._finished and local in self._reported:
+            self._apply(local)
+
+    def _apply(self, local: int) -> None:
+        rec = self.recorder
+        events = sorted(self._events.pop(local), key=lambda e: (e[2], _ORDER[e[0]]))
+        started = False
+        origin = self.origin
+        for kind, _tid, stamp, value in events:
+            t = stamp - origin
+            if kind == MARK:
+                if not started:
+                    rec.mark(local, t, value)
+            elif kind == STARTED:
+                if started:
+                    self.counters["duplicate_starts"] += 1
+                    continue
+                started = True
+                rec.task_started(local, t, value, COMMUNICATION)
+            elif kind == FINISHED:
+                if not started:  # a finish without a start event: the worker's start was lost
+                    rec.task_started(local, t, -1, COMMUNICATION)
+                    started = True
+                rec.task_finished(local, t)
+                if isinstance(value, dict):
+                    self.outcomes[local] = value
+            else:
+                jid = rec.t_job[local]
+                last = max(self._report_time.get(jid, t), t)
+                self._report_time[jid] = last
+                if rec.task_reported(local, t):
+                    rec.j_done[jid] = last
+                    self.jobs_done += 1
+                    del self._report_time[jid]
+        self.tasks_done += 1
+        if self._changed is not None:
+            self._changed.set()
+
+
+class RecordsHub:
+    """In one process: routes events to the run they belong to (runs unknown here are counted, not kept)."""
+
+    def __init__(self) -> None:
+        self.runs: dict[int, RunRecords] = {}
+        self.orphan_events = 0
+
+    def emit(self, run: int, ev: Event) -> None:
+        records = self.runs.get(run)
+        if records is None:
+            self.orphan_events += 1
+        else:
+            records.event(ev)
+
+    def open(self, run: int) -> RunRecords:
+        records = self.runs[run] = RunRecords(run)
+        return records
+
+    def close(self, run: int) -> None:
+        self.runs.pop(run, None)

@@ -1,0 +1,184 @@
+"""A worker host: the workers of one machine, running the tasks their LM launched, for real.
+
+It speaks the worker protocol of :mod:`schedlab.workers.protocol` like the
+simulated :class:`~schedlab.workers.simulated.WorkerPool`: a
+:class:`~schedlab.workers.protocol.LaunchBatch` (or ``LaunchTask``) starts
+tasks, and each task's end is answered with
+:class:`~schedlab.workers.protocol.TasksFinished` to every ``reply_to``
+address (in Megha: the LM and the task's GM — the third hop of the papers'
+3·ND). Tasks that end in the same turn of the event loop and answer the same
+addresses travel in one message, as simultaneous ends do in the simulator.
+
+What a task runs is its spec (:class:`~schedlab.services.execution.TaskSpec`):
+a sleep, the Megha paper's synthetic task that burns the CPU it asked for, or
+a command. A task with no spec sleeps for its duration — the trace replay's
+default, which measures the scheduler rather than the machine. Sleeps are
+loop timers, not processes, so one host can run thousands.
+
+Like the simulated pool, the host is a referee: a task sent to a worker that
+lacks its constraints or the room for it (slot mode: a busy worker;
+multi-resource mode: a request above the free vector) is refused and counted
+(``refused_launches``) — with LMs validating against their true state, it
+never happens, and the tests check that it does not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from schedlab.cluster.model import Cluster
+from schedlab.services.records import FINISHED, STARTED, Emit
+from schedlab.services.runtime import AsyncRuntime
+from schedlab.services.tasks import TaskStore, split_id
+from schedlab.sim.runtime import Component
+from schedlab.workers.protocol import LaunchBatch, LaunchTask, TaskFinished, TasksFinished
+
+log = logging.getLogger("schedlab.services.worker")
+EPS = 1e-9
+_OK = {"status": "ok"}
+
+
+class WorkerHost(Component):
+    """Some workers of the data center (by global worker id) and the tasks running on them."""
+
+    def __init__(self, address: Any, runtime: AsyncRuntime, cluster: Cluster, workers: Iterable[int], tasks: TaskStore, emit: Emit) -> None:
+        super().__init__(address, runtime)
+        self.rt: AsyncRuntime = runtime
+        self.cluster = cluster
+        self.tasks = tasks
+        self.emit = emit
+        self.workers = set(workers)
+        self.masks = cluster.machine_masks
+        self.slot_mode = cluster.slot_mode
+        self.running: dict[int, int] = {}  # slot mode: worker -> tid
+        self.free: dict[int, list[float]] = {}
+        if not self.slot_mode:
+            assert cluster.capacity is not None
+            self.free = {w: [float(x) for x in cluster.capacity[w]] for w in self.workers}
+        self.active: dict[int, tuple[int, tuple, Any]] = {}  # tid -> (worker, reply_to, timer or asyncio task)
+        self._outbox: dict[tuple, list[tuple[int, int]]] = {}
+        self._flush_scheduled = False
+        self.started = 0
+        self.finished = 0
+        self.refused_launches = 0
+
+    def handlers(self):
+        return {LaunchBatch: self._on_batch, LaunchTask: self._on_launch}
+
+    # -- launching --------------------------------------------------------------------------------
+    def _on_batch(self, msg: LaunchBatch) -> None:
+        for tid, worker in msg.items:
+            self._start(tid, worker, msg.reply_to, batch=True)
+
+    def _on_launch(self, msg: LaunchTask) -> None:
+        self._start(msg.tid, msg.worker, (msg.reply_to,), batch=False)
+
+    def _refuse(self, tid: int, worker: int, why: str) -> None:
+        self.refused_launches += 1
+        log.error("refused task %d on worker %d: %s", tid, worker, why)
+
+    def _start(self, tid: int, worker: int, reply_to: tuple, batch: bool) -> None:
+        if tid in self.active:
+            return  # a redelivered launch of a running task: already running, not twice
+        if worker not in self.workers:
+            self._refuse(tid, worker, "not a worker of this host")
+            return
+        tasks = self.tasks
+        if tid not in tasks:
+            self._refuse(tid, worker, "unknown task")
+            return
+        if tasks.mask[tid] & ~self.masks[worker]:
+            self._refuse(tid, worker, f"lacks constraints {tasks.mask[tid] & ~self.masks[worker]:#x}")
+            return
+        if self.slot_mode:
+            if worker in self.running:
+                self._refuse(tid, worker, f"busy with task {self.running[worker]}")
+                return
+            self.running[worker] = tid
+        else:
+            req = tasks.request[tid] or ()
+            fv = self.free[worker]
+            if any(r > fv[k] + EPS for k, r in enumerate(req)):
+                self._refuse(tid, worker, f"request {tuple(req)} above free {tuple(fv)}")
+                return
+            for k, r in enumerate(req):
+                fv[k] -= r
+        now = self.rt.now()
+        run, local = split_id(tid)
+        self.emit(run, (STARTED, local, now, worker))
+        self.started += 1
+        spec = tasks.spec.get(tid)
+        if spec is None or spec.kind == "sleep":
+            seconds = tasks.duration[tid] if spec is None else spec.duration
+            handle: Any = self.rt.loop.call_later(seconds, self._finish, tid, _OK, batch)
+        else:
+            handle = self.rt.loop.create_task(self._execute(tid, spec, batch))
+        self.active[tid] = (worker, reply_to, handle)
+
+    async def _execute(self, tid: int, spec: Any, batch: bool) -> None:
+        from schedlab.services.execution import start_task
+
+        try:
+            outcome = await start_task(spec).wait()
+            result = dataclasses.asdict(outcome)
+        except Exception as e:  # the task's own failure is its outcome, never the host's
+            result = {"status": "error", "error": f"{type(e).__name__}: {e}"}
+        self._finish(tid, result, batch)
+
+    # -- finishing --------------------------------------------------------------------------------
+    def _finish(self, tid: int, outcome: dict, batch: bool) -> None:
+        entry = self.active.pop(tid, None)
+        if entry is None:
+            return
+        worker, reply_to, _handle = entry
+        self._release(tid, worker)
+        self.finished += 1
+        run, local = split_id(tid)
+        self.emit(run, (FINISHED, local, self.rt.now(), outcome))
+        if not batch:
+            for addr in reply_to:
+                self.rt.send(addr, TaskFinished(tid, worker))
+            return
+        self._outbox.setdefault(reply_to, []).append((tid, worker))
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.rt.loop.call_soon(self._flush)
+
+    def _release(self, tid: int, worker: int) -> None:
+        if self.slot_mode:
+            if self.running.get(worker) == tid:
+                del self.running[worker]
+        else:
+            fv = self.free[worker]
+            for k, r in enumerate(self.tasks.request[tid] or ()):
+                fv[k] += r
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        out, self._outbox = self._outbox, {}
+        for reply_to, group in out.items():
+            msg = TasksFinished(group)
+            for addr in reply_to:
+                self.rt.send(addr, msg)
+
+    # -- control ----------------------------------------------------------------------------------
+    def kill(self, tid: int) -> bool:
+        """Stop a running task without reporting it (a preemption or a shutdown)."""
+        entry = self.active.pop(tid, None)
+        if entry is None:
+            return False
+        worker, _reply_to, handle = entry
+        handle.cancel()
+        self._release(tid, worker)
+        return True
+
+    def stop(self) -> None:
+        for tid in list(self.active):
+            self.kill(tid)
+
+    def status(self) -> dict[str, int]:
+        return {"workers": len(self.workers), "running": len(self.active), "started": self.started,
+                "finished": self.finished, "refused_launches": self.refused_launches}

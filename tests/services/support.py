@@ -1,0 +1,44 @@
+"""Checks of a finished run (real or simulated) that do not trust the scheduler or the workers."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from schedlab.cluster import Cluster
+
+
+def assert_valid_schedule(result, cluster: Cluster) -> None:
+    """Every task ran exactly once, to completion, on a worker with its constraints, without over-allocation."""
+    t = result.tasks
+    s = result.summary
+    assert s["counters"]["tasks_unfinished"] == 0, "a task never finished"
+    assert s["counters"]["jobs_incomplete"] == 0, "a job never completed"
+    assert (t.starts == 1).all(), "a task started more than once"
+    for key in ("duplicate_starts", "duplicate_finishes", "duplicate_reports", "refused_launches", "handler_errors"):
+        assert s["counters"].get(key, 0) == 0, f"{key} = {s['counters'][key]}"
+    masks = np.array(cluster.machine_masks, dtype=object)
+    for task, worker, need in zip(t.task, t.worker, t.constraints, strict=True):
+        assert worker >= 0, f"task {task} has no worker"
+        assert int(need) & ~int(masks[worker]) == 0, f"task {task} ran on worker {worker} without its constraints"
+    # No over-allocation: sweep every worker's starts and ends.
+    events = []
+    for row in t.itertuples():
+        events.append((row.end, 0, row.worker, row.task))  # ends first at equal times: a freed slot may be reused
+        events.append((row.start, 1, row.worker, row.task))
+    events.sort()
+    if cluster.slot_mode:
+        busy: dict[int, int] = {}
+        for _time, kind, w, task in events:
+            if kind == 1:
+                assert w not in busy, f"worker {w} ran tasks {busy[w]} and {task} at once"
+                busy[w] = task
+            else:
+                busy.pop(w, None)
+        return
+    req = result.extra.get("requests")
+    assert req is not None, "multi-resource check needs result.extra['requests']"
+    cap = np.asarray(cluster.capacity, dtype=float)
+    used = np.zeros_like(cap)
+    for _time, kind, w, task in events:
+        used[w] += req[task] if kind == 1 else -np.asarray(req[task])
+        assert (used[w] <= cap[w] + 1e-9).all(), f"worker {w} over-allocated at task {task}: {used[w]} > {cap[w]}"
