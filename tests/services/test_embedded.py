@@ -96,3 +96,13 @@ def test_fair_sharing_and_simulated_costs_are_refused():
         EmbeddedMegha(cl, {"shares": [0.5, 0.5]})
     with pytest.raises(InputError, match="processing costs"):
         EmbeddedMegha(cl, {"message_cost": 1e-4})
+
+
+def test_cpu_tasks_burn_what_they_ask_for():
+    cl = Cluster.slots([0] * 2)
+    trace = [job(0.0, [0.1, 0.1]), job(0.05, [0.1])]
+    r = run_real(trace, cl, {"gms": 1, "lms": 1}, task="cpu")
+    assert_valid_schedule(r, cl)
+    outcomes = r.extra["outcomes"]
+    assert sorted(outcomes) == [0, 1, 2] and all(o["status"] == "ok" and o["cpu_seconds"] >= 0.09 for o in outcomes.values())
+    assert r.summary["runtime"]["task"] == "cpu"

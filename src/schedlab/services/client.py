@@ -30,17 +30,43 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
+from schedlab.cluster.model import Cluster
 from schedlab.engine import JobPreparer, Result, summarize_run
 from schedlab.errors import InputError
-from schedlab.services.embedded import EmbeddedMegha, SubmitJob
+from schedlab.schedulers.megha import MeghaParams
+from schedlab.services.messages import SubmitJob
+from schedlab.services.records import RunRecords
 from schedlab.sim.rng import RngStreams
 from schedlab.workload.constraints import PAPER_CONSTRAINT_SEED, TaskConstraintSampler
 from schedlab.workload.requests import DEFAULT_REQUESTS, RequestModel
 from schedlab.workload.trace import TraceConventions, TraceJob, read_trace
 
 TaskFactory = Callable[[int, int, float], Any]
+
+
+class ClusterHandle(Protocol):
+    """A running cluster as a client sees it: an embedded one, or a remote one over the network."""
+
+    cluster: Cluster
+    params: MeghaParams
+    transport_name: str
+
+    @property
+    def num_gms(self) -> int: ...
+
+    def now(self) -> float: ...
+
+    async def open_run(self, run: int) -> RunRecords: ...
+
+    async def close_run(self, run: int) -> None: ...
+
+    def submit(self, job: SubmitJob, gm: int) -> None: ...
+
+    async def collect_counters(self) -> dict[str, int]: ...
+
+    def message_counts(self) -> dict[str, int]: ...
 
 
 def _task_factory(task: str | TaskFactory | None, cpus: float) -> TaskFactory | None:
@@ -56,7 +82,7 @@ def _task_factory(task: str | TaskFactory | None, cpus: float) -> TaskFactory | 
 
 
 async def replay(
-    cluster: EmbeddedMegha,
+    cluster: ClusterHandle,
     trace: str | os.PathLike | Iterable[TraceJob],
     *,
     max_jobs: int | None = None,
@@ -88,10 +114,9 @@ async def replay(
     sampler = TaskConstraintSampler(constraint_seed) if constraints else None
     preparer = JobPreparer(cl, sampler, req_model, RngStreams(seed).np_rng("requests"))
     factory = _task_factory(task, cpus)
-    rt = cluster.runtime
-    assert rt is not None, "start() the cluster first"
     run = secrets.randbits(31)
-    records = cluster.hub.open(run)
+    records = await cluster.open_run(run)
+    now = cluster.now
     gms = cluster.num_gms
     submitted = 0
     origin: float | None = None
@@ -103,9 +128,9 @@ async def replay(
             preparer.check(tj, previous)
             previous = tj.arrival
             if origin is None:
-                origin = rt.now() - tj.arrival / speedup
+                origin = now() - tj.arrival / speedup
                 records.origin = origin
-            delay = origin + tj.arrival / speedup - rt.now()
+            delay = origin + tj.arrival / speedup - now()
             if delay > 0:
                 await asyncio.sleep(delay)
             pj = preparer.prepare(tj)
@@ -113,7 +138,7 @@ async def replay(
                 continue
             durations = [d / speedup for d in pj.durations]
             specs = None if factory is None else [factory(k, i, d) for i, d in enumerate(durations)]
-            arrival = rt.now() - origin
+            arrival = now() - origin
             gjid, gtids = records.add_job(arrival, durations, pj.masks, pj.requests, pj.mean_duration / speedup, pj.line)
             cluster.submit(SubmitJob(gjid, gtids, durations, pj.masks, pj.requests, specs), gm=submitted % gms)
             submitted += 1
@@ -127,19 +152,19 @@ async def replay(
             except TimeoutError:
                 break
     finally:
-        cluster.hub.close(run)
-        cluster.store.forget(t for t in list(cluster.store.mask) if t >> 32 == run)
+        await cluster.close_run(run)
     wall = time.perf_counter() - t_wall
     counters = dict(preparer.counters())
     counters.update(records.counters)
+    sched_counters = await cluster.collect_counters()
     tdf, jdf, udf, summary = summarize_run(
-        records.recorder, records.tasks, cl, {"scheduler": "megha", "trace": label, "seed": seed}, counters, rt.message_counts(), cluster.counters()
+        records.recorder, records.tasks, cl, {"scheduler": "megha", "trace": label, "seed": seed}, counters, cluster.message_counts(), sched_counters
     )
     summary.update(
         {
             "wall_seconds": wall,
-            "events": sum(rt.received.values()),
-            "sim_time": max(0.0, rt.now() - (origin or rt.now())),
+            "events": sum(cluster.message_counts().values()),
+            "sim_time": max(0.0, now() - (origin or now())),
             "config": {
                 "params": cluster.params.model_dump(),
                 "data_center": cl.source,
@@ -147,12 +172,12 @@ async def replay(
                 "resources": list(cl.resources),
                 "constraints": constraints,
                 "constraint_seed": constraint_seed if constraints else None,
-                "latency": cluster.latency,
+                "latency": getattr(cluster, "latency", None),
                 "truncate_durations": (conventions or TraceConventions()).truncate_durations,
                 "dephase": (conventions or TraceConventions()).dephase,
                 "requests": requests if not cl.slot_mode else None,
             },
-            "runtime": {"kind": "real", "transport": "inproc", "speedup": speedup, "task": task if isinstance(task, str) else "custom" if task else "sleep",
+            "runtime": {"kind": "real", "transport": cluster.transport_name, "speedup": speedup, "task": task if isinstance(task, str) else "custom" if task else "sleep",
                         "run": run, "outcomes_failed": sum(1 for o in records.outcomes.values() if o.get("status") != "ok")},
         }
     )

@@ -28,7 +28,6 @@ that still has to become LM messages; a cluster with ``shares`` is refused.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any
 
 from schedlab.cluster.model import Cluster
@@ -38,29 +37,13 @@ from schedlab.schedulers.megha.gm import GlobalMaster
 from schedlab.schedulers.megha.lm import LocalMaster
 from schedlab.schedulers.megha.partitions import Layout, megha_topology
 from schedlab.services.inproc import InProcTransport
-from schedlab.services.records import EventObserver, RecordsHub
+from schedlab.services.messages import SubmitJob, submit_address
+from schedlab.services.records import EventObserver, RecordsHub, RunRecords
 from schedlab.services.runtime import AsyncRuntime
 from schedlab.services.tasks import TaskStore
 from schedlab.services.worker import WorkerHost
 from schedlab.sim.runtime import Component
 from schedlab.workers.protocol import POOL_ADDRESS
-
-
-@dataclass(slots=True)
-class SubmitJob:
-    """Client → GM: a job's tasks enter the framework now (ids global, see :mod:`~.tasks`)."""
-
-    jid: int
-    tids: list[int]
-    durations: list[float]
-    masks: list[int] | None = None
-    requests: list[tuple[float, ...]] | None = None
-    specs: list[Any] | None = None
-    user: int = 0
-
-
-def submit_address(g: int) -> tuple[str, int]:
-    return ("submit", g)
 
 
 class GMFrontend(Component):
@@ -170,6 +153,26 @@ class EmbeddedMegha:
         self._timers.clear()
         if self.host is not None:
             self.host.stop()
+
+    # -- the client's handle (see schedlab.services.client) -----------------------------------------
+    transport_name = "inproc"
+
+    def now(self) -> float:
+        assert self.runtime is not None, "start() the cluster first"
+        return self.runtime.now()
+
+    async def open_run(self, run: int) -> RunRecords:
+        return self.hub.open(run)
+
+    async def close_run(self, run: int) -> None:
+        self.hub.close(run)
+        self.store.forget([t for t in self.store.mask if t >> 32 == run])
+
+    async def collect_counters(self) -> dict[str, int]:
+        return self.counters()
+
+    def message_counts(self) -> dict[str, int]:
+        return {} if self.runtime is None else self.runtime.message_counts()
 
     # -- submission --------------------------------------------------------------------------------
     def submit(self, job: SubmitJob, gm: int) -> None:

@@ -58,6 +58,7 @@ class AsyncRuntime:
         self.received: dict[str, int] = defaultdict(int)
         self.handler_errors = 0
         self._logged: set[str] = set()
+        self._after: dict[type, list[Callable[[Address, Any], None]]] = defaultdict(list)
 
     # -- registration ---------------------------------------------------------------------------
     def register(self, component: Any) -> None:
@@ -74,6 +75,10 @@ class AsyncRuntime:
     def accepts(self, address: Address, cls: type) -> bool:
         table = self._dispatch.get(address)
         return table is not None and cls in table
+
+    def after_delivery(self, cls: type, fn: Callable[[Address, Any], None]) -> None:
+        """Run ``fn(dst, msg)`` after every handler of a ``cls`` message (service bookkeeping, e.g. forgetting tasks)."""
+        self._after[cls].append(fn)
 
     # -- the Runtime interface ------------------------------------------------------------------
     def now(self) -> float:
@@ -103,6 +108,10 @@ class AsyncRuntime:
             return
         self.received[name] += 1
         self._guarded(handler, (msg,))
+        hooks = self._after.get(msg.__class__)
+        if hooks:
+            for fn in hooks:
+                self._guarded(fn, (dst, msg))
 
     def _guarded(self, fn: Callable[..., Any], args: tuple) -> None:
         try:

@@ -44,8 +44,10 @@ _OK = {"status": "ok"}
 class WorkerHost(Component):
     """Some workers of the data center (by global worker id) and the tasks running on them."""
 
-    def __init__(self, address: Any, runtime: AsyncRuntime, cluster: Cluster, workers: Iterable[int], tasks: TaskStore, emit: Emit) -> None:
+    def __init__(self, address: Any, runtime: AsyncRuntime, cluster: Cluster, workers: Iterable[int], tasks: TaskStore, emit: Emit,
+                 forget_finished: bool = False) -> None:
         super().__init__(address, runtime)
+        self.forget_finished = forget_finished  # a host of its own forgets a task once done; an embedded one shares the store
         self.rt: AsyncRuntime = runtime
         self.cluster = cluster
         self.tasks = tasks
@@ -138,6 +140,8 @@ class WorkerHost(Component):
         self.finished += 1
         run, local = split_id(tid)
         self.emit(run, (FINISHED, local, self.rt.now(), outcome))
+        if self.forget_finished:
+            self.tasks.forget((tid,))
         if not batch:
             for addr in reply_to:
                 self.rt.send(addr, TaskFinished(tid, worker))
@@ -173,6 +177,8 @@ class WorkerHost(Component):
         worker, _reply_to, handle = entry
         handle.cancel()
         self._release(tid, worker)
+        if self.forget_finished:
+            self.tasks.forget((tid,))
         return True
 
     def stop(self) -> None:

@@ -1,0 +1,313 @@
+"""``schedlab cluster init|up|status|down``, ``schedlab serve`` and ``schedlab submit``: Megha for real.
+
+A thin layer over :mod:`schedlab.services`: it parses options, calls the
+library and prints. User errors are one line and exit 2 (via
+:func:`schedlab.cli.main`), including a broker that cannot be reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from schedlab.errors import InputError
+
+cluster_app = typer.Typer(
+    help="Start, watch and stop a real Megha cluster (GMs, LMs and workers as processes; HTTP + RabbitMQ).",
+    no_args_is_help=True,
+)
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, soft_wrap=True)
+
+
+def _load(path: Path) -> Any:
+    from schedlab.services.clusterfile import load_cluster
+
+    return load_cluster(path)
+
+
+@cluster_app.command("init")
+def init_cmd(
+    path: Annotated[Path, typer.Argument(help="Cluster file to write (YAML).")],
+    gms: Annotated[int, typer.Option("--gms", help="Global Masters.")] = 2,
+    lms: Annotated[int, typer.Option("--lms", help="Local Masters (one cluster of workers each).")] = 2,
+    workers: Annotated[int, typer.Option("--workers", "-w", help="Workers in all (slot mode: one task each).")] = 32,
+    slots: Annotated[int | None, typer.Option("--slots", help="Same as --workers, in slot mode.")] = None,
+    hosts_per_lm: Annotated[int, typer.Option("--hosts-per-lm", help="Worker-host processes per LM.")] = 1,
+    resources: Annotated[str | None, typer.Option("--resources", help="Multi-resource workers, e.g. cores,memory_mb (with --capacity).")] = None,
+    capacity: Annotated[str | None, typer.Option("--capacity", help="Each worker's capacity, e.g. 4,4096.")] = None,
+    host: Annotated[str, typer.Option("--host", help="Address every component listens on.")] = "127.0.0.1",
+    base_port: Annotated[int, typer.Option("--base-port", help="First HTTP port; one port per component after it.")] = 7100,
+    broker: Annotated[str | None, typer.Option("--broker", help="RabbitMQ URL (default $SCHEDLAB_AMQP_URL or the local broker).")] = None,
+    heartbeat: Annotated[float, typer.Option("--heartbeat", help="Seconds between LM state updates.")] = 1.0,
+    name: Annotated[str, typer.Option("--name", help="Cluster name (prefix of its queues).")] = "schedlab",
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+) -> None:
+    """Write a commented cluster file; with no options, a small cluster for one laptop.
+
+    Example: schedlab cluster init demo.yaml --gms 2 --lms 2 --workers 32
+    """
+    from schedlab.services.clusterfile import amqp_url_default, render_cluster, write_cluster_file
+
+    res = cap = None
+    if resources is not None:
+        res = [r.strip() for r in resources.split(",") if r.strip()]
+        try:
+            cap = [float(x) for x in (capacity or "").split(",") if x.strip()]
+        except ValueError:
+            raise InputError("--capacity", f"expected numbers, got {capacity!r}") from None
+    elif capacity is not None:
+        raise InputError("--capacity", "needs --resources")
+    text = render_cluster(name=name, gms=gms, lms=lms, hosts_per_lm=hosts_per_lm, workers=workers, slots=slots, resources=res, capacity=cap,
+                          host=host, base_port=base_port, broker=broker or amqp_url_default(), heartbeat=heartbeat)
+    write_cluster_file(path, text, force=force)
+    err.print(f"wrote {path}: start it with `schedlab cluster up {path}`", highlight=False)
+
+
+@cluster_app.command("up")
+def up_cmd(
+    path: Annotated[Path, typer.Argument(help="Cluster file.")],
+    foreground: Annotated[bool, typer.Option("--foreground", help="Stay attached; Ctrl-C stops the cluster.")] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for every component to be healthy.")] = 60.0,
+) -> None:
+    """Start every component as its own process on this machine and wait until all are healthy.
+
+    Example: schedlab cluster up demo.yaml && schedlab submit --cluster demo.yaml --trace google --max-jobs 50
+    """
+    from schedlab.services import supervise
+
+    loaded = _load(path)
+    procs = asyncio.run(supervise.up(loaded, path, timeout))
+    t = Table("component", "listens on", "pid", "log", title=f"cluster {loaded.name} is up ({len(procs)} processes)", title_justify="left")
+    for p in procs:
+        t.add_row(f"{p.role} {p.id}", p.url, str(p.pid), str(p.log))
+    out.print(t)
+    out.print(f"broker {supervise._safe_url(loaded.broker)}: queues {loaded.name}.gm.N, .lm.N, .submit.N", highlight=False)
+    if foreground:
+        import signal
+        import time
+
+        stop = False
+
+        def _stop(*_a: Any) -> None:
+            nonlocal stop
+            stop = True
+
+        signal.signal(signal.SIGINT, _stop)
+        signal.signal(signal.SIGTERM, _stop)
+        while not stop:
+            time.sleep(0.2)
+        stopped = asyncio.run(supervise.down(loaded, path))
+        err.print(f"stopped {len(stopped)} processes", highlight=False)
+
+
+@cluster_app.command("status")
+def status_cmd(
+    path: Annotated[Path, typer.Argument(help="Cluster file.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print every node's status as JSON.")] = False,
+) -> None:
+    """Per GM, LM and worker host: up, queue lengths, running tasks, lent workers, last heartbeat, refused input.
+
+    Example: schedlab cluster status demo.yaml
+    """
+    from schedlab.services.remote import fetch_statuses
+
+    loaded = _load(path)
+    statuses = asyncio.run(fetch_statuses(loaded))
+    if as_json:
+        print(json.dumps(statuses, indent=2))
+    else:
+        t = Table("node", "up", "waiting", "running", "lent", "heartbeat age", "inconsistencies", "refused", "errors", title=f"cluster {loaded.name}", title_justify="left")
+        for st in statuses:
+            name = f"{st['role']} {st['id']}"
+            if "error" in st:
+                t.add_row(name, "[red]down[/red]", "", "", "", "", "", "", st["error"][:60])
+                continue
+            age = st.get("last_heartbeat_age")
+            t.add_row(
+                name,
+                "up",
+                str(st.get("waiting", "")),
+                str(st.get("running", "")),
+                str(st.get("lent_workers", "")),
+                "" if age is None else f"{age:.1f}s",
+                str(st.get("inconsistencies", "")),
+                str(st.get("refused_total", 0)),
+                str(st.get("handler_errors", 0)),
+            )
+        out.print(t)
+    if any("error" in st for st in statuses):
+        raise typer.Exit(1)
+
+
+@cluster_app.command("down")
+def down_cmd(path: Annotated[Path, typer.Argument(help="Cluster file.")]) -> None:
+    """Stop every component started by `cluster up` and delete the cluster's queues.
+
+    Example: schedlab cluster down demo.yaml
+    """
+    from schedlab.services import supervise
+
+    loaded = _load(path)
+    stopped = asyncio.run(supervise.down(loaded, path))
+    err.print(f"stopped {len(stopped)} processes" if stopped else "nothing was running", highlight=False)
+
+
+def serve_cmd(
+    role: Annotated[str, typer.Argument(help="gm, lm or worker (a worker host).")],
+    cluster: Annotated[Path, typer.Option("--cluster", "-c", help="Cluster file.")],
+    ident: Annotated[int, typer.Option("--id", help="Which one (its id in the cluster file).")],
+    log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error.")] = "info",
+) -> None:
+    """Run one component of a cluster in the foreground (for multi-host deployments).
+
+    Example: schedlab serve lm --cluster demo.yaml --id 0
+    """
+    import logging
+
+    from schedlab.services.node import serve
+    from schedlab.services.supervise import check_broker
+
+    level = getattr(logging, log_level.upper(), None)
+    if not isinstance(level, int):
+        raise InputError("--log-level", f"unknown level {log_level!r}")
+    logging.basicConfig(level=level, format=f"%(asctime)s {role}-{ident} %(levelname)s %(name)s: %(message)s")
+    loaded = _load(cluster)
+
+    async def main() -> None:
+        await check_broker(loaded)
+        await serve(loaded, role, ident, ready=lambda node: logging.getLogger("schedlab").info("ready on %s", node.endpoint.url))
+
+    asyncio.run(main())
+
+
+def submit_cmd(
+    cluster: Annotated[Path, typer.Option("--cluster", "-c", help="Cluster file.")],
+    trace: Annotated[str | None, typer.Option("--trace", "-t", help="Replay a trace: google, syn_250, … or a file.")] = None,
+    command: Annotated[str | None, typer.Option("--command", help="Run one ad-hoc job: this command (split like a shell would, run without one).")] = None,
+    shell: Annotated[bool, typer.Option("--shell", help="With --command: run it through /bin/sh.")] = False,
+    cpus: Annotated[float, typer.Option("--cpus", help="CPUs each task holds (multi-resource request, and the cpu task's burn).")] = 1.0,
+    constraint: Annotated[list[int] | None, typer.Option("--constraint", help="With --command: a machine constraint the task needs (0..20, repeatable).")] = None,
+    max_jobs: Annotated[int | None, typer.Option("--max-jobs", help="Replay only the first N jobs.")] = None,
+    speedup: Annotated[float, typer.Option("--speedup", help="Replay K times faster (arrivals and durations divided by K).")] = 1.0,
+    task: Annotated[str, typer.Option("--task", help="What each trace task runs: sleep (its duration) or cpu (burns it).")] = "sleep",
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the request draws (multi-resource).")] = 0,
+    constraints: Annotated[bool, typer.Option("--constraints/--no-constraints", help="Synthesise task constraints as the papers do.")] = True,
+    embedded: Annotated[bool, typer.Option("--embedded", help="Run the cluster of the file inside this process (no broker, no other process).")] = False,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Give up waiting for completions after this many seconds.")] = None,
+    summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the summary JSON (the same schema as `schedlab simulate`).")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Write tasks, jobs, utilization tables and summary.json here.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
+) -> None:
+    """Replay a trace against a live cluster (or run one ad-hoc command) and print the summary.
+
+    Example: schedlab submit --cluster demo.yaml --trace google --max-jobs 100 --speedup 10 --summary-json real.json
+    """
+    from schedlab.cli import _summary_table
+
+    if (trace is None) == (command is None):
+        raise InputError("submit", "give either --trace or --command")
+    loaded = _load(cluster)
+    if command is not None:
+        result = asyncio.run(_adhoc(loaded, command, shell, cpus, constraint or [], embedded, timeout))
+        o = result.extra["outcomes"].get(0, {"status": "unfinished"})
+        row = result.tasks.iloc[0]
+        print(f"status {o.get('status')}  exit {o.get('exit_code')}  worker {int(row.worker)}  "
+              f"allocation {row.allocation_time * 1e3:.1f} ms  ran {o.get('wall_seconds', float('nan')):.2f} s")
+        for key in ("stdout_tail", "stderr_tail"):
+            if o.get(key):
+                print(f"--- {key.split('_')[0]} ---\n{o[key].rstrip()}")
+        if o.get("error"):
+            print(f"error: {o['error']}", file=sys.stderr)
+        if o.get("status") != "ok":
+            raise typer.Exit(1)
+        return
+    result = asyncio.run(_replay(loaded, trace, max_jobs, speedup, task, cpus, seed, constraints, embedded, timeout))
+    s = result.summary
+    if not quiet:
+        out.print(_summary_table(s))
+        c = s["counters"]
+        out.print(f"jobs {s['jobs']}  tasks {s['tasks']}  unfinished {c['tasks_unfinished']}  inconsistencies {c.get('inconsistencies', 0)}  "
+                  f"repartitions {c.get('repartitions', 0)}  transport {s['runtime']['transport']}  wall {s['wall_seconds']:.2f}s", highlight=False)
+    if out_dir is not None:
+        result.save(out_dir)
+    if summary_json is not None:
+        from schedlab.metrics.export import write_json
+
+        write_json(summary_json, s)
+    if s["counters"]["tasks_unfinished"]:
+        err.print(f"{s['counters']['tasks_unfinished']} task(s) did not finish", highlight=False)
+        raise typer.Exit(1)
+
+
+async def _handle(loaded: Any, embedded: bool) -> Any:
+    if embedded:
+        from schedlab.services.embedded import EmbeddedMegha
+
+        c = EmbeddedMegha(loaded.cluster, loaded.megha_params(), seed=loaded.spec.seed)
+        c.start()
+        return c
+    from schedlab.services.net import BrokerUnreachable
+    from schedlab.services.remote import RemoteCluster
+    from schedlab.services.supervise import _safe_url
+
+    c = RemoteCluster(loaded)
+    try:
+        await c.connect()
+    except BrokerUnreachable as e:
+        raise InputError(f"broker {_safe_url(e.url)}", e.reason) from None
+    return c
+
+
+async def _close(handle: Any) -> None:
+    if hasattr(handle, "stop"):
+        handle.stop()
+    else:
+        await handle.close()
+
+
+async def _replay(loaded: Any, trace: str, max_jobs: int | None, speedup: float, task: str, cpus: float, seed: int, constraints: bool,
+                  embedded: bool, timeout: float | None) -> Any:
+    from schedlab.services.client import replay
+
+    handle = await _handle(loaded, embedded)
+    try:
+        return await replay(handle, trace, max_jobs=max_jobs, speedup=speedup, task=task, cpus=cpus, seed=seed, constraints=constraints, timeout=timeout)
+    finally:
+        await _close(handle)
+
+
+async def _adhoc(loaded: Any, command: str, shell: bool, cpus: float, constraint: list[int], embedded: bool, timeout: float | None) -> Any:
+    import shlex
+
+    from schedlab.services.client import replay
+    from schedlab.services.execution import TaskSpec
+    from schedlab.workload.trace import TraceJob
+
+    try:
+        argv = [command] if shell else shlex.split(command)
+    except ValueError as e:
+        raise InputError("--command", str(e)) from None
+    if not argv:
+        raise InputError("--command", "is empty")
+    bad = [c for c in constraint if not 0 <= c <= 20]
+    if bad:
+        raise InputError("--constraint", f"constraint indices are 0..20, got {bad[0]}")
+    mask = 0
+    for c in constraint:
+        mask |= 1 << c
+    spec = TaskSpec(kind="command", duration=0.0, cpus=cpus, argv=argv, shell=shell, timeout=timeout)
+    request = None if loaded.cluster.slot_mode else [tuple([cpus] + [0.0] * (len(loaded.cluster.resources) - 1))]
+    job = TraceJob(0.0, 0.0, [0.0], masks=[mask], requests=request)
+    handle = await _handle(loaded, embedded)
+    try:
+        return await replay(handle, [job], task=lambda _j, _t, _d: spec, constraints=False, timeout=None if timeout is None else timeout + 30)
+    finally:
+        await _close(handle)

@@ -1,0 +1,345 @@
+"""The cluster file: one YAML document describing a real Megha cluster.
+
+It names every component and where it listens, the broker, the secret, the
+Megha parameters, and the workers — grouped by the machine (worker host) that
+runs them, each host belonging to one LM. From it every process derives the
+same data center (:class:`~schedlab.cluster.model.Cluster`: worker ids,
+machine constraints, capacities) and the same Megha layout (partitions), as a
+simulation derives them from a config file; so a GM on one host and an LM on
+another agree on what ``(partition, position)`` means without talking.
+
+Choices where the paper is silent:
+
+* **Worker ids** follow the file order (LM by LM, host by host, group by
+  group). Each LM's workers are split into one partition per GM, in that order,
+  into near-equal consecutive blocks (partition ``j`` of every LM is GM ``j``'s
+  internal partition, Megha paper IV-A) unless the LM lists ``partitions``
+  (the sizes).
+* **Slot or multi-resource mode** follows ``resources``: ``[slots]`` (one task
+  per worker, the default) or resource names with a ``capacity`` per worker
+  group.
+* **Constraints** of a worker group are constraint indices (0–20, Sharma et
+  al.'s catalogue; see :mod:`schedlab.cluster.bitsets`).
+* The **secret** authenticates peers (the faults-and-security work); the
+  file holds it, or ``SCHEDLAB_CLUSTER_SECRET`` overrides it. The broker URL
+  may likewise come from ``SCHEDLAB_AMQP_URL``.
+
+Errors name the file, line and field (``cluster.yaml:12: lms[0].port: …``)
+and exit with code 2, like the simulator's config loader.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from schedlab.cluster.bitsets import NUM_CONSTRAINTS
+from schedlab.cluster.model import Cluster, Topology
+from schedlab.errors import InputError
+
+DEFAULT_AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/"
+
+
+def amqp_url_default() -> str:
+    return os.environ.get("SCHEDLAB_AMQP_URL", DEFAULT_AMQP_URL)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Endpoint(_Model):
+    id: int = Field(ge=0)
+    host: str = "127.0.0.1"
+    port: int = Field(ge=1, le=65535)
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+
+class WorkerGroup(_Model):
+    count: int = Field(1, ge=1, le=1_000_000)
+    capacity: list[float] | None = None
+    constraints: list[int] = Field(default_factory=list)
+
+    @field_validator("constraints")
+    @classmethod
+    def _constraints(cls, v: list[int]) -> list[int]:
+        bad = [c for c in v if not 0 <= c < NUM_CONSTRAINTS]
+        if bad:
+            raise ValueError(f"constraint indices are 0..{NUM_CONSTRAINTS - 1}, got {bad[0]}")
+        return v
+
+    @field_validator("capacity")
+    @classmethod
+    def _capacity(cls, v: list[float] | None) -> list[float] | None:
+        if v is not None and any(not x > 0 for x in v):
+            raise ValueError("capacities must be > 0")
+        return v
+
+    @property
+    def mask(self) -> int:
+        m = 0
+        for c in self.constraints:
+            m |= 1 << c
+        return m
+
+
+class WorkerHostSpec(Endpoint):
+    workers: list[WorkerGroup] = Field(min_length=1)
+
+    @property
+    def size(self) -> int:
+        return sum(g.count for g in self.workers)
+
+
+class LMSpec(Endpoint):
+    hosts: list[WorkerHostSpec] = Field(min_length=1)
+    partitions: list[int] | None = None
+
+
+class ClusterSpec(_Model):
+    name: str = Field("schedlab", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    broker: str | None = None
+    secret: str | None = Field(None, min_length=16)
+    seed: int = Field(0, ge=0)
+    megha: dict[str, Any] = Field(default_factory=dict)
+    resources: list[str] = Field(default_factory=lambda: ["slots"], min_length=1)
+    gms: list[Endpoint] = Field(min_length=1)
+    lms: list[LMSpec] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> ClusterSpec:
+        for kind, items in (("gms", self.gms), ("lms", self.lms)):
+            ids = [x.id for x in items]
+            if ids != list(range(len(items))):
+                raise ValueError(f"{kind} must be numbered 0..{len(items) - 1} in order, got {ids}")
+        host_ids = [h.id for lm in self.lms for h in lm.hosts]
+        if len(set(host_ids)) != len(host_ids):
+            raise ValueError("worker host ids must be unique")
+        seen: dict[tuple[str, int], str] = {}
+        for what, ep in self.endpoints():
+            key = (ep.host, ep.port)
+            if key in seen:
+                raise ValueError(f"{what} and {seen[key]} both listen on {ep.host}:{ep.port}")
+            seen[key] = what
+        slot = self.resources == ["slots"]
+        G = len(self.gms)
+        for i, lm in enumerate(self.lms):
+            for h in lm.hosts:
+                for g in h.workers:
+                    if slot and g.capacity is not None:
+                        raise ValueError(f"lms[{i}]: slot mode (resources [slots]) takes no worker capacity")
+                    if not slot and (g.capacity is None or len(g.capacity) != len(self.resources)):
+                        raise ValueError(f"lms[{i}]: every worker group needs a capacity for each of {self.resources}")
+            n = sum(h.size for h in lm.hosts)
+            if lm.partitions is not None:
+                if len(lm.partitions) != G or sum(lm.partitions) != n or min(lm.partitions) < 1:
+                    raise ValueError(f"lms[{i}].partitions: {G} positive sizes summing to the LM's {n} workers")
+            elif n < G:
+                raise ValueError(f"lms[{i}] has {n} workers: each of the {G} GMs needs a partition of at least one")
+        if self.megha.get("gms") not in (None, G) or self.megha.get("lms") not in (None, len(self.lms)):
+            raise ValueError("megha.gms / megha.lms must match the gms and lms listed")
+        return self
+
+    def endpoints(self) -> list[tuple[str, Endpoint]]:
+        out: list[tuple[str, Endpoint]] = [(f"gm {g.id}", g) for g in self.gms]
+        out += [(f"lm {lm.id}", lm) for lm in self.lms]
+        out += [(f"worker host {h.id}", h) for lm in self.lms for h in lm.hosts]
+        return out
+
+    def hosts(self) -> list[tuple[int, WorkerHostSpec]]:
+        """Every worker host with its LM."""
+        return [(lm.id, h) for lm in self.lms for h in lm.hosts]
+
+
+class LoadedCluster:
+    """A validated cluster file and what every process derives from it."""
+
+    def __init__(self, spec: ClusterSpec, source: str) -> None:
+        self.spec = spec
+        self.source = source
+        masks: list[int] = []
+        caps: list[list[float]] = []
+        self.host_of_worker: list[int] = []
+        self.workers_of_host: dict[int, range] = {}
+        parts: list[tuple[tuple[int, ...], ...]] = []
+        G = len(spec.gms)
+        for lm in spec.lms:
+            first = len(masks)
+            for h in lm.hosts:
+                start = len(masks)
+                for grp in h.workers:
+                    masks.extend([grp.mask] * grp.count)
+                    if grp.capacity is not None:
+                        caps.extend([list(grp.capacity)] * grp.count)
+                self.workers_of_host[h.id] = range(start, len(masks))
+                self.host_of_worker.extend([h.id] * (len(masks) - start))
+            n = len(masks) - first
+            sizes = lm.partitions or [n // G + (1 if j < n % G else 0) for j in range(G)]
+            blocks, at = [], first
+            for size in sizes:
+                blocks.append(tuple(range(at, at + size)))
+                at += size
+            parts.append(tuple(blocks))
+        topo = Topology(tuple(parts))
+        if spec.resources == ["slots"]:
+            cl = Cluster(masks, None, ("slots",), topo, f"cluster:{spec.name}", {"layout": "megha"})
+        else:
+            import numpy as np
+
+            cl = Cluster(masks, np.array(caps, dtype=float), tuple(spec.resources), topo, f"cluster:{spec.name}", {"layout": "megha"})
+        self.cluster = cl
+        self.hosts = {h.id: (lm_id, h) for lm_id, h in spec.hosts()}
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def broker(self) -> str:
+        return os.environ.get("SCHEDLAB_AMQP_URL") or self.spec.broker or DEFAULT_AMQP_URL
+
+    @property
+    def secret(self) -> str | None:
+        return os.environ.get("SCHEDLAB_CLUSTER_SECRET") or self.spec.secret
+
+    def megha_params(self) -> dict[str, Any]:
+        return {**self.spec.megha, "gms": len(self.spec.gms), "lms": len(self.spec.lms)}
+
+
+def parse_cluster(text: str, source: str = "<cluster>") -> LoadedCluster:
+    from schedlab.experiments.spec import spec_error
+
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        raise InputError(where, f"invalid YAML: {getattr(e, 'problem', None) or e}") from None
+    if not isinstance(data, dict):
+        raise InputError(source, "a cluster file is a YAML mapping (name, broker, gms, lms, …)")
+    try:
+        spec = ClusterSpec.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        msg = "unknown field" if err["type"] == "extra_forbidden" else str(err["msg"]).removeprefix("Value error, ")
+        raise spec_error(source, node, tuple(err["loc"]), msg) from None
+    loaded = LoadedCluster(spec, source)
+    from schedlab.services.embedded import parse_params
+
+    try:
+        parse_params(loaded.megha_params())
+    except InputError as e:
+        field = (e.where or "").removeprefix("param ").removeprefix("params")
+        raise InputError(f"{source}: megha{'.' + field if field else ''}", e.problem) from None
+    except ValueError as e:
+        raise InputError(f"{source}: megha", str(e).splitlines()[-1].strip()) from None
+    return loaded
+
+
+def load_cluster(path: str | os.PathLike) -> LoadedCluster:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(str(path), "no such cluster file (create one with `schedlab cluster init`)") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(str(path), f"cannot read cluster file: {e}") from None
+    return parse_cluster(text, str(path))
+
+
+def render_cluster(
+    *,
+    name: str = "schedlab",
+    gms: int = 2,
+    lms: int = 2,
+    hosts_per_lm: int = 1,
+    workers: int = 32,
+    slots: int | None = None,
+    resources: list[str] | None = None,
+    capacity: list[float] | None = None,
+    host: str = "127.0.0.1",
+    base_port: int = 7100,
+    broker: str | None = None,
+    heartbeat: float = 1.0,
+    secret: str | None = None,
+) -> str:
+    """A commented cluster file: ``workers`` workers spread over ``lms`` LMs and their hosts.
+
+    Slot mode by default; ``resources`` and ``capacity`` give multi-resource
+    workers. ``slots`` (slot mode) is accepted as a synonym of ``workers``.
+    """
+    if slots is not None:
+        workers = slots
+    for what, v, low in (("--gms", gms, 1), ("--lms", lms, 1), ("--hosts-per-lm", hosts_per_lm, 1), ("--workers", workers, 1)):
+        if v < low:
+            raise InputError(what, f"must be >= {low}, got {v}")
+    if workers < gms * lms:
+        raise InputError("--workers", f"{workers} workers cannot give each of {lms} LMs a partition for each of {gms} GMs")
+    if workers < lms * hosts_per_lm:
+        raise InputError("--hosts-per-lm", f"{workers} workers cannot fill {lms * hosts_per_lm} hosts")
+    multi = resources is not None and resources != ["slots"]
+    if multi and (capacity is None or len(capacity) != len(resources or [])):
+        raise InputError("--capacity", "give one capacity per resource")
+    last_port = base_port + gms + lms + lms * hosts_per_lm
+    if not base_port >= 1 or last_port > 65535:
+        raise InputError("--base-port", f"ports {base_port}..{last_port} are out of range")
+    secret = secret or secrets.token_hex(16)
+    out = [
+        "# schedlab cluster file: one Megha cluster (schedlab cluster up FILE starts it on this machine;",
+        "# schedlab serve gm|lm|worker --cluster FILE --id N starts one component, for several hosts).",
+        f"name: {name}                  # names the cluster's RabbitMQ queues ({name}.gm.0, {name}.lm.0, ...)",
+        f"broker: {broker or DEFAULT_AMQP_URL}   # RabbitMQ: state updates, completions, job submission",
+        f"secret: {secret}   # shared by every component; SCHEDLAB_CLUSTER_SECRET overrides",
+        "seed: 0                        # seeds the GMs' random worker choice",
+        "megha:                         # Megha's parameters (schedlab schedulers lists them)",
+        f"  heartbeat: {heartbeat}             # seconds between LM state updates to the GMs",
+        "  worker_choice: random",
+        f"resources: [{', '.join(resources) if multi else 'slots'}]" + ("" if multi else "            # one task per worker; or e.g. [cores, memory_mb] with capacities"),
+        "gms:                           # Global Masters: HTTP for their own health and status",
+    ]
+    port = base_port
+    for g in range(gms):
+        out.append(f"  - {{id: {g}, host: {host}, port: {port}}}")
+        port += 1
+    out.append("lms:                           # Local Masters: HTTP for launch requests; each with its worker hosts")
+    host_id = 0
+    for i in range(lms):
+        lm_workers = workers // lms + (1 if i < workers % lms else 0)
+        out.append(f"  - id: {i}")
+        out.append(f"    host: {host}")
+        out.append(f"    port: {port}")
+        port += 1
+        out.append("    hosts:                     # machines running this LM's workers (HTTP: task launches)")
+        for k in range(hosts_per_lm):
+            n = lm_workers // hosts_per_lm + (1 if k < lm_workers % hosts_per_lm else 0)
+            cap = f", capacity: [{', '.join(f'{c:g}' for c in capacity or [])}]" if multi else ""
+            out.append(f"      - id: {host_id}")
+            out.append(f"        host: {host}")
+            out.append(f"        port: {port}")
+            out.append(f"        workers: [{{count: {n}{cap}, constraints: []}}]   # constraints: indices 0..20")
+            port += 1
+            host_id += 1
+    return "\n".join(out) + "\n"
+
+
+def write_cluster_file(path: str | os.PathLike, text: str, force: bool = False) -> None:
+    """Write a cluster file atomically; refuse to replace one unless ``force``."""
+    from schedlab.atomic import atomic_write
+
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(str(path), "is a directory")
+    if p.exists() and not force:
+        raise InputError(str(path), "exists (use --force to replace it)")
+    parse_cluster(text, str(path))  # what we write must load
+    atomic_write(p, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))

@@ -1,0 +1,37 @@
+"""The services' own messages, beside the decision code's (:mod:`schedlab.schedulers.megha.messages`).
+
+Only what the simulator does by function call needs a message here: a job
+entering a GM's queue (the engine calls ``GlobalMaster.submit``; a client
+sends :class:`SubmitJob`), and the lifecycle events services send to the
+client that assembles a run's records (:class:`RecordEvents`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class SubmitJob:
+    """Client → GM: a job's tasks enter the framework now (ids global, see :mod:`~.tasks`)."""
+
+    jid: int
+    tids: list[int]
+    durations: list[float]
+    masks: list[int] | None = None
+    requests: list[tuple[float, ...]] | None = None
+    specs: list[Any] | None = None
+    user: int = 0
+
+
+@dataclass(slots=True)
+class RecordEvents:
+    """Service → client: lifecycle events of the client's run (:mod:`~.records`)."""
+
+    run: int
+    events: list[tuple] = field(default_factory=list)
+
+
+def submit_address(g: int) -> tuple[str, int]:
+    return ("submit", g)

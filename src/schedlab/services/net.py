@@ -1,0 +1,305 @@
+"""The network transport: HTTP for the synchronous calls, RabbitMQ for everything asynchronous.
+
+As in the Megha paper's prototype (Section V-D):
+
+* **HTTP** carries launch and preemption requests (GM → LM) and task launches
+  (LM → worker host). A request is answered synchronously: whatever the
+  receiver sends back to the requester while handling it — a
+  :class:`~schedlab.schedulers.megha.messages.LaunchRejected`, a piggybacked
+  :class:`~schedlab.schedulers.megha.messages.StateUpdate` — travels in the
+  HTTP response. Messages queued for one peer go in one POST (a JSON list of
+  envelopes), in order, so a busy GM does not pay one round trip per request.
+* **RabbitMQ** (aio-pika) carries LM state updates (heartbeats), task
+  completions, job submission and the run records clients collect. Each
+  component consumes its own queue, ``<cluster>.<kind>.<index>`` (e.g.
+  ``demo.gm.0``); messages are published, in order, to the default exchange.
+
+aiohttp serves and sends HTTP: one mature asyncio package for both ends, with
+connection keep-alive, a request-size limit and few dependencies (the
+alternative, starlette + uvicorn + httpx, is three).
+
+Which way a message goes depends only on its type (:data:`HTTP_TYPES`) and
+whether its destination is hosted in this process (then it is delivered on
+the next loop turn, like the in-process transport).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from schedlab.services.clusterfile import LoadedCluster
+from schedlab.services.runtime import Address, AsyncRuntime
+from schedlab.services.wire import Codec, WireError, address_str
+
+log = logging.getLogger("schedlab.services.net")
+
+HTTP_TYPES = frozenset({"LaunchRequest", "PreemptRequest", "LaunchBatch", "LaunchTask"})
+HTTP_PATH = "/v1/message"
+HTTP_TIMEOUT = 10.0
+HTTP_RETRIES = 5
+
+
+class BrokerUnreachable(Exception):
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"{url}: {reason}")
+        self.url = url
+        self.reason = reason
+
+
+class Directory:
+    """Where each address of a cluster lives: URLs of LMs and worker hosts, queue names of the rest."""
+
+    def __init__(self, loaded: LoadedCluster) -> None:
+        spec = loaded.spec
+        self.name = spec.name
+        self.urls: dict[Address, str] = {("lm", lm.id): lm.url for lm in spec.lms}
+        self.urls.update({("host", h.id): h.url for _lm, h in spec.hosts()})
+        self.urls.update({("gm", g.id): g.url for g in spec.gms})
+
+    def url(self, dst: Address) -> str | None:
+        return self.urls.get(dst)
+
+    def queue(self, dst: Address) -> str:
+        if isinstance(dst, tuple):
+            return f"{self.name}.{dst[0]}.{dst[1]}"
+        return f"{self.name}.{dst}"
+
+
+class AmqpLink:
+    """One RabbitMQ connection: consumers for this process's queues, an ordered publisher."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.connection: Any = None
+        self.channel: Any = None
+        self._out: asyncio.Queue[tuple[str, bytes, bool] | None] = asyncio.Queue()
+        self._publisher: asyncio.Task | None = None
+        self.published = 0
+        self.publish_errors = 0
+        self.queues: dict[str, Any] = {}
+
+    async def connect(self, timeout: float = 5.0) -> None:
+        import aio_pika
+
+        # aio-pika logs a failed first attempt itself; the caller reports it in one line instead
+        quiet = [logging.getLogger(n) for n in ("aio_pika", "aiormq")]
+        levels = [lg.level for lg in quiet]
+        for lg in quiet:
+            lg.setLevel(logging.CRITICAL)
+        try:
+            self.connection = await asyncio.wait_for(aio_pika.connect_robust(self.url, timeout=timeout), timeout)
+        except TimeoutError:
+            raise BrokerUnreachable(self.url, f"cannot connect: no answer within {timeout:g} s") from None
+        except Exception as e:  # aio-pika/aiormq raise their own classes for refused connections, logins, vhosts
+            raise BrokerUnreachable(self.url, f"cannot connect: {str(e).strip() or type(e).__name__}") from None
+        finally:
+            for lg, level in zip(quiet, levels, strict=True):
+                lg.setLevel(level)
+        self.channel = await self.connection.channel()
+        await self.channel.set_qos(prefetch_count=256)
+        self._publisher = asyncio.get_running_loop().create_task(self._publish_loop())
+
+    async def consume(self, queue: str, on_body: Callable[[bytes], None], *, durable: bool = True, exclusive: bool = False) -> None:
+        q = await self.channel.declare_queue(queue, durable=durable, exclusive=exclusive, auto_delete=exclusive)
+
+        async def on_message(message: Any) -> None:
+            async with message.process(ignore_processed=True):
+                on_body(message.body)
+
+        self.queues[queue] = (q, await q.consume(on_message))
+
+    def publish(self, queue: str, body: bytes, persistent: bool = False) -> None:
+        self._out.put_nowait((queue, body, persistent))
+
+    async def _publish_loop(self) -> None:
+        import aio_pika
+
+        exchange = self.channel.default_exchange
+        while True:
+            item = await self._out.get()
+            if item is None:
+                return
+            queue, body, persistent = item
+            mode = aio_pika.DeliveryMode.PERSISTENT if persistent else aio_pika.DeliveryMode.NOT_PERSISTENT
+            try:
+                await exchange.publish(aio_pika.Message(body, delivery_mode=mode), routing_key=queue)
+                self.published += 1
+            except Exception as e:  # a lost update is healed by the next heartbeat; count and go on
+                self.publish_errors += 1
+                log.warning("publish to %s failed: %s", queue, e)
+
+    async def drain(self, timeout: float = 5.0) -> None:
+        """Wait until everything queued so far has been published."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not self._out.empty() and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.005)
+
+    async def delete_queues(self, names: list[str]) -> None:
+        for name in names:
+            consumed = self.queues.pop(name, None)
+            if consumed is not None:  # stop consuming first: the broker would cancel us with a warning
+                q, tag = consumed
+                with contextlib.suppress(Exception):
+                    await q.cancel(tag)
+            try:
+                await self.channel.queue_delete(name)
+            except Exception as e:  # already gone
+                log.debug("queue %s: %s", name, e)
+
+    async def close(self) -> None:
+        if self._publisher is not None:
+            await self.drain(2.0)
+            self._out.put_nowait(None)
+            try:
+                await asyncio.wait_for(self._publisher, 2.0)
+            except (TimeoutError, asyncio.CancelledError):
+                self._publisher.cancel()
+        if self.connection is not None:
+            await self.connection.close()
+
+
+class _Capture:
+    """Replies to the sender of the HTTP request being handled go into its response."""
+
+    __slots__ = ("dst", "frames")
+
+    def __init__(self, dst: Address) -> None:
+        self.dst = dst
+        self.frames: list[dict] = []
+
+
+class NetTransport:
+    """Routes every message of one process: locally, over HTTP, or through RabbitMQ."""
+
+    def __init__(self, identity: str, directory: Directory, codec: Codec, amqp: AmqpLink | None) -> None:
+        self.identity = identity
+        self.directory = directory
+        self.codec = codec
+        self.amqp = amqp
+        self.local: dict[Address, AsyncRuntime] = {}
+        self.capture: _Capture | None = None
+        self._http_out: dict[str, list[dict]] = defaultdict(list)
+        self._senders: dict[str, asyncio.Task] = {}
+        self._wake: dict[str, asyncio.Event] = {}
+        self.session: Any = None
+        self.counters: dict[str, int] = defaultdict(int)
+
+    def bind(self, address: Address, runtime: AsyncRuntime) -> None:
+        self.local[address] = runtime
+
+    def send(self, dst: Address, msg: Any) -> None:
+        cap = self.capture
+        if cap is not None and dst == cap.dst:
+            cap.frames.append(self.codec.envelope(self.identity, dst, msg))
+            return
+        rt = self.local.get(dst)
+        if rt is not None:
+            rt.loop.call_soon(rt.deliver, dst, msg)
+            return
+        name = msg.__class__.__name__
+        if name in HTTP_TYPES:
+            url = self.directory.url(dst)
+            if url is None:
+                raise KeyError(f"no HTTP endpoint for {dst!r}")
+            self._http_out[url].append(self.codec.envelope(self.identity, dst, msg))
+            self._kick(url)
+            return
+        if self.amqp is None:
+            raise KeyError(f"{name} to {dst!r} needs the broker, and this process has none")
+        self.amqp.publish(self.directory.queue(dst), self.codec.encode(self.identity, dst, msg), persistent=name == "SubmitJob")
+
+    # -- HTTP client ------------------------------------------------------------------------------
+    def _kick(self, url: str) -> None:
+        ev = self._wake.get(url)
+        if ev is None:
+            ev = self._wake[url] = asyncio.Event()
+            self._senders[url] = asyncio.get_running_loop().create_task(self._http_sender(url, ev))
+        ev.set()
+
+    async def _http_sender(self, url: str, wake: asyncio.Event) -> None:
+        import aiohttp
+
+        if self.session is None:
+            self.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=HTTP_TIMEOUT))
+        target = url + HTTP_PATH
+        while True:
+            await wake.wait()
+            wake.clear()
+            while self._http_out[url]:
+                frames = self._http_out[url]
+                self._http_out[url] = []
+                body = json.dumps(frames, separators=(",", ":")).encode()
+                replies = await self._post(target, body, len(frames))
+                for env in replies:
+                    self._deliver_reply(env)
+
+    async def _post(self, target: str, body: bytes, n: int) -> list:
+        import aiohttp
+
+        delay = 0.05
+        for attempt in range(HTTP_RETRIES):
+            try:
+                async with self.session.post(target, data=body, headers={"Content-Type": "application/json"}) as resp:
+                    text = await resp.read()
+                    if resp.status == 200:
+                        self.counters["http_requests"] += 1
+                        return json.loads(text).get("replies", [])
+                    # refused by the peer: a bug or a mismatch of cluster files; retrying cannot help
+                    self.counters["http_refused"] += n
+                    log.error("%s refused %d message(s): %d %s", target, n, resp.status, text[:200].decode(errors="replace"))
+                    return []
+            except (aiohttp.ClientError, TimeoutError, OSError) as e:
+                self.counters["http_retries"] += 1
+                if attempt == HTTP_RETRIES - 1:
+                    self.counters["http_lost"] += n
+                    log.error("%s unreachable, %d message(s) dropped: %s", target, n, e)
+                    return []
+                await asyncio.sleep(delay)
+                delay *= 2
+        return []
+
+    def _deliver_reply(self, env: dict) -> None:
+        try:
+            src, dst, msg, tasks = self.codec.decode_frames(json.dumps([env]).encode())[0]
+        except WireError as e:
+            self.counters["bad_replies"] += 1
+            log.error("bad reply: %s", e.reason)
+            return
+        self.codec.file(tasks)
+        rt = self.local.get(dst)
+        if rt is None:
+            self.counters["misrouted_replies"] += 1
+            return
+        rt.deliver(dst, msg)
+
+    # -- HTTP server side -----------------------------------------------------------------------
+    def handle_frames(self, frames: list[tuple[Any, Any, Any, Any]]) -> list[dict]:
+        """Deliver a request's messages now; return what the handlers sent back to the requester."""
+        replies: list[dict] = []
+        for src, dst, msg, tasks in frames:
+            self.codec.file(tasks)
+            rt = self.local[dst]
+            self.capture = cap = _Capture(src)
+            try:
+                rt.deliver(dst, msg)
+            finally:
+                self.capture = None
+            replies.extend(cap.frames)
+        return replies
+
+    async def close(self) -> None:
+        for task in self._senders.values():
+            task.cancel()
+        if self.session is not None:
+            await self.session.close()
+            self.session = None
+
+
+def identity_of(addr: Address) -> str:
+    return address_str(addr)

@@ -1,0 +1,352 @@
+"""One service process of a cluster file: a GM, an LM or a worker host, with its HTTP server and broker link.
+
+``schedlab serve gm|lm|worker --cluster FILE --id N`` runs one :class:`Node`.
+Each builds, from the cluster file, the same data center and layout as every
+other process, then its own component(s) — the simulator's
+:class:`~schedlab.schedulers.megha.gm.GlobalMaster` or
+:class:`~schedlab.schedulers.megha.lm.LocalMaster`, or a
+:class:`~schedlab.services.worker.WorkerHost` — on an
+:class:`~schedlab.services.runtime.AsyncRuntime` over the
+:class:`~schedlab.services.net.NetTransport`.
+
+=========  ========================================  ==========================================
+role       HTTP (POST /v1/message)                    RabbitMQ queues consumed
+=========  ========================================  ==========================================
+gm N       —                                          ``<name>.gm.N`` (completions, state
+                                                      updates), ``<name>.submit.N`` (jobs)
+lm N       launch / preemption requests from GMs      ``<name>.lm.N`` (completions)
+worker N   task launches from its LM                  —
+=========  ========================================  ==========================================
+
+Every node also answers ``GET /v1/health`` and ``GET /v1/status`` (queue
+lengths, running tasks, counters, refused input by reason).
+
+**Bad input** never reaches a component: a body that is not a list of valid
+envelopes, an unknown message type or version, a message for a component not
+hosted here, a launch naming a partition or position this LM does not have or
+a worker this host does not run — each is answered 4xx with a one-line
+reason, counted by reason in the status and logged once per reason; no task
+state changes.
+
+**Bookkeeping.** A service forgets a task once it is done with it: a GM when
+it learns the task finished, an LM when it finished or when the LM rejected
+it, a worker host when it ended — so memory follows the tasks in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections import defaultdict
+from typing import Any
+
+from schedlab.errors import InputError
+from schedlab.schedulers.megha import MeghaShared
+from schedlab.schedulers.megha.gm import GlobalMaster, gm_address, lm_address
+from schedlab.schedulers.megha.lm import LocalMaster
+from schedlab.schedulers.megha.messages import LaunchRequest, PreemptRequest, StateUpdate
+from schedlab.schedulers.megha.partitions import Layout, megha_topology
+from schedlab.services.clusterfile import LoadedCluster
+from schedlab.services.embedded import GMFrontend, parse_params
+from schedlab.services.messages import RecordEvents
+from schedlab.services.net import AmqpLink, Directory, NetTransport
+from schedlab.services.records import EventObserver
+from schedlab.services.runtime import AsyncRuntime
+from schedlab.services.tasks import TaskStore
+from schedlab.services.wire import MAX_MESSAGE_BYTES, Codec, WireError, address_str
+from schedlab.services.worker import WorkerHost
+from schedlab.sim.runtime import Component
+from schedlab.workers.protocol import POOL_ADDRESS, LaunchBatch, LaunchTask, TasksFinished
+
+log = logging.getLogger("schedlab.services.node")
+
+ROLES = ("gm", "lm", "worker")
+
+
+def host_address(h: int) -> tuple[str, int]:
+    return ("host", h)
+
+
+class RecordsPublisher:
+    """Batches a service's lifecycle events per run and sends them to the run's client once per loop turn."""
+
+    def __init__(self, runtime: AsyncRuntime) -> None:
+        self.rt = runtime
+        self.pending: dict[int, list[tuple]] = defaultdict(list)
+        self.scheduled = False
+
+    def emit(self, run: int, ev: tuple) -> None:
+        self.pending[run].append(ev)
+        if not self.scheduled:
+            self.scheduled = True
+            self.rt.loop.call_soon(self.rt._guarded, self.flush, ())
+
+    def flush(self) -> None:
+        self.scheduled = False
+        pending, self.pending = self.pending, defaultdict(list)
+        for run, events in pending.items():
+            self.rt.send(("run", run), RecordEvents(run, events))
+
+
+class WorkerRouter(Component):
+    """In an LM process, "the workers": splits each launch batch by the host running its workers."""
+
+    def __init__(self, runtime: AsyncRuntime, host_of_worker: list[int]) -> None:
+        super().__init__(POOL_ADDRESS, runtime)
+        self.host_of_worker = host_of_worker
+
+    def handlers(self):
+        return {LaunchBatch: self._on_batch, LaunchTask: self._on_launch}
+
+    def _on_batch(self, msg: LaunchBatch) -> None:
+        per_host: dict[int, list[tuple[int, int]]] = {}
+        for item in msg.items:
+            per_host.setdefault(self.host_of_worker[item[1]], []).append(item)
+        for h, items in per_host.items():
+            self.rt.send(host_address(h), LaunchBatch(items, msg.reply_to))
+
+    def _on_launch(self, msg: LaunchTask) -> None:
+        self.rt.send(host_address(self.host_of_worker[msg.worker]), msg)
+
+
+class Node:
+    """One GM, LM or worker host process."""
+
+    def __init__(self, loaded: LoadedCluster, role: str, ident: int) -> None:
+        if role not in ROLES:
+            raise InputError("role", f"unknown role {role!r} (choose from {', '.join(ROLES)})")
+        spec = loaded.spec
+        count = {"gm": len(spec.gms), "lm": len(spec.lms), "worker": len(loaded.hosts)}[role]
+        ids = range(count) if role != "worker" else sorted(loaded.hosts)
+        if ident not in ids:
+            raise InputError("--id", f"the cluster file has no {role} {ident} ({role} ids: {', '.join(map(str, ids))})")
+        self.loaded = loaded
+        self.role = role
+        self.id = ident
+        self.params = parse_params(loaded.megha_params())
+        if role == "gm":
+            self.endpoint = spec.gms[ident]
+        elif role == "lm":
+            self.endpoint = spec.lms[ident]
+        else:
+            self.endpoint = loaded.hosts[ident][1]
+        self.address = {"gm": gm_address, "lm": lm_address, "worker": host_address}[role](ident)
+        self.refused: dict[str, int] = defaultdict(int)
+        self._logged: set[str] = set()
+        self.started_at = 0.0
+        self.runner: Any = None
+        self.amqp: AmqpLink | None = None
+        self.rt: AsyncRuntime | None = None
+        self.component: Any = None
+        self.store = TaskStore()
+        self._stop = asyncio.Event()
+        self.last_update: dict[int, float] = {}  # GM: when each LM's last state update arrived
+        self.last_heartbeat = 0.0  # LM: when it last sent its heartbeat round
+
+    # -- life cycle -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        loaded, p = self.loaded, self.params
+        self.amqp = AmqpLink(loaded.broker)
+        await self.amqp.connect()
+        codec = Codec(self.store)
+        transport = NetTransport(address_str(self.address), Directory(loaded), codec, self.amqp)
+        rt = self.rt = AsyncRuntime(transport, loaded.spec.seed)
+        self.transport = transport
+        cl = loaded.cluster
+        publisher = RecordsPublisher(rt)
+        queues: list[Any] = []
+        if self.role in ("gm", "lm"):
+            layout = Layout(cl, megha_topology(cl, p.gms, p.lms))
+            self.layout = layout
+            shared = MeghaShared(rt, layout, cl, self.store, EventObserver(publisher.emit), None, p, cl.slot_mode)
+            if self.role == "gm":
+                gm_cls = GlobalMaster
+                if p.compat == "authors":
+                    from schedlab.schedulers.megha.compat import AuthorsGM as gm_cls  # type: ignore[assignment]
+                gm = self.component = gm_cls(self.id, shared, rt.rng(f"megha:gm:{self.id}"))
+                GMFrontend(self.id, rt, gm, self.store)
+                rt.after_delivery(TasksFinished, lambda _dst, msg: self.store.forget(t for t, _w in msg.group))
+                rt.after_delivery(StateUpdate, lambda _dst, msg: self.last_update.__setitem__(msg.lm, time.time()))
+                queues = [self.address, ("submit", self.id)]
+            else:
+                lm_cls = LocalMaster
+                if p.compat == "authors":
+                    from schedlab.schedulers.megha.compat import AuthorsLM as lm_cls  # type: ignore[assignment]
+                lm = self.component = lm_cls(self.id, shared)
+                WorkerRouter(rt, loaded.host_of_worker)
+                rt.after_delivery(TasksFinished, lambda _dst, msg: self.store.forget(t for t, _w in msg.group))
+                rt.after_delivery(LaunchRequest, lambda _dst, msg: self.store.forget(t for t, _p, _pos in msg.items if t not in lm.running))
+                queues = [self.address]
+                self._heartbeat_timer = rt.loop.call_later(p.heartbeat, self._heartbeat)
+        else:
+            self.component = WorkerHost(self.address, rt, cl, loaded.workers_of_host[self.id], self.store, publisher.emit, forget_finished=True)
+        for addr in queues:
+            await self.amqp.consume(transport.directory.queue(addr), self._on_amqp)
+        await self._serve_http()
+        self.started_at = time.time()
+        log.info("%s %d listening on %s", self.role, self.id, self.endpoint.url)
+
+    def _heartbeat(self) -> None:
+        assert self.rt is not None
+        self.heartbeats = getattr(self, "heartbeats", 0) + 1
+        self.last_heartbeat = time.time()
+        self.rt._guarded(self.component.heartbeat, ())
+        self._heartbeat_timer = self.rt.loop.call_later(self.params.heartbeat, self._heartbeat)
+
+    def _on_amqp(self, body: bytes) -> None:
+        assert self.rt is not None
+        try:
+            _src, dst, msg = self.transport.codec.decode(body)
+        except WireError as e:
+            self._refuse("bad message", e.reason)
+            return
+        if not self.rt.accepts(dst, msg.__class__):
+            self._refuse("not for this service", f"{msg.__class__.__name__} for {dst!r}")
+            return
+        self.rt.deliver(dst, msg)
+
+    async def _serve_http(self) -> None:
+        from aiohttp import web
+
+        app = web.Application(client_max_size=MAX_MESSAGE_BYTES)
+        app.router.add_get("/v1/health", self._health)
+        app.router.add_get("/v1/status", self._status)
+        app.router.add_post("/v1/message", self._message)
+        self.runner = web.AppRunner(app, access_log=None)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, self.endpoint.host, self.endpoint.port, reuse_address=True)
+        await site.start()
+
+    async def run_forever(self) -> None:
+        await self._stop.wait()
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def stop(self) -> None:
+        if getattr(self, "_heartbeat_timer", None) is not None:
+            self._heartbeat_timer.cancel()
+        if isinstance(self.component, WorkerHost):
+            self.component.stop()
+        if self.runner is not None:
+            await self.runner.cleanup()
+        if getattr(self, "transport", None) is not None:
+            await self.transport.close()
+        if self.amqp is not None:
+            await self.amqp.close()
+
+    # -- HTTP -------------------------------------------------------------------------------------
+    def _refuse(self, reason: str, detail: str) -> str:
+        self.refused[reason] += 1
+        if reason not in self._logged:
+            self._logged.add(reason)
+            log.warning("refused input (%s): %s", reason, detail)
+        return f"{reason}: {detail}"
+
+    async def _health(self, request: Any) -> Any:
+        from aiohttp import web
+
+        return web.json_response({"ok": True, "role": self.role, "id": self.id, "cluster": self.loaded.name, "pid": os.getpid()})
+
+    async def _status(self, request: Any) -> Any:
+        from aiohttp import web
+
+        return web.json_response(self.status())
+
+    async def _message(self, request: Any) -> Any:
+        from aiohttp import web
+
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return web.Response(status=413, text=self._refuse("oversize", f"body over {MAX_MESSAGE_BYTES} bytes") + "\n")
+        try:
+            frames = self.transport.codec.decode_frames(body)
+            for _src, dst, msg, tasks in frames:
+                self._check(dst, msg, tasks)
+        except WireError as e:
+            status = 404 if e.reason.startswith("unknown ") else 400
+            return web.Response(status=status, text=self._refuse(e.reason.split(":")[0], e.reason) + "\n")
+        replies = self.transport.handle_frames(frames)
+        return web.json_response({"replies": replies})
+
+    def _check(self, dst: Any, msg: Any, tasks: Any) -> None:
+        """Refuse what the component must never see (raised as WireError, before anything changes)."""
+        assert self.rt is not None
+        name = msg.__class__.__name__
+        if not self.rt.accepts(dst, msg.__class__) or dst in (POOL_ADDRESS,):
+            raise WireError(f"unknown destination: no {name} handler for {address_str(dst)} here")
+        known = {t.tid for t in tasks or ()}
+        if isinstance(msg, LaunchRequest | PreemptRequest):
+            lay = self.layout
+            parts = set(lay.partitions_of_lm(self.id))
+            items = msg.items if isinstance(msg, LaunchRequest) else [(msg.tid, msg.p, msg.pos)]
+            if not 0 <= msg.gm < lay.num_gms:
+                raise WireError(f"unknown GM {msg.gm}")
+            for tid, p, pos in items:
+                if p not in parts:
+                    raise WireError(f"unknown partition {p} (LM {self.id} has {min(parts)}..{max(parts)})")
+                if not 0 <= pos < lay.index[p].size:
+                    raise WireError(f"unknown worker position {pos} in partition {p}")
+                if tid not in known and tid not in self.store:
+                    raise WireError(f"bad request: task {tid} comes without its description")
+            if len({t for t, _p, _pos in items}) != len(items):
+                raise WireError("bad request: a task is named twice")
+        elif isinstance(msg, LaunchBatch | LaunchTask):
+            host: WorkerHost = self.component
+            items = msg.items if isinstance(msg, LaunchBatch) else [(msg.tid, msg.worker)]
+            for tid, w in items:
+                if w not in host.workers:
+                    raise WireError(f"unknown worker {w} (not on host {self.id})")
+                if tid not in known and tid not in self.store:
+                    raise WireError(f"bad request: task {tid} comes without its description")
+
+    def status(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "role": self.role,
+            "id": self.id,
+            "url": self.endpoint.url,
+            "pid": os.getpid(),
+            "uptime": time.time() - self.started_at if self.started_at else 0.0,
+            "tasks_known": len(self.store),
+            "refused": dict(self.refused),
+            "refused_total": sum(self.refused.values()),
+        }
+        comp = self.component
+        if self.role == "gm":
+            out.update({"waiting": comp.waiting_count(), **comp.counters(), "gm_holdings": sum(r.bit_count() for r in comp.reserved) + len(comp.mine)})
+            if self.last_update:
+                out["last_heartbeat_age"] = time.time() - min(self.last_update.values())
+        elif self.role == "lm":
+            out.update({"running": len(comp.running), "heartbeats": getattr(self, "heartbeats", 0), **comp.counters()})
+            out["lent_workers"] = sum(1 for _t, (p, _pos, g) in comp.running.items() if self.layout.owner[p] != g)
+            if self.last_heartbeat:
+                out["last_heartbeat_age"] = time.time() - self.last_heartbeat
+        else:
+            out.update(comp.status())
+        if self.rt is not None:
+            out["handler_errors"] = self.rt.handler_errors
+            out["messages_sent"] = dict(self.rt.sent)
+            out["transport"] = dict(self.transport.counters)
+        if self.amqp is not None:
+            out["publish_errors"] = self.amqp.publish_errors
+        return out
+
+
+async def serve(loaded: LoadedCluster, role: str, ident: int, ready: Any = None) -> None:
+    """Run one node until SIGTERM/SIGINT; ``ready()`` is called once it listens."""
+    import signal
+
+    node = Node(loaded, role, ident)
+    await node.start()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, node.request_stop)
+    if ready is not None:
+        ready(node)
+    try:
+        await node.run_forever()
+    finally:
+        await node.stop()

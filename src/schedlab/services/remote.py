@@ -1,0 +1,148 @@
+"""A client's handle on a cluster running as services: submit over RabbitMQ, records back over RabbitMQ.
+
+:class:`RemoteCluster` is what ``schedlab submit --cluster FILE`` and
+:class:`schedlab.services.Client` use. Jobs go to a GM's durable submission
+queue (``<name>.submit.<g>``, persistent messages, so a job waits there if its
+GM is down); each run gets its own exclusive, auto-deleted queue
+(``<name>.run.<id>``) for the lifecycle events the services send back, so
+several clients can use one cluster at once and nothing is left behind when a
+client goes away. Counters are read from every node's ``/v1/status`` at the
+end of a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from schedlab.schedulers.megha import MeghaParams
+from schedlab.services.clusterfile import LoadedCluster
+from schedlab.services.embedded import parse_params
+from schedlab.services.messages import RecordEvents, SubmitJob, submit_address
+from schedlab.services.net import AmqpLink, Directory, NetTransport
+from schedlab.services.records import RunRecords
+from schedlab.services.runtime import AsyncRuntime
+from schedlab.services.wire import Codec, WireError
+
+# status fields summed over nodes into the run's counters (the simulator's names)
+SUMMED = ("requests", "repartition_requests", "rejected_requests", "launched", "repartitions", "inconsistencies",
+          "state_updates", "piggybacked_updates", "state_update_entries", "refused_launches", "handler_errors", "refused_total")
+
+
+class RemoteCluster:
+    """A running cluster reached through its cluster file."""
+
+    transport_name = "http+amqp"
+
+    def __init__(self, loaded: LoadedCluster) -> None:
+        self.loaded = loaded
+        self.cluster = loaded.cluster
+        self.params: MeghaParams = parse_params(loaded.megha_params())
+        self.amqp: AmqpLink | None = None
+        self.rt: AsyncRuntime | None = None
+        self.runs: dict[int, RunRecords] = {}
+        self._messages: dict[str, int] = {}
+        self.bad_records = 0
+
+    @property
+    def num_gms(self) -> int:
+        return len(self.loaded.spec.gms)
+
+    async def __aenter__(self) -> RemoteCluster:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def connect(self, timeout: float = 5.0) -> None:
+        self.amqp = AmqpLink(self.loaded.broker)
+        await self.amqp.connect(timeout)
+        self.codec = Codec(None)
+        self.transport = NetTransport("client", Directory(self.loaded), self.codec, self.amqp)
+        self.rt = AsyncRuntime(self.transport, 0)
+
+    async def close(self) -> None:
+        if self.amqp is not None:
+            await self.amqp.close()
+            self.amqp = None
+
+    # -- the client's handle ------------------------------------------------------------------------
+    def now(self) -> float:
+        return time.time()
+
+    async def open_run(self, run: int) -> RunRecords:
+        assert self.amqp is not None, "connect() first"
+        records = self.runs[run] = RunRecords(run)
+        queue = self.transport.directory.queue(("run", run))
+
+        def on_body(body: bytes) -> None:
+            try:
+                _src, _dst, msg = self.codec.decode(body)
+            except WireError:
+                self.bad_records += 1
+                return
+            if not isinstance(msg, RecordEvents) or msg.run != run:
+                self.bad_records += 1
+                return
+            for ev in msg.events:
+                records.event(tuple(ev))
+
+        await self.amqp.consume(queue, on_body, durable=False, exclusive=True)
+        return records
+
+    async def close_run(self, run: int) -> None:
+        self.runs.pop(run, None)
+        if self.amqp is not None:
+            await self.amqp.delete_queues([self.transport.directory.queue(("run", run))])
+
+    def submit(self, job: SubmitJob, gm: int) -> None:
+        assert self.rt is not None, "connect() first"
+        self.rt.send(submit_address(gm), job)
+
+    async def statuses(self, timeout: float = 3.0) -> list[dict[str, Any]]:
+        """Every node's ``/v1/status`` (a node that does not answer gives ``{"role", "id", "error"}``)."""
+        return await fetch_statuses(self.loaded, timeout)
+
+    async def collect_counters(self) -> dict[str, int]:
+        statuses = await self.statuses()
+        out: dict[str, int] = {k: 0 for k in SUMMED}
+        out["gm_holdings_at_end"] = 0
+        out["heartbeat_rounds"] = 0
+        out["stalled"] = 0
+        out["nodes_unreachable"] = 0
+        messages: dict[str, int] = {}
+        for st in statuses:
+            if "error" in st:
+                out["nodes_unreachable"] += 1
+                continue
+            for k in SUMMED:
+                out[k] += int(st.get(k, 0))
+            out["gm_holdings_at_end"] += int(st.get("gm_holdings", 0))
+            out["heartbeat_rounds"] = max(out["heartbeat_rounds"], int(st.get("heartbeats", 0)))
+            for name, n in st.get("messages_sent", {}).items():
+                messages[name] = messages.get(name, 0) + int(n)
+        self._messages = dict(sorted(messages.items()))
+        return out
+
+    def message_counts(self) -> dict[str, int]:
+        return self._messages
+
+
+async def fetch_statuses(loaded: LoadedCluster, timeout: float = 3.0) -> list[dict[str, Any]]:
+    import aiohttp
+
+    nodes = [("gm", g.id, g.url) for g in loaded.spec.gms] + [("lm", lm.id, lm.url) for lm in loaded.spec.lms]
+    nodes += [("worker", h.id, h.url) for _lm, h in loaded.spec.hosts()]
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session:
+
+        async def one(role: str, ident: int, url: str) -> dict[str, Any]:
+            try:
+                async with session.get(url + "/v1/status") as resp:
+                    return json.loads(await resp.read())
+            except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as e:
+                return {"role": role, "id": ident, "url": url, "error": f"{type(e).__name__}: {e}" if str(e) else type(e).__name__}
+
+        return list(await asyncio.gather(*(one(*n) for n in nodes)))

@@ -1,0 +1,226 @@
+"""Starting, watching and stopping a cluster's processes on this machine: ``schedlab cluster up|status|down``.
+
+``up`` checks first what would make the cluster fail — the broker unreachable,
+the cluster already running, a port already taken — and says so in one line.
+It then starts every component as its own process (``python -m schedlab serve
+ROLE --cluster FILE --id N``, in its own session so that closing the terminal
+does not stop it), each logging to ``<run dir>/<role>-<id>.log`` with its pid in
+``<role>-<id>.pid``, and waits until every one answers ``/v1/health``. If one
+dies or the wait times out, it stops the others and shows the end of the
+failing log. The run directory is ``<cluster file without suffix>.run/``
+beside the cluster file.
+
+``down`` sends SIGTERM to every process of the run directory (SIGKILL after
+a grace period), removes the pid files, and deletes the cluster's queues on
+the broker (jobs still waiting in a submission queue are dropped with them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from schedlab.errors import InputError
+from schedlab.services.clusterfile import LoadedCluster
+
+HEALTH_TIMEOUT = 60.0
+STOP_GRACE = 5.0
+
+
+@dataclass
+class Proc:
+    role: str
+    id: int
+    url: str
+    pid: int
+    log: Path
+
+
+def run_dir(cluster_file: str | os.PathLike) -> Path:
+    p = Path(cluster_file)
+    return p.with_name(p.stem + ".run")
+
+
+def components(loaded: LoadedCluster) -> list[tuple[str, int, Any]]:
+    spec = loaded.spec
+    out: list[tuple[str, int, Any]] = [("worker", h.id, h) for _lm, h in spec.hosts()]
+    out += [("lm", lm.id, lm) for lm in spec.lms]
+    out += [("gm", g.id, g) for g in spec.gms]
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie child of ours counts as gone
+    try:
+        done, _status = os.waitpid(pid, os.WNOHANG)
+        return done == 0
+    except ChildProcessError:
+        return True
+
+
+def running_pids(cluster_file: str | os.PathLike) -> dict[str, int]:
+    out = {}
+    d = run_dir(cluster_file)
+    if d.is_dir():
+        for f in sorted(d.glob("*.pid")):
+            try:
+                pid = int(f.read_text().strip())
+            except (OSError, ValueError):
+                continue
+            if _alive(pid):
+                out[f.stem] = pid
+    return out
+
+
+def _port_free(host: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+async def check_broker(loaded: LoadedCluster, timeout: float = 5.0) -> None:
+    from schedlab.services.net import AmqpLink, BrokerUnreachable
+
+    link = AmqpLink(loaded.broker)
+    try:
+        await link.connect(timeout)
+    except BrokerUnreachable as e:
+        raise InputError(f"broker {_safe_url(e.url)}", e.reason) from None
+    await link.close()
+
+
+def _safe_url(url: str) -> str:
+    """The broker URL without its password."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url
+
+
+async def _healthy(url: str, session: Any) -> bool:
+    try:
+        async with session.get(url + "/v1/health") as resp:
+            return resp.status == 200
+    except Exception:
+        return False
+
+
+def tail(path: Path, lines: int = 8) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+async def up(loaded: LoadedCluster, cluster_file: str | os.PathLike, timeout: float = HEALTH_TIMEOUT) -> list[Proc]:
+    """Start every component in the background and wait until all are healthy."""
+    import aiohttp
+
+    live = running_pids(cluster_file)
+    if live:
+        raise InputError(str(cluster_file), f"cluster already running ({len(live)} processes); run `schedlab cluster down {cluster_file}` first")
+    comps = components(loaded)
+    for role, ident, ep in comps:
+        if not _port_free(ep.host, ep.port):
+            raise InputError(str(cluster_file), f"{role} {ident}: port {ep.host}:{ep.port} is already in use")
+    await check_broker(loaded)
+    d = run_dir(cluster_file)
+    d.mkdir(parents=True, exist_ok=True)
+    procs: list[Proc] = []
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    for role, ident, ep in comps:
+        log = d / f"{role}-{ident}.log"
+        with open(log, "ab") as out:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "schedlab", "serve", role, "--cluster", str(cluster_file), "--id", str(ident)],
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env,
+            )
+        (d / f"{role}-{ident}.pid").write_text(f"{child.pid}\n")
+        procs.append(Proc(role, ident, ep.url, child.pid, log))
+    deadline = time.monotonic() + timeout
+    pending = list(procs)
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=1.0)) as session:
+        while pending:
+            for p in list(pending):
+                if not _alive(p.pid):
+                    await down(loaded, cluster_file, quiet=True)
+                    raise InputError(f"{p.role} {p.id}", f"exited during start-up; end of {p.log}:\n{tail(p.log)}")
+            ok = await asyncio.gather(*(_healthy(p.url, session) for p in pending))
+            pending = [p for p, good in zip(pending, ok, strict=True) if not good]
+            if pending and time.monotonic() > deadline:
+                await down(loaded, cluster_file, quiet=True)
+                names = ", ".join(f"{p.role} {p.id}" for p in pending)
+                raise InputError(str(cluster_file), f"not healthy after {timeout:.0f} s: {names} (see {pending[0].log})")
+            if pending:
+                await asyncio.sleep(0.1)
+    return procs
+
+
+async def down(loaded: LoadedCluster, cluster_file: str | os.PathLike, quiet: bool = False, delete_queues: bool = True) -> list[str]:
+    """Stop every process of the cluster's run directory; returns what was stopped."""
+    d = run_dir(cluster_file)
+    stopped = []
+    pids = {}
+    if d.is_dir():
+        for f in sorted(d.glob("*.pid")):
+            with contextlib.suppress(OSError, ValueError):
+                pids[f.stem] = (int(f.read_text().strip()), f)
+    for name, (pid, _f) in pids.items():
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            stopped.append(name)
+    deadline = time.monotonic() + STOP_GRACE
+    while any(_alive(pid) for pid, _f in pids.values()) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    for pid, _f in pids.values():
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+    for _pid, f in pids.values():
+        f.unlink(missing_ok=True)
+    if delete_queues:
+        await delete_cluster_queues(loaded)
+    return stopped
+
+
+async def delete_cluster_queues(loaded: LoadedCluster) -> None:
+    from schedlab.services.net import AmqpLink, BrokerUnreachable, Directory
+
+    directory = Directory(loaded)
+    names = [directory.queue(("gm", g.id)) for g in loaded.spec.gms]
+    names += [directory.queue(("submit", g.id)) for g in loaded.spec.gms]
+    names += [directory.queue(("lm", lm.id)) for lm in loaded.spec.lms]
+    link = AmqpLink(loaded.broker)
+    try:
+        await link.connect(3.0)
+    except BrokerUnreachable:
+        return
+    try:
+        await link.delete_queues(names)
+    finally:
+        await link.close()

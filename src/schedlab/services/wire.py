@@ -1,0 +1,423 @@
+"""Wire form of the services' messages: versioned, schema-validated, size-limited JSON.
+
+Every message crosses the network as one JSON envelope::
+
+    {"v": 1, "type": "LaunchRequest", "src": "gm:0", "dst": "lm:1", "body": {...}}
+
+``body`` is validated against the pydantic model of ``type`` (extra fields
+refused), and the whole envelope against :data:`MAX_MESSAGE_BYTES` before it
+is parsed. Anything else — not JSON, an unknown type, another version, a body
+that does not validate, an address that is not one — raises
+:class:`WireError` with a one-line reason, which a service answers with a 400
+and counts; the message never reaches a component.
+
+The bodies mirror the sans-IO messages of :mod:`schedlab.schedulers.megha.messages`
+and :mod:`schedlab.workers.protocol` field for field, with two additions:
+
+* **Task descriptions travel with the tasks.** In a simulation every component
+  reads one task table; a real LM learns a task's constraints and request from
+  the launch request naming it, and a worker host what to run from the launch
+  batch. :class:`Codec` attaches those (:class:`TaskWire`) from the sender's
+  :class:`~schedlab.services.tasks.TaskStore` on the way out and files them in
+  the receiver's store on the way in.
+* **Bitsets are hexadecimal strings**: availability bitsets have one bit per
+  worker of a partition (thousands of bits), beyond what JSON integers carry
+  portably.
+
+Addresses are ``"kind:index"`` strings (``("gm", 0)`` is ``"gm:0"``) or plain
+names (``"workers"``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from schedlab.schedulers.megha.messages import (
+    LaunchRejected,
+    LaunchRequest,
+    PreemptRejected,
+    PreemptRequest,
+    StateUpdate,
+    TaskPreempted,
+)
+from schedlab.services.execution import TaskSpec
+from schedlab.services.messages import RecordEvents, SubmitJob
+from schedlab.services.tasks import TaskStore
+from schedlab.workers.protocol import LaunchBatch, LaunchTask, TaskFinished, TasksFinished
+
+WIRE_VERSION = 1
+MAX_MESSAGE_BYTES = 8 << 20  # a multi-resource snapshot of 10,000 workers is about 0.5 MB
+MAX_ITEMS = 100_000
+
+NonNeg = Field(ge=0)
+
+
+class WireError(ValueError):
+    """A message that is refused: ``reason`` is one line for the peer and the log."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TaskWire(_Body):
+    """What a service needs to know of a task it did not receive from the client itself."""
+
+    tid: int = Field(ge=0)
+    jid: int = Field(ge=0)
+    duration: float = Field(ge=0)
+    mask: int = Field(0, ge=0)
+    request: list[float] | None = None
+    spec: TaskSpec | None = None
+    user: int = Field(0, ge=0)
+
+
+class SubmitJobW(_Body):
+    jid: int = Field(ge=0)
+    tasks: list[TaskWire] = Field(min_length=1, max_length=MAX_ITEMS)
+    user: int = Field(0, ge=0)
+
+
+class LaunchRequestW(_Body):
+    gm: int = Field(ge=0)
+    items: list[tuple[int, int, int]] = Field(max_length=MAX_ITEMS)
+    tasks: list[TaskWire] = Field(default_factory=list, max_length=MAX_ITEMS)
+
+
+class StateUpdateW(_Body):
+    lm: int = Field(ge=0)
+    snapshot: bool
+    bits: dict[int, tuple[str, str]] = Field(default_factory=dict)
+    free: dict[int, dict[int, list[float]]] = Field(default_factory=dict)
+    lists: dict[int, tuple[list[int], list[int]]] = Field(default_factory=dict)
+
+
+class LaunchRejectedW(_Body):
+    lm: int = Field(ge=0)
+    items: list[tuple[int, int, int]] = Field(max_length=MAX_ITEMS)
+    update: StateUpdateW
+
+
+class PreemptRequestW(_Body):
+    gm: int = Field(ge=0)
+    tid: int = Field(ge=0)
+    victim: int = Field(ge=0)
+    p: int = Field(ge=0)
+    pos: int = Field(ge=0)
+
+
+class PreemptRejectedW(_Body):
+    lm: int = Field(ge=0)
+    tid: int = Field(ge=0)
+    victim: int = Field(ge=0)
+    p: int = Field(ge=0)
+    pos: int = Field(ge=0)
+    update: StateUpdateW
+
+
+class TaskPreemptedW(_Body):
+    tid: int = Field(ge=0)
+    p: int = Field(ge=0)
+    pos: int = Field(ge=0)
+    by_gm: int = Field(ge=0)
+
+
+class LaunchBatchW(_Body):
+    items: list[tuple[int, int]] = Field(max_length=MAX_ITEMS)
+    reply_to: list[str] = Field(max_length=16)
+    tasks: list[TaskWire] = Field(default_factory=list, max_length=MAX_ITEMS)
+
+
+class LaunchTaskW(_Body):
+    tid: int = Field(ge=0)
+    worker: int = Field(ge=0)
+    reply_to: str
+    tasks: list[TaskWire] = Field(default_factory=list, max_length=1)
+
+
+class TasksFinishedW(_Body):
+    group: list[tuple[int, int]] = Field(max_length=MAX_ITEMS)
+
+
+class TaskFinishedW(_Body):
+    tid: int = Field(ge=0)
+    worker: int = Field(ge=0)
+
+
+class RecordEventsW(_Body):
+    """Lifecycle events of one run's tasks (:mod:`~schedlab.services.records`)."""
+
+    run: int = Field(ge=0)
+    events: list[tuple[str, int, float, Any]] = Field(max_length=MAX_ITEMS)
+
+
+class Envelope(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    v: int
+    type: str = Field(max_length=64)
+    src: str = Field(max_length=128)
+    dst: str = Field(max_length=128)
+    body: dict[str, Any]
+
+
+# -- addresses ---------------------------------------------------------------------------------------
+def address_str(addr: Any) -> str:
+    if isinstance(addr, tuple) and len(addr) == 2 and isinstance(addr[0], str) and isinstance(addr[1], int):
+        return f"{addr[0]}:{addr[1]}"
+    if isinstance(addr, str):
+        parse_address(addr)
+        return addr
+    raise WireError(f"not an address: {addr!r}")
+
+
+def parse_address(text: str) -> Any:
+    kind, sep, idx = text.partition(":")
+    if not kind or not kind.replace("-", "").replace("_", "").isalnum():
+        raise WireError(f"bad address {text!r}")
+    if not sep:
+        return kind
+    if not idx.isdigit() or len(idx) > 9:
+        raise WireError(f"bad address {text!r}")
+    return (kind, int(idx))
+
+
+# -- message <-> body ------------------------------------------------------------------------------
+def _hex(x: int) -> str:
+    return format(x, "x")
+
+
+def _update_body(u: StateUpdate) -> dict:
+    return {
+        "lm": u.lm,
+        "snapshot": u.snapshot,
+        "bits": {p: (_hex(a), _hex(b)) for p, (a, b) in u.bits.items()},
+        "free": {p: {pos: list(v) for pos, v in ch.items()} for p, ch in u.free.items()},
+        "lists": {p: (list(b), list(a)) for p, (b, a) in u.lists.items()},
+    }
+
+
+def _update_msg(w: StateUpdateW) -> StateUpdate:
+    try:
+        bits = {p: (int(a, 16), int(b, 16)) for p, (a, b) in w.bits.items()}
+    except ValueError:
+        raise WireError("state update: bitsets must be hexadecimal") from None
+    return StateUpdate(
+        w.lm,
+        w.snapshot,
+        bits,
+        {p: {pos: tuple(v) for pos, v in ch.items()} for p, ch in w.free.items()},
+        {p: (list(b), list(a)) for p, (b, a) in w.lists.items()},
+    )
+
+
+_Spec = tuple[type[_Body], Callable[[Any], dict], Callable[[Any], Any]]
+
+# type name -> (wire model, message -> body dict, validated model -> message)
+SCHEMAS: dict[str, _Spec] = {
+    "LaunchRequest": (LaunchRequestW, lambda m: {"gm": m.gm, "items": m.items}, lambda w: LaunchRequest(w.gm, [tuple(i) for i in w.items])),
+    "StateUpdate": (StateUpdateW, _update_body, _update_msg),
+    "LaunchRejected": (
+        LaunchRejectedW,
+        lambda m: {"lm": m.lm, "items": m.items, "update": _update_body(m.update)},
+        lambda w: LaunchRejected(w.lm, [tuple(i) for i in w.items], _update_msg(w.update)),
+    ),
+    "PreemptRequest": (PreemptRequestW, lambda m: {"gm": m.gm, "tid": m.tid, "victim": m.victim, "p": m.p, "pos": m.pos},
+                       lambda w: PreemptRequest(w.gm, w.tid, w.victim, w.p, w.pos)),
+    "PreemptRejected": (
+        PreemptRejectedW,
+        lambda m: {"lm": m.lm, "tid": m.tid, "victim": m.victim, "p": m.p, "pos": m.pos, "update": _update_body(m.update)},
+        lambda w: PreemptRejected(w.lm, w.tid, w.victim, w.p, w.pos, _update_msg(w.update)),
+    ),
+    "TaskPreempted": (TaskPreemptedW, lambda m: {"tid": m.tid, "p": m.p, "pos": m.pos, "by_gm": m.by_gm},
+                      lambda w: TaskPreempted(w.tid, w.p, w.pos, w.by_gm)),
+    "LaunchBatch": (
+        LaunchBatchW,
+        lambda m: {"items": m.items, "reply_to": [address_str(a) for a in m.reply_to]},
+        lambda w: LaunchBatch([tuple(i) for i in w.items], tuple(parse_address(a) for a in w.reply_to)),
+    ),
+    "LaunchTask": (LaunchTaskW, lambda m: {"tid": m.tid, "worker": m.worker, "reply_to": address_str(m.reply_to)},
+                   lambda w: LaunchTask(w.tid, w.worker, parse_address(w.reply_to))),
+    "TasksFinished": (TasksFinishedW, lambda m: {"group": m.group}, lambda w: TasksFinished([tuple(g) for g in w.group])),
+    "TaskFinished": (TaskFinishedW, lambda m: {"tid": m.tid, "worker": m.worker}, lambda w: TaskFinished(w.tid, w.worker)),
+}
+
+def _submit_body(m: SubmitJob) -> dict:
+    n = len(m.tids)
+    return {
+        "jid": m.jid,
+        "user": m.user,
+        "tasks": [
+            {
+                "tid": m.tids[k],
+                "jid": m.jid,
+                "duration": m.durations[k],
+                "mask": m.masks[k] if m.masks is not None else 0,
+                "request": list(m.requests[k]) if m.requests is not None else None,
+                "spec": m.specs[k].model_dump() if m.specs is not None and m.specs[k] is not None else None,
+                "user": m.user,
+            }
+            for k in range(n)
+        ],
+    }
+
+
+def _submit_msg(w: SubmitJobW) -> SubmitJob:
+    ts = w.tasks
+    if any(t.jid != w.jid for t in ts):
+        raise WireError("SubmitJob: every task must belong to the job")
+    has_req = [t.request is not None for t in ts]
+    if any(has_req) and not all(has_req):
+        raise WireError("SubmitJob: either every task has a request or none")
+    specs = [t.spec for t in ts]
+    return SubmitJob(
+        w.jid,
+        [t.tid for t in ts],
+        [t.duration for t in ts],
+        [t.mask for t in ts],
+        [tuple(t.request) for t in ts] if all(has_req) else None,  # type: ignore[arg-type]
+        specs if any(s is not None for s in specs) else None,
+        w.user,
+    )
+
+
+SCHEMAS["SubmitJob"] = (SubmitJobW, _submit_body, _submit_msg)
+SCHEMAS["RecordEvents"] = (RecordEventsW, lambda m: {"run": m.run, "events": m.events}, lambda w: RecordEvents(w.run, [tuple(e) for e in w.events]))
+
+# which tasks a message names, for attaching their descriptions
+_NAMED_TASKS: dict[str, Callable[[Any], list[int]]] = {
+    "LaunchRequest": lambda m: [t for t, _p, _pos in m.items],
+    "LaunchBatch": lambda m: [t for t, _w in m.items],
+    "LaunchTask": lambda m: [m.tid],
+}
+
+
+def register(name: str, model: type[_Body], to_body: Callable[[Any], dict], from_wire: Callable[[Any], Any]) -> None:
+    """Add a message type (the services' own messages register here)."""
+    SCHEMAS[name] = (model, to_body, from_wire)
+
+
+def task_wire(store: TaskStore, tid: int) -> dict:
+    req = store.request.get(tid)
+    spec = store.spec.get(tid)
+    jid = store.job[tid]
+    job = store.jobs.get(jid)
+    return {
+        "tid": tid,
+        "jid": jid,
+        "duration": store.duration[tid],
+        "mask": store.mask[tid],
+        "request": None if req is None else list(req),
+        "spec": None if spec is None else spec.model_dump(),
+        "user": 0 if job is None else job.user,
+    }
+
+
+def file_tasks(store: TaskStore, tasks: list[TaskWire]) -> None:
+    for t in tasks:
+        store.add_task(t.tid, t.jid, t.duration, t.mask, None if t.request is None else tuple(t.request), t.spec)
+
+
+class Codec:
+    """Encodes and decodes envelopes; with a store, attaches and files task descriptions."""
+
+    def __init__(self, store: TaskStore | None = None, max_bytes: int = MAX_MESSAGE_BYTES) -> None:
+        self.store = store
+        self.max_bytes = max_bytes
+
+    def encode(self, src: Any, dst: Any, msg: Any) -> bytes:
+        data = json.dumps(self.envelope(src, dst, msg), separators=(",", ":")).encode()
+        if len(data) > self.max_bytes:
+            raise WireError(f"{msg.__class__.__name__} of {len(data)} bytes is over the {self.max_bytes}-byte limit")
+        return data
+
+    def envelope(self, src: Any, dst: Any, msg: Any) -> dict:
+        """The envelope of ``msg`` as a JSON-ready dict (size-checked)."""
+        name = msg.__class__.__name__
+        spec = SCHEMAS.get(name)
+        if spec is None:
+            raise WireError(f"no wire form for message type {name}")
+        body = spec[1](msg)
+        named = _NAMED_TASKS.get(name)
+        if named is not None and self.store is not None:
+            store = self.store
+            body["tasks"] = [task_wire(store, t) for t in named(msg) if t in store]
+        env = {"v": WIRE_VERSION, "type": name, "src": address_str(src), "dst": address_str(dst), "body": body}
+        items = len(body.get("items", ())) + len(body.get("tasks", ())) + len(body.get("group", ())) + len(body.get("events", ()))
+        if items > MAX_ITEMS:
+            raise WireError(f"{name} with {items} items is over the {MAX_ITEMS}-item limit")
+        return env
+
+    def decode(self, data: bytes) -> tuple[Any, Any, Any]:
+        """``(src, dst, message)`` of an envelope; task descriptions it carries are filed in the store."""
+        if len(data) > self.max_bytes:
+            raise WireError(f"message of {len(data)} bytes is over the {self.max_bytes}-byte limit")
+        try:
+            env = Envelope.model_validate_json(data)
+        except ValidationError as e:
+            raise WireError(f"malformed envelope: {_first_error(e)}") from None
+        return self._open(env)
+
+    def decode_frames(self, data: bytes) -> list[tuple[Any, Any, Any, Any]]:
+        """A JSON list of envelopes (an HTTP body): every one is checked before any is filed or used.
+
+        Returns ``(src, dst, message, tasks)`` per envelope; the caller files
+        ``tasks`` (:meth:`file`) once it has accepted the whole request.
+        """
+        if len(data) > self.max_bytes:
+            raise WireError(f"body of {len(data)} bytes is over the {self.max_bytes}-byte limit")
+        try:
+            frames = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise WireError(f"body is not JSON: {e}") from None
+        if not isinstance(frames, list) or not frames or len(frames) > 10_000:
+            raise WireError("body must be a non-empty JSON list of envelopes")
+        out = []
+        for k, frame in enumerate(frames):
+            try:
+                env = Envelope.model_validate(frame)
+            except ValidationError as e:
+                raise WireError(f"envelope {k}: {_first_error(e)}") from None
+            out.append(self._open(env, file=False))
+        return out
+
+    def file(self, tasks: Any) -> None:
+        if tasks and self.store is not None:
+            file_tasks(self.store, tasks)
+
+    def _open(self, env: Envelope, file: bool = True) -> Any:
+        if env.v != WIRE_VERSION:
+            raise WireError(f"unsupported wire version {env.v} (this service speaks {WIRE_VERSION})")
+        spec = SCHEMAS.get(env.type)
+        if spec is None:
+            raise WireError(f"unknown message type {env.type!r}")
+        try:
+            body = spec[0].model_validate(env.body)
+        except ValidationError as e:
+            raise WireError(f"{env.type}: {_first_error(e)}") from None
+        msg = spec[2](body)
+        tasks = getattr(body, "tasks", None) if env.type in _NAMED_TASKS else None
+        if not file:
+            return parse_address(env.src), parse_address(env.dst), msg, tasks
+        self.file(tasks)
+        return parse_address(env.src), parse_address(env.dst), msg
+
+
+def _first_error(e: ValidationError) -> str:
+    err = e.errors()[0]
+    where = ".".join(str(x) for x in err.get("loc", ())) or "body"
+    return f"{where}: {err.get('msg', 'invalid')}"
+
+
+def roundtrip_codec(max_bytes: int = MAX_MESSAGE_BYTES) -> tuple[Callable[[Any], bytes], Callable[[bytes], Any]]:
+    """``(encode, decode)`` for the in-process transport: every message through its wire form."""
+    codec = Codec(None, max_bytes)
+    return (lambda m: codec.encode("local", "local", m)), (lambda d: codec.decode(d)[2])

@@ -1,0 +1,124 @@
+"""A real cluster: every component its own process, HTTP between masters and workers, RabbitMQ for the rest.
+
+Each test starts the processes with ``cluster up``'s library call, bounds
+every wait, and stops everything (processes, ports, queues) in a finally.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+
+import aiohttp
+
+from schedlab.services import supervise
+from schedlab.services.client import replay
+from schedlab.services.clusterfile import load_cluster
+from schedlab.services.remote import RemoteCluster, fetch_statuses
+from schedlab.workload.trace import TraceJob
+
+from .conftest import write_cluster
+from .support import assert_valid_schedule
+
+
+def job(t, durations, masks=None):
+    return TraceJob(t, sum(durations) / len(durations), list(durations), masks=masks)
+
+
+def queues_of(name: str) -> list[str]:
+    out = subprocess.run(["rabbitmqctl", "list_queues", "-q", "name"], capture_output=True, text=True, timeout=30)
+    return [q.strip() for q in out.stdout.splitlines() if q.strip().startswith(name + ".")]
+
+
+async def _with_cluster(path, body):
+    loaded = load_cluster(path)
+    try:
+        procs = await supervise.up(loaded, path, timeout=60)
+        return await body(loaded, procs)
+    finally:
+        await supervise.down(loaded, path)
+
+
+def test_trace_replay_on_real_processes_runs_every_task_exactly_once(broker, tmp_path):
+    # hosts 1 and 3 (one per LM) have constraints 0 and 1; host 2 has constraint 1
+    path = write_cluster(tmp_path, gms=2, lms=2, workers=12, hosts_per_lm=2, host_constraints=[[], [0, 1], [1], [0, 1]])
+    masks = [0, 0b1, 0b10, 0, 0b11]
+    trace = [job(0.03 * i, [0.05 + 0.02 * (k % 3) for k in range(4)], [masks[(i + k) % 5] for k in range(4)]) for i in range(40)]
+
+    async def body(loaded, procs):
+        assert len(procs) == 2 + 2 + 4
+        assert len({p.pid for p in procs}) == 8
+        async with RemoteCluster(loaded) as rc:
+            result = await replay(rc, trace, constraints=False, timeout=60)
+        statuses = await fetch_statuses(loaded)
+        return loaded, result, statuses
+
+    loaded, result, statuses = asyncio.run(_with_cluster(path, body))
+    assert_valid_schedule(result, loaded.cluster)
+    s = result.summary
+    assert s["tasks"] == 160 and s["jobs"] == 40
+    assert s["runtime"]["transport"] == "http+amqp"
+    assert s["counters"]["nodes_unreachable"] == 0 and s["counters"]["gm_holdings_at_end"] == 0
+    assert s["allocation_time"]["count"] == 160 and s["allocation_time"]["p50"] < 1.0
+    assert all("error" not in st for st in statuses)
+    assert sum(st.get("tasks_known", 0) for st in statuses) == 0, "a service still holds finished tasks"
+    # nothing left behind
+    assert not any(supervise._alive(p) for p in supervise.running_pids(path).values())
+    assert queues_of(loaded.name) == []
+
+
+def test_bad_input_is_refused_counted_and_changes_nothing(broker, tmp_path):
+    path = write_cluster(tmp_path, gms=1, lms=1, workers=4)
+
+    async def body(loaded, procs):
+        lm = loaded.spec.lms[0].url + "/v1/message"
+        host = loaded.spec.lms[0].hosts[0].url + "/v1/message"
+        env = {"v": 1, "type": "LaunchRequest", "src": "gm:0", "dst": "lm:0",
+               "body": {"gm": 0, "items": [[5, 0, 0]], "tasks": [{"tid": 5, "jid": 1, "duration": 1.0}]}}
+        cases = [
+            (lm, b"not json", 400),
+            (lm, b"{}", 400),
+            (lm, json.dumps([{**env, "v": 2}]).encode(), 400),
+            (lm, json.dumps([{**env, "type": "Nonsense"}]).encode(), 404),
+            (lm, json.dumps([{**env, "body": {**env["body"], "items": [[5, 99, 0]]}}]).encode(), 404),
+            (lm, json.dumps([{**env, "body": {**env["body"], "items": [[5, 0, 999]]}}]).encode(), 404),
+            (lm, json.dumps([{**env, "body": {"gm": 0, "items": [[6, 0, 0]]}}]).encode(), 400),
+            (lm, json.dumps([{**env, "dst": "lm:7"}]).encode(), 404),
+            (lm, b"[" + b" " * (9 << 20) + b"]", 413),
+            (host, json.dumps([{"v": 1, "type": "LaunchBatch", "src": "lm:0", "dst": "host:0",
+                                "body": {"items": [[5, 77]], "reply_to": ["lm:0"], "tasks": [{"tid": 5, "jid": 1, "duration": 1.0}]}}]).encode(), 404),
+        ]
+        got = []
+        async with aiohttp.ClientSession() as session:
+            for url, data, _want in cases:
+                async with session.post(url, data=data) as resp:
+                    text = await resp.text()
+                    got.append((resp.status, text.strip()))
+            statuses = {(st["role"], st["id"]): st for st in await fetch_statuses(loaded)}
+            async with session.get(loaded.spec.lms[0].url + "/v1/health") as resp:
+                healthy = resp.status == 200
+        return cases, got, statuses, healthy
+
+    cases, got, statuses, healthy = asyncio.run(_with_cluster(path, body))
+    for (_url, _data, want), (status, text) in zip(cases, got, strict=True):
+        assert status == want, (status, text)
+        assert "\n" not in text and text, text
+    assert healthy
+    lm = statuses[("lm", 0)]
+    assert lm["refused_total"] == 9 and lm["running"] == 0 and lm["launched"] == 0 and lm["tasks_known"] == 0
+    host = statuses[("worker", 0)]
+    assert host["refused_total"] == 1 and host["running"] == 0
+
+
+def test_cluster_up_refuses_an_unreachable_broker_in_one_line(tmp_path):
+    path = write_cluster(tmp_path, gms=1, lms=1, workers=2, url="amqp://guest:secret@127.0.0.1:1/")
+    env = dict(os.environ)
+    env.pop("SCHEDLAB_AMQP_URL", None)
+    r = subprocess.run(["python", "-m", "schedlab", "cluster", "up", str(path)], capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 2
+    line = r.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert line.startswith("error: broker amqp://guest:***@127.0.0.1:1/:"), line
+    assert not supervise.running_pids(path)
