@@ -14,7 +14,7 @@ def assert_valid_schedule(result, cluster: Cluster) -> None:
     assert s["counters"]["tasks_unfinished"] == 0, "a task never finished"
     assert s["counters"]["jobs_incomplete"] == 0, "a job never completed"
     assert (t.starts == 1).all(), "a task started more than once"
-    for key in ("duplicate_starts", "duplicate_finishes", "duplicate_reports", "refused_launches", "handler_errors"):
+    for key in ("duplicate_starts", "duplicate_finishes", "duplicate_reports", "refused_launches", "handler_errors", "bad_record_messages", "unknown_task_events"):
         assert s["counters"].get(key, 0) == 0, f"{key} = {s['counters'][key]}"
     masks = np.array(cluster.machine_masks, dtype=object)
     for task, worker, need in zip(t.task, t.worker, t.constraints, strict=True):

@@ -21,6 +21,9 @@ def test_sleep_and_cpu():
     assert o.status == "ok" and 0.1 <= o.wall_seconds < 2.1
     o = run(TaskSpec(kind="cpu", duration=0.2, cpus=1.5))  # 0.3 CPU-seconds over two burners
     assert o.status == "ok" and o.cpu_seconds >= 0.27
+    # half a CPU for 0.4 s: 0.2 CPU-seconds, not consumed faster than half a CPU
+    o = run(TaskSpec(kind="cpu", duration=0.4, cpus=0.5))
+    assert o.status == "ok" and 0.18 <= o.cpu_seconds < 0.3 and o.wall_seconds >= 0.38
 
 
 def test_command_outcomes():

@@ -2,13 +2,17 @@
 
 * ``sleep`` — waits ``duration`` wall seconds (measures the scheduler, not the
   machine).
-* ``cpu`` — the paper's synthetic task (Section VI-F): it holds ``cpus`` CPUs
-  and burns ``duration`` seconds of CPU *time* on each, in child processes
-  (``ceil(cpus)`` burners sharing ``duration · cpus`` CPU-seconds equally). On a
-  machine with more runnable burners than cores they share the cores and their
-  wall time stretches — the interference the paper measures as execution delay.
-  A burner is a tiny ``python -S`` loop on ``time.process_time`` (it imports
-  nothing, so it starts in milliseconds) that prints the CPU time it used.
+* ``cpu`` — the paper's synthetic task (Section VI-F): a task asking for
+  ``cpus`` CPUs for ``duration`` seconds completes only once it has consumed
+  ``cpus · duration`` CPU-seconds ("0.5 CPU cores for 2 seconds … after
+  consuming 1 CPU-core-second"). It runs ``ceil(cpus)`` burner processes that
+  share that work equally, each consuming CPU no faster than its share of
+  ``cpus`` (it sleeps when ahead), so an unloaded task takes ``duration``; when
+  co-located tasks want more than the machine's cores they get less and their
+  wall time stretches — the interference the paper measures as execution
+  delay. A burner is a tiny ``python -S`` loop on ``time.process_time``
+  (it imports nothing, so it starts in milliseconds) that prints the CPU time
+  it used.
 * ``command`` — ``argv`` run without a shell unless the job asks for one
   (``shell: true``, then ``argv`` is the one command string), in its own
   process group with an optional ``timeout``; its exit code and the last
@@ -39,7 +43,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 TAIL_BYTES = 4096
 MAX_ARGV_BYTES = 64 * 1024
 
-_BURN = "import sys,time\nt=float(sys.argv[1]);p=time.process_time\nwhile p()<t:pass\nprint(p())"
+# Burn t CPU-seconds at no more than r CPUs (sleeping when ahead), then print the CPU time used.
+_BURN = (
+    "import sys,time\nt=float(sys.argv[1]);r=float(sys.argv[2]);p=time.process_time;m=time.monotonic;s=time.sleep;t0=m()\n"
+    "while p()<t:\n if p()>r*(m()-t0)+0.002:s(0.001)\nprint(p())"
+)
 
 
 class TaskSpec(BaseModel):
@@ -153,9 +161,11 @@ class RunningTask:
         return proc
 
     async def _cpu(self) -> TaskOutcome:
-        n = max(1, math.ceil(self.spec.cpus - 1e-9))
-        each = self.spec.duration * self.spec.cpus / n
-        procs = [await self._spawn(sys.executable, "-S", "-c", _BURN, repr(each)) for _ in range(n)]
+        spec = self.spec
+        n = max(1, math.ceil(spec.cpus - 1e-9))
+        each = spec.duration * spec.cpus / n
+        rate = min(1.0, spec.cpus / n)
+        procs = [await self._spawn(sys.executable, "-S", "-c", _BURN, repr(each), repr(rate)) for _ in range(n)]
         results = await asyncio.gather(*(p.communicate() for p in procs))
         if self.killed:
             return TaskOutcome("killed")

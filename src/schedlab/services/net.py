@@ -21,6 +21,18 @@ alternative, starlette + uvicorn + httpx, is three).
 Which way a message goes depends only on its type (:data:`HTTP_TYPES`) and
 whether its destination is hosted in this process (then it is delivered on
 the next loop turn, like the in-process transport).
+
+**Order on the LM → GM link.** The decision code assumes what the simulator
+gives it: messages from one component to another arrive in the order they
+were sent. An LM reaches a GM by two channels — state updates through
+RabbitMQ, rejections and piggybacked state in HTTP responses — which can
+overtake each other; and with delta updates, an old update applied after a
+newer one makes the GM believe a stale state that no later delta corrects (a
+task then waits for good for a worker it believes busy). So every message on
+that link carries ``seq = (sender incarnation, number)`` and the GM side
+delivers them in order (:class:`InOrder`), holding back one that arrives
+early until the gap closes — or, if a message was lost, until
+:data:`GAP_TIMEOUT` has passed (counted as ``gaps_skipped``).
 """
 
 from __future__ import annotations
@@ -29,6 +41,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import secrets
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
@@ -43,6 +56,8 @@ HTTP_TYPES = frozenset({"LaunchRequest", "PreemptRequest", "LaunchBatch", "Launc
 HTTP_PATH = "/v1/message"
 HTTP_TIMEOUT = 10.0
 HTTP_RETRIES = 5
+GAP_TIMEOUT = 2.0
+ORDERED_LINKS = frozenset({("lm", "gm")})  # (sender kind, receiver kind) delivered in send order
 
 
 class BrokerUnreachable(Exception):
@@ -164,6 +179,57 @@ class AmqpLink:
             await self.connection.close()
 
 
+class InOrder:
+    """Delivers each sender's sequenced messages in order; a gap waits at most ``GAP_TIMEOUT`` seconds."""
+
+    def __init__(self, counters: dict[str, int]) -> None:
+        self.counters = counters
+        self.links: dict[tuple[Any, Any], list] = {}  # (src, dst) -> [incarnation, expected, {n: deliver}, timer]
+
+    def accept(self, src: Any, dst: Any, seq: tuple[int, int] | None, deliver: Callable[[], None]) -> None:
+        if seq is None:
+            deliver()
+            return
+        incarnation, n = seq
+        key = (src, dst)
+        st = self.links.get(key)
+        if st is None or st[0] != incarnation:
+            if st is not None:  # the sender restarted: what it sent before comes first
+                self._flush(key, skip=True)
+            st = self.links[key] = [incarnation, n, {}, None]
+        if n < st[1]:
+            self.counters["late_after_gap"] += 1
+            deliver()
+            return
+        st[2][n] = deliver
+        self._drain(st)
+        if st[2] and st[3] is None:
+            st[3] = asyncio.get_running_loop().call_later(GAP_TIMEOUT, self._flush, key, True)
+        elif not st[2] and st[3] is not None:
+            st[3].cancel()
+            st[3] = None
+
+    def _drain(self, st: list) -> None:
+        held = st[2]
+        while st[1] in held:
+            held.pop(st[1])()
+            st[1] += 1
+
+    def _flush(self, key: tuple[Any, Any], skip: bool) -> None:
+        st = self.links.get(key)
+        if st is None:
+            return
+        if st[3] is not None:
+            st[3].cancel()
+            st[3] = None
+        held = st[2]
+        while held:
+            first = min(held)
+            self.counters["gaps_skipped"] += first - st[1]
+            st[1] = first
+            self._drain(st)
+
+
 class _Capture:
     """Replies to the sender of the HTTP request being handled go into its response."""
 
@@ -189,6 +255,16 @@ class NetTransport:
         self._wake: dict[str, asyncio.Event] = {}
         self.session: Any = None
         self.counters: dict[str, int] = defaultdict(int)
+        self.in_order = InOrder(self.counters)
+        self.incarnation = secrets.randbits(31)
+        self._next_seq: dict[Address, int] = defaultdict(int)
+        self._kind = identity.partition(":")[0]
+
+    def _seq(self, dst: Address) -> tuple[int, int] | None:
+        if isinstance(dst, tuple) and (self._kind, dst[0]) in ORDERED_LINKS:
+            self._next_seq[dst] += 1
+            return (self.incarnation, self._next_seq[dst])
+        return None
 
     def bind(self, address: Address, runtime: AsyncRuntime) -> None:
         self.local[address] = runtime
@@ -196,7 +272,7 @@ class NetTransport:
     def send(self, dst: Address, msg: Any) -> None:
         cap = self.capture
         if cap is not None and dst == cap.dst:
-            cap.frames.append(self.codec.envelope(self.identity, dst, msg))
+            cap.frames.append(self.codec.envelope(self.identity, dst, msg, self._seq(dst)))
             return
         rt = self.local.get(dst)
         if rt is not None:
@@ -212,7 +288,8 @@ class NetTransport:
             return
         if self.amqp is None:
             raise KeyError(f"{name} to {dst!r} needs the broker, and this process has none")
-        self.amqp.publish(self.directory.queue(dst), self.codec.encode(self.identity, dst, msg), persistent=name == "SubmitJob")
+        data = self.codec.encode(self.identity, dst, msg, self._seq(dst))
+        self.amqp.publish(self.directory.queue(dst), data, persistent=name == "SubmitJob")
 
     # -- HTTP client ------------------------------------------------------------------------------
     def _kick(self, url: str) -> None:
@@ -266,7 +343,7 @@ class NetTransport:
 
     def _deliver_reply(self, env: dict) -> None:
         try:
-            src, dst, msg, tasks = self.codec.decode_frames(json.dumps([env]).encode())[0]
+            src, dst, msg, tasks, seq = self.codec.decode_frames(json.dumps([env]).encode())[0]
         except WireError as e:
             self.counters["bad_replies"] += 1
             log.error("bad reply: %s", e.reason)
@@ -276,13 +353,18 @@ class NetTransport:
         if rt is None:
             self.counters["misrouted_replies"] += 1
             return
-        rt.deliver(dst, msg)
+        self.in_order.accept(src, dst, seq, lambda: rt.deliver(dst, msg))
+
+    def receive(self, src: Any, dst: Any, msg: Any, seq: tuple[int, int] | None) -> None:
+        """A message that came in from the broker, for a component of this process."""
+        rt = self.local[dst]
+        self.in_order.accept(src, dst, seq, lambda: rt.deliver(dst, msg))
 
     # -- HTTP server side -----------------------------------------------------------------------
-    def handle_frames(self, frames: list[tuple[Any, Any, Any, Any]]) -> list[dict]:
+    def handle_frames(self, frames: list[tuple[Any, Any, Any, Any, Any]]) -> list[dict]:
         """Deliver a request's messages now; return what the handlers sent back to the requester."""
         replies: list[dict] = []
-        for src, dst, msg, tasks in frames:
+        for src, dst, msg, tasks, _seq in frames:
             self.codec.file(tasks)
             rt = self.local[dst]
             self.capture = cap = _Capture(src)

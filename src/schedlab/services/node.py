@@ -198,14 +198,14 @@ class Node:
     def _on_amqp(self, body: bytes) -> None:
         assert self.rt is not None
         try:
-            _src, dst, msg = self.transport.codec.decode(body)
+            src, dst, msg, seq = self.transport.codec.decode_seq(body)
         except WireError as e:
             self._refuse("bad message", e.reason)
             return
         if not self.rt.accepts(dst, msg.__class__):
             self._refuse("not for this service", f"{msg.__class__.__name__} for {dst!r}")
             return
-        self.rt.deliver(dst, msg)
+        self.transport.receive(src, dst, msg, seq)
 
     async def _serve_http(self) -> None:
         from aiohttp import web
@@ -264,7 +264,7 @@ class Node:
             return web.Response(status=413, text=self._refuse("oversize", f"body over {MAX_MESSAGE_BYTES} bytes") + "\n")
         try:
             frames = self.transport.codec.decode_frames(body)
-            for _src, dst, msg, tasks in frames:
+            for _src, dst, msg, tasks, _seq in frames:
                 self._check(dst, msg, tasks)
         except WireError as e:
             status = 404 if e.reason.startswith("unknown ") else 400

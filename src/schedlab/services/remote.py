@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from typing import Any
 
@@ -25,6 +26,8 @@ from schedlab.services.net import AmqpLink, Directory, NetTransport
 from schedlab.services.records import RunRecords
 from schedlab.services.runtime import AsyncRuntime
 from schedlab.services.wire import Codec, WireError
+
+log = logging.getLogger("schedlab.services.remote")
 
 # status fields summed over nodes into the run's counters (the simulator's names)
 SUMMED = ("requests", "repartition_requests", "rejected_requests", "launched", "repartitions", "inconsistencies",
@@ -81,17 +84,24 @@ class RemoteCluster:
         def on_body(body: bytes) -> None:
             try:
                 _src, _dst, msg = self.codec.decode(body)
-            except WireError:
-                self.bad_records += 1
+            except WireError as e:
+                self._bad(records, e.reason)
                 return
             if not isinstance(msg, RecordEvents) or msg.run != run:
-                self.bad_records += 1
+                self._bad(records, f"{type(msg).__name__} on run {run}'s queue")
                 return
             for ev in msg.events:
                 records.event(tuple(ev))
 
         await self.amqp.consume(queue, on_body, durable=False, exclusive=True)
         return records
+
+    def _bad(self, records: RunRecords, reason: str) -> None:
+        """A message on the run's queue that is not one of its records: counted in the run's summary, logged once."""
+        self.bad_records += 1
+        records.counters["bad_record_messages"] = records.counters.get("bad_record_messages", 0) + 1
+        if self.bad_records == 1:
+            log.warning("ignored a message on the run's queue: %s", reason)
 
     async def close_run(self, run: int) -> None:
         self.runs.pop(run, None)

@@ -167,6 +167,7 @@ class Envelope(BaseModel):
     src: str = Field(max_length=128)
     dst: str = Field(max_length=128)
     body: dict[str, Any]
+    seq: tuple[int, int] | None = None  # (sender incarnation, number) on links delivered in order
 
 
 # -- addresses ---------------------------------------------------------------------------------------
@@ -185,7 +186,7 @@ def parse_address(text: str) -> Any:
         raise WireError(f"bad address {text!r}")
     if not sep:
         return kind
-    if not idx.isdigit() or len(idx) > 9:
+    if not idx.isdigit() or len(idx) > 18:
         raise WireError(f"bad address {text!r}")
     return (kind, int(idx))
 
@@ -333,13 +334,13 @@ class Codec:
         self.store = store
         self.max_bytes = max_bytes
 
-    def encode(self, src: Any, dst: Any, msg: Any) -> bytes:
-        data = json.dumps(self.envelope(src, dst, msg), separators=(",", ":")).encode()
+    def encode(self, src: Any, dst: Any, msg: Any, seq: tuple[int, int] | None = None) -> bytes:
+        data = json.dumps(self.envelope(src, dst, msg, seq), separators=(",", ":")).encode()
         if len(data) > self.max_bytes:
             raise WireError(f"{msg.__class__.__name__} of {len(data)} bytes is over the {self.max_bytes}-byte limit")
         return data
 
-    def envelope(self, src: Any, dst: Any, msg: Any) -> dict:
+    def envelope(self, src: Any, dst: Any, msg: Any, seq: tuple[int, int] | None = None) -> dict:
         """The envelope of ``msg`` as a JSON-ready dict (size-checked)."""
         name = msg.__class__.__name__
         spec = SCHEMAS.get(name)
@@ -351,6 +352,8 @@ class Codec:
             store = self.store
             body["tasks"] = [task_wire(store, t) for t in named(msg) if t in store]
         env = {"v": WIRE_VERSION, "type": name, "src": address_str(src), "dst": address_str(dst), "body": body}
+        if seq is not None:
+            env["seq"] = seq
         items = len(body.get("items", ())) + len(body.get("tasks", ())) + len(body.get("group", ())) + len(body.get("events", ()))
         if items > MAX_ITEMS:
             raise WireError(f"{name} with {items} items is over the {MAX_ITEMS}-item limit")
@@ -358,18 +361,23 @@ class Codec:
 
     def decode(self, data: bytes) -> tuple[Any, Any, Any]:
         """``(src, dst, message)`` of an envelope; task descriptions it carries are filed in the store."""
+        return self.decode_seq(data)[:3]
+
+    def decode_seq(self, data: bytes) -> tuple[Any, Any, Any, tuple[int, int] | None]:
+        """``(src, dst, message, seq)`` of an envelope (see :class:`Envelope`)."""
         if len(data) > self.max_bytes:
             raise WireError(f"message of {len(data)} bytes is over the {self.max_bytes}-byte limit")
         try:
             env = Envelope.model_validate_json(data)
         except ValidationError as e:
             raise WireError(f"malformed envelope: {_first_error(e)}") from None
-        return self._open(env)
+        src, dst, msg = self._open(env)
+        return src, dst, msg, env.seq
 
     def decode_frames(self, data: bytes) -> list[tuple[Any, Any, Any, Any]]:
         """A JSON list of envelopes (an HTTP body): every one is checked before any is filed or used.
 
-        Returns ``(src, dst, message, tasks)`` per envelope; the caller files
+        Returns ``(src, dst, message, tasks, seq)`` per envelope; the caller files
         ``tasks`` (:meth:`file`) once it has accepted the whole request.
         """
         if len(data) > self.max_bytes:
@@ -386,7 +394,7 @@ class Codec:
                 env = Envelope.model_validate(frame)
             except ValidationError as e:
                 raise WireError(f"envelope {k}: {_first_error(e)}") from None
-            out.append(self._open(env, file=False))
+            out.append((*self._open(env, file=False), env.seq))
         return out
 
     def file(self, tasks: Any) -> None:

@@ -1,0 +1,165 @@
+"""Megha for real: allocation time, placement throughput and start-up of the services, against the targets.
+
+Targets (issue "Megha for real"):
+
+* **latency** — loopback, 1 GM, 1 LM, 100 workers, light load: median
+  allocation time <= 10 ms and p99 <= 50 ms over HTTP + RabbitMQ, median
+  <= 2 ms with the in-process transport;
+* **throughput** — one GM sustains >= 1,000 placements/s, a 5 GM x 5 LM cluster
+  >= 3,000/s, with sleep-0 tasks; the curve of allocation time against offered
+  load shows where it saturates;
+* **startup** — ``cluster up`` of 5 GMs, 5 LMs and 200 workers healthy in <= 15 s.
+
+Placements/s is tasks placed over the span from the first arrival to the last
+start. Every figure is one run on this machine; the processes share its cores
+with the load generator, so the multi-process figures are a lower bound of
+what separate hosts would give.
+
+    python benchmarks/bench_services.py [--only latency,throughput,startup] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from schedlab.cluster import Cluster
+from schedlab.services import supervise
+from schedlab.services.client import replay
+from schedlab.services.clusterfile import load_cluster, render_cluster
+from schedlab.services.embedded import EmbeddedMegha
+from schedlab.services.remote import RemoteCluster
+from schedlab.workload.trace import TraceJob
+
+
+def free_base(n: int) -> int:
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + n > 65000:
+            continue
+        ok = True
+        for p in range(base, base + n):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", p))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return base
+
+
+def trace(jobs: int, tasks_per_job: int, rate_tasks: float, duration: float) -> list[TraceJob]:
+    gap = tasks_per_job / rate_tasks
+    return [TraceJob(i * gap, duration, [duration] * tasks_per_job) for i in range(jobs)]
+
+
+def cluster_file(folder: Path, gms: int, lms: int, workers: int, heartbeat: float = 1.0) -> Path:
+    path = folder / f"bench-{gms}x{lms}.yaml"
+    text = render_cluster(name=f"bench{int(time.time() * 1000) % 10**9}", gms=gms, lms=lms, workers=workers,
+                          base_port=free_base(gms + 2 * lms), heartbeat=heartbeat)
+    path.write_text(text)
+    return path
+
+
+async def run_embedded(gms: int, lms: int, workers: int, tr: list[TraceJob]) -> dict:
+    async with EmbeddedMegha(Cluster.slots([0] * workers), {"gms": gms, "lms": lms, "heartbeat": 1.0}) as c:
+        r = await replay(c, tr, constraints=False, timeout=300)
+    return figures(r)
+
+
+async def run_processes(path: Path, tr: list[TraceJob]) -> dict:
+    loaded = load_cluster(path)
+    try:
+        await supervise.up(loaded, path, timeout=120)
+        async with RemoteCluster(loaded) as rc:
+            r = await replay(rc, tr, constraints=False, timeout=300)
+        return figures(r)
+    finally:
+        await supervise.down(loaded, path)
+
+
+def figures(r) -> dict:
+    t = r.tasks
+    s = r.summary
+    started = t[t.start.notna()]
+    span = started.start.max() - t.arrival.min() if len(started) else float("nan")
+    return {
+        "tasks": len(t),
+        "unfinished": s["counters"]["tasks_unfinished"],
+        "p50_ms": s["allocation_time"]["p50"] * 1e3,
+        "p99_ms": s["allocation_time"]["p99"] * 1e3,
+        "placements_per_s": len(started) / span if span > 0 else float("nan"),
+        "inconsistencies": s["counters"].get("inconsistencies", 0),
+    }
+
+
+def show(label: str, f: dict, extra: str = "") -> None:
+    print(f"  {label:<34} tasks {f['tasks']:>6}  alloc p50 {f['p50_ms']:8.2f} ms  p99 {f['p99_ms']:8.2f} ms  "
+          f"placements/s {f['placements_per_s']:8.0f}  inconsistencies {f['inconsistencies']:>4}  unfinished {f['unfinished']} {extra}", flush=True)
+
+
+def bench_latency(folder: Path, quick: bool) -> None:
+    print("latency: 1 GM x 1 LM, 100 workers, 20 jobs/s of 1 task (50 ms sleep)")
+    tr = trace(100 if quick else 400, 1, 20.0, 0.05)
+    f = asyncio.run(run_embedded(1, 1, 100, tr))
+    show("in-process (embedded)", f, f"target p50 <= 2 ms: {'met' if f['p50_ms'] <= 2 else 'MISSED'}")
+    f = asyncio.run(run_processes(cluster_file(folder, 1, 1, 100), tr))
+    ok = f["p50_ms"] <= 10 and f["p99_ms"] <= 50
+    show("processes, HTTP + RabbitMQ", f, f"target p50 <= 10, p99 <= 50 ms: {'met' if ok else 'MISSED'}")
+
+
+def bench_throughput(folder: Path, quick: bool) -> None:
+    rates = [500, 1000, 2000, 4000] if quick else [500, 1000, 2000, 3000, 4000, 6000, 8000]
+    seconds = 2.0 if quick else 5.0
+    for gms, lms, target in ((1, 1, 1000), (5, 5, 3000)):
+        workers = 1000
+        print(f"throughput: {gms} GM x {lms} LM, {workers} workers, sleep-0 tasks in jobs of 10, {seconds:g} s per offered rate")
+        for mode in ("embedded", "processes"):
+            best = 0.0
+            for rate in rates:
+                tr = trace(int(rate * seconds / 10), 10, rate, 0.0)
+                if mode == "embedded":
+                    f = asyncio.run(run_embedded(gms, lms, workers, tr))
+                else:
+                    f = asyncio.run(run_processes(cluster_file(folder, gms, lms, workers), tr))
+                best = max(best, f["placements_per_s"])
+                show(f"{mode:<10} offered {rate:>5}/s", f)
+            print(f"  {mode}: best {best:.0f} placements/s; target >= {target}: {'met' if best >= target else 'MISSED'}")
+
+
+def bench_startup(folder: Path, quick: bool) -> None:
+    path = folder / "startup.yaml"
+    path.write_text(render_cluster(name=f"bench{int(time.time()) % 10**6}", gms=5, lms=5, workers=200, base_port=free_base(15)))
+    loaded = load_cluster(path)
+    t0 = time.perf_counter()
+    try:
+        procs = asyncio.run(supervise.up(loaded, path, timeout=120))
+        dt = time.perf_counter() - t0
+    finally:
+        asyncio.run(supervise.down(loaded, path))
+    print(f"startup: cluster up of 5 GMs, 5 LMs, 200 workers ({len(procs)} processes) healthy in {dt:.1f} s; "
+          f"target <= 15 s: {'met' if dt <= 15 else 'MISSED'}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="latency,throughput,startup")
+    ap.add_argument("--quick", action="store_true", help="shorter runs")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for name in args.only.split(","):
+            {"latency": bench_latency, "throughput": bench_throughput, "startup": bench_startup}[name](folder, args.quick)
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
