@@ -1,0 +1,50 @@
+"""In-order delivery on the LM -> GM link, whose messages come by two channels (RabbitMQ and HTTP replies)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+
+from schedlab.services import net
+
+
+def test_early_messages_wait_for_the_gap_to_close_and_a_restart_starts_afresh():
+    async def main():
+        counters = defaultdict(int)
+        io = net.InOrder(counters)
+        got = []
+        deliver = lambda x: (lambda: got.append(x))  # noqa: E731
+        io.accept("lm:0", "gm:0", (1, 1), deliver("a"))
+        io.accept("lm:0", "gm:0", (1, 3), deliver("c"))  # overtook b
+        io.accept("lm:0", "gm:0", None, deliver("unsequenced"))
+        assert got == ["a", "unsequenced"]
+        io.accept("lm:0", "gm:0", (1, 2), deliver("b"))
+        assert got == ["a", "unsequenced", "b", "c"]
+        io.accept("lm:1", "gm:0", (7, 40), deliver("other link starts where it is"))
+        io.accept("lm:0", "gm:0", (2, 1), deliver("restarted LM"))
+        assert got[-2:] == ["other link starts where it is", "restarted LM"]
+        return counters
+
+    counters = asyncio.run(main())
+    assert counters["gaps_skipped"] == 0
+
+
+def test_a_lost_message_holds_the_link_only_for_the_gap_timeout(monkeypatch):
+    monkeypatch.setattr(net, "GAP_TIMEOUT", 0.05)
+
+    async def main():
+        counters = defaultdict(int)
+        io = net.InOrder(counters)
+        got = []
+        io.accept("lm:0", "gm:0", (1, 1), lambda: got.append(1))
+        io.accept("lm:0", "gm:0", (1, 3), lambda: got.append(3))
+        io.accept("lm:0", "gm:0", (1, 4), lambda: got.append(4))
+        assert got == [1]
+        await asyncio.sleep(0.15)
+        assert got == [1, 3, 4]
+        io.accept("lm:0", "gm:0", (1, 2), lambda: got.append(2))  # the lost one, late: still delivered
+        assert got == [1, 3, 4, 2]
+        return counters
+
+    counters = asyncio.run(main())
+    assert counters["gaps_skipped"] == 1 and counters["late_after_gap"] == 1
