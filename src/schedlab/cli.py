@@ -443,6 +443,7 @@ def reproduce_cmd(
     backend: Annotated[str, typer.Option("--backend", help="local or ray.")] = "local",
     address: Annotated[str | None, typer.Option("--address", help="Ray cluster address.")] = None,
     list_specs: Annotated[bool, typer.Option("--list", help="List the built-in specs.")] = False,
+    embedded: Annotated[bool, typer.Option("--embedded", help="megha-prototype: run the real cluster in this process (no broker).")] = False,
 ) -> None:
     """Run a built-in experiment that regenerates a paper's figures, then write its report."""
     from schedlab.experiments.reproduce import builtin_specs, reproduce
@@ -451,10 +452,21 @@ def reproduce_cmd(
         t = Table("name", "what it reproduces")
         for k, v in builtin_specs().items():
             t.add_row(k, v)
+        t.add_row("megha-prototype", "Megha paper Fig. 12: a real local cluster beside the simulator (allocation time, execution delay)")
         out.print(t)
         return
     if name is None:
         raise InputError("reproduce", "give a spec name (see `schedlab reproduce --list`)")
+    if name == "megha-prototype":
+        from schedlab.services.prototype import run as run_prototype
+
+        if jobs is not None or backend != "local" or address is not None:
+            raise InputError("reproduce megha-prototype", "runs one simulation and one real cluster: --jobs, --backend and --address do not apply")
+        report = run_prototype(out_dir, quick=quick, embedded=embedded)
+        err.print(f"report: {report}", highlight=False)
+        return
+    if embedded:
+        raise InputError("--embedded", "applies to megha-prototype only")
     display = _SweepDisplay(f"reproduce {name}")
     try:
         res, rep = reproduce(name, out_dir, quick=quick, jobs=jobs, backend=backend, address=address, progress=display)

@@ -19,7 +19,14 @@ a second :class:`~schedlab.sim.runtime.Runtime`.
 * :mod:`~.worker` — a worker host: the workers of one machine;
 * :mod:`~.embedded` — a Megha cluster in one process;
 * :mod:`~.client` — replaying a trace against a cluster and summarising it
-  with the simulator's summary schema.
+  with the simulator's summary schema; :class:`~.client.Client`, the Python
+  client;
+* :mod:`~.wire`, :mod:`~.net`, :mod:`~.node`, :mod:`~.remote`,
+  :mod:`~.clusterfile`, :mod:`~.supervise`, :mod:`~.cli` — message schemas,
+  the HTTP + RabbitMQ transport, service processes, the client's view of
+  them, cluster files, process supervision and the commands;
+* :mod:`~.prototype` — the Megha paper's prototype experiment beside the
+  simulator (``schedlab reproduce megha-prototype``).
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ __all__, __getattr__ = lazy_exports(
         "AsyncRuntime": "runtime",
         "EmbeddedMegha": "embedded",
         "replay": "client",
+        "Client": "client",
+        "RemoteCluster": "remote",
         "TaskSpec": "execution",
     },
 )

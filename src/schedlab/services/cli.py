@@ -214,13 +214,22 @@ def submit_cmd(
 
     if (trace is None) == (command is None):
         raise InputError("submit", "give either --trace or --command")
-    loaded = _load(cluster)
+    # options first: nothing starts or connects before they are known to be good
+    if not speedup > 0:
+        raise InputError("--speedup", f"must be > 0, got {speedup}")
+    if max_jobs is not None and max_jobs < 1:
+        raise InputError("--max-jobs", f"must be >= 1, got {max_jobs}")
+    if task not in ("sleep", "cpu"):
+        raise InputError("--task", f"unknown task kind {task!r} (choose from sleep, cpu)")
+    if not cpus > 0:
+        raise InputError("--cpus", f"must be > 0, got {cpus}")
+    if timeout is not None and not timeout > 0:
+        raise InputError("--timeout", f"must be > 0, got {timeout}")
+    _load(cluster)  # a bad file is one line before anything starts
     if command is not None:
-        result = asyncio.run(_adhoc(loaded, command, shell, cpus, constraint or [], embedded, timeout))
-        o = result.extra["outcomes"].get(0, {"status": "unfinished"})
-        row = result.tasks.iloc[0]
-        print(f"status {o.get('status')}  exit {o.get('exit_code')}  worker {int(row.worker)}  "
-              f"allocation {row.allocation_time * 1e3:.1f} ms  ran {o.get('wall_seconds', float('nan')):.2f} s")
+        o = asyncio.run(_adhoc(cluster, command, shell, cpus, constraint or [], embedded, timeout))
+        print(f"status {o.get('status')}  exit {o.get('exit_code')}  worker {o['worker']}  "
+              f"allocation {o['allocation_time'] * 1e3:.1f} ms  ran {o.get('wall_seconds', float('nan')):.2f} s")
         for key in ("stdout_tail", "stderr_tail"):
             if o.get(key):
                 print(f"--- {key.split('_')[0]} ---\n{o[key].rstrip()}")
@@ -229,7 +238,7 @@ def submit_cmd(
         if o.get("status") != "ok":
             raise typer.Exit(1)
         return
-    result = asyncio.run(_replay(loaded, trace, max_jobs, speedup, task, cpus, seed, constraints, embedded, timeout))
+    result = asyncio.run(_replay(cluster, trace, max_jobs, speedup, task, cpus, seed, constraints, embedded, timeout))
     s = result.summary
     if not quiet:
         out.print(_summary_table(s))
@@ -247,49 +256,18 @@ def submit_cmd(
         raise typer.Exit(1)
 
 
-async def _handle(loaded: Any, embedded: bool) -> Any:
-    if embedded:
-        from schedlab.services.embedded import EmbeddedMegha
-
-        c = EmbeddedMegha(loaded.cluster, loaded.megha_params(), seed=loaded.spec.seed)
-        c.start()
-        return c
-    from schedlab.services.net import BrokerUnreachable
-    from schedlab.services.remote import RemoteCluster
-    from schedlab.services.supervise import _safe_url
-
-    c = RemoteCluster(loaded)
-    try:
-        await c.connect()
-    except BrokerUnreachable as e:
-        raise InputError(f"broker {_safe_url(e.url)}", e.reason) from None
-    return c
-
-
-async def _close(handle: Any) -> None:
-    if hasattr(handle, "stop"):
-        handle.stop()
-    else:
-        await handle.close()
-
-
-async def _replay(loaded: Any, trace: str, max_jobs: int | None, speedup: float, task: str, cpus: float, seed: int, constraints: bool,
+async def _replay(path: Path, trace: str, max_jobs: int | None, speedup: float, task: str, cpus: float, seed: int, constraints: bool,
                   embedded: bool, timeout: float | None) -> Any:
-    from schedlab.services.client import replay
+    from schedlab.services.client import Client
 
-    handle = await _handle(loaded, embedded)
-    try:
-        return await replay(handle, trace, max_jobs=max_jobs, speedup=speedup, task=task, cpus=cpus, seed=seed, constraints=constraints, timeout=timeout)
-    finally:
-        await _close(handle)
+    async with Client(path, embedded=embedded) as c:
+        return await c.replay(trace, max_jobs=max_jobs, speedup=speedup, task=task, cpus=cpus, seed=seed, constraints=constraints, timeout=timeout)
 
 
-async def _adhoc(loaded: Any, command: str, shell: bool, cpus: float, constraint: list[int], embedded: bool, timeout: float | None) -> Any:
+async def _adhoc(path: Path, command: str, shell: bool, cpus: float, constraint: list[int], embedded: bool, timeout: float | None) -> dict:
     import shlex
 
-    from schedlab.services.client import replay
-    from schedlab.services.execution import TaskSpec
-    from schedlab.workload.trace import TraceJob
+    from schedlab.services.client import Client
 
     try:
         argv = [command] if shell else shlex.split(command)
@@ -300,14 +278,5 @@ async def _adhoc(loaded: Any, command: str, shell: bool, cpus: float, constraint
     bad = [c for c in constraint if not 0 <= c <= 20]
     if bad:
         raise InputError("--constraint", f"constraint indices are 0..20, got {bad[0]}")
-    mask = 0
-    for c in constraint:
-        mask |= 1 << c
-    spec = TaskSpec(kind="command", duration=0.0, cpus=cpus, argv=argv, shell=shell, timeout=timeout)
-    request = None if loaded.cluster.slot_mode else [tuple([cpus] + [0.0] * (len(loaded.cluster.resources) - 1))]
-    job = TraceJob(0.0, 0.0, [0.0], masks=[mask], requests=request)
-    handle = await _handle(loaded, embedded)
-    try:
-        return await replay(handle, [job], task=lambda _j, _t, _d: spec, constraints=False, timeout=None if timeout is None else timeout + 30)
-    finally:
-        await _close(handle)
+    async with Client(path, embedded=embedded) as c:
+        return await c.run(argv, cpus=cpus, constraints=constraint, shell=shell, timeout=timeout)

@@ -16,8 +16,9 @@ Choices:
   the workers executed (trace duration / ``speedup``), so JRT delay compares
   like with like.
 * Every task sleeps for its duration unless ``task`` says otherwise:
-  ``"cpu"`` runs the Megha paper's synthetic task (holds ``cpus`` CPUs for its
-  duration of CPU time, so co-located tasks interfere); a callable
+  ``"cpu"`` runs the Megha paper's synthetic task (holds ``cpus`` CPUs — or,
+  with ``cpus_from_request``, its core request — for its duration, so
+  co-located tasks interfere); a callable
   ``task(job_index, task_index, duration) -> TaskSpec`` gives anything else.
 * The summary's ``runtime`` section says what ran: ``"real"``, the transport,
   wall time and the replay's own counters.
@@ -94,6 +95,7 @@ async def replay(
     conventions: TraceConventions | None = None,
     task: str | TaskFactory | None = None,
     cpus: float = 1.0,
+    cpus_from_request: bool = False,
     timeout: float | None = None,
     trace_label: str | None = None,
 ) -> Result:
@@ -137,7 +139,12 @@ async def replay(
             if pj is None:
                 continue
             durations = [d / speedup for d in pj.durations]
-            specs = None if factory is None else [factory(k, i, d) for i, d in enumerate(durations)]
+            if cpus_from_request and task == "cpu" and pj.requests is not None:
+                from schedlab.services.execution import TaskSpec
+
+                specs = [TaskSpec(kind="cpu", duration=d, cpus=pj.requests[i][0]) for i, d in enumerate(durations)]
+            else:
+                specs = None if factory is None else [factory(k, i, d) for i, d in enumerate(durations)]
             arrival = now() - origin
             gjid, gtids = records.add_job(arrival, durations, pj.masks, pj.requests, pj.mean_duration / speedup, pj.line)
             cluster.submit(SubmitJob(gjid, gtids, durations, pj.masks, pj.requests, specs), gm=submitted % gms)
@@ -182,3 +189,85 @@ async def replay(
         }
     )
     return Result(summary, tdf, jdf, udf, extra={"outcomes": records.outcomes, "requests": list(records.tasks.request)})
+
+
+class Client:
+    """Work for a running cluster, from Python.
+
+    ``Client("demo.yaml")`` reaches a cluster started with ``schedlab cluster up``
+    (through its broker); ``Client("demo.yaml", embedded=True)`` runs the file's
+    cluster inside this process for the client's lifetime (no broker)::
+
+        async with Client("demo.yaml") as c:
+            result = await c.replay("google", max_jobs=50, speedup=20)
+            outcome = await c.run(["python", "-c", "print(42)"])
+    """
+
+    def __init__(self, cluster_file: str | os.PathLike, *, embedded: bool = False) -> None:
+        from schedlab.services.clusterfile import load_cluster
+
+        self.loaded = load_cluster(cluster_file)
+        self.embedded = embedded
+        self.handle: Any = None
+
+    async def __aenter__(self) -> Client:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def connect(self) -> None:
+        if self.embedded:
+            from schedlab.services.embedded import EmbeddedMegha
+
+            self.handle = EmbeddedMegha(self.loaded.cluster, self.loaded.megha_params(), seed=self.loaded.spec.seed)
+            self.handle.start()
+            return
+        from schedlab.services.net import BrokerUnreachable
+        from schedlab.services.remote import RemoteCluster
+        from schedlab.services.supervise import _safe_url
+
+        handle = RemoteCluster(self.loaded)
+        try:
+            await handle.connect()
+        except BrokerUnreachable as e:
+            raise InputError(f"broker {_safe_url(e.url)}", e.reason) from None
+        self.handle = handle
+
+    async def close(self) -> None:
+        if self.handle is None:
+            return
+        if self.embedded:
+            self.handle.stop()
+        else:
+            await self.handle.close()
+        self.handle = None
+
+    async def replay(self, trace: str | os.PathLike | Iterable[TraceJob], **kw: Any) -> Result:
+        """:func:`replay` on this client's cluster."""
+        if self.handle is None:
+            await self.connect()
+        return await replay(self.handle, trace, **kw)
+
+    async def run(self, argv: list[str] | str, *, cpus: float = 1.0, constraints: Iterable[int] = (), shell: bool = False,
+                  timeout: float | None = None) -> dict[str, Any]:
+        """Run one command as a one-task job; returns its outcome (status, exit code, output tails, worker, allocation time)."""
+        from schedlab.services.execution import TaskSpec
+
+        if isinstance(argv, str):
+            argv = [argv] if shell else argv.split()
+        mask = 0
+        for c in constraints:
+            if not 0 <= c <= 20:
+                raise InputError("constraints", f"constraint indices are 0..20, got {c}")
+            mask |= 1 << c
+        spec = TaskSpec(kind="command", argv=list(argv), shell=shell, cpus=cpus, timeout=timeout)
+        cl = self.loaded.cluster
+        request = None if cl.slot_mode else [tuple([cpus] + [0.0] * (len(cl.resources) - 1))]
+        job = TraceJob(0.0, 0.0, [0.0], masks=[mask], requests=request)
+        result = await self.replay([job], task=lambda _j, _t, _d: spec, constraints=False, timeout=None if timeout is None else timeout + 30)
+        row = result.tasks.iloc[0]
+        outcome = dict(result.extra["outcomes"].get(0, {"status": "unfinished"}))
+        outcome.update({"worker": int(row.worker), "allocation_time": float(row.allocation_time)})
+        return outcome

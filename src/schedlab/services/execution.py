@@ -43,10 +43,15 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 TAIL_BYTES = 4096
 MAX_ARGV_BYTES = 64 * 1024
 
-# Burn t CPU-seconds at no more than r CPUs (sleeping when ahead), then print the CPU time used.
+# Burn t CPU-seconds (beyond the interpreter's start-up) at no more than r CPUs, so that unhindered
+# it takes t/r seconds: the task's duration. It burns in quanta and sleeps while ahead of r; once its
+# work is done it waits out the rest of the duration. It prints the CPU time it burnt.
 _BURN = (
-    "import sys,time\nt=float(sys.argv[1]);r=float(sys.argv[2]);p=time.process_time;m=time.monotonic;s=time.sleep;t0=m()\n"
-    "while p()<t:\n if p()>r*(m()-t0)+0.002:s(0.001)\nprint(p())"
+    "import sys,time\nt=float(sys.argv[1]);r=float(sys.argv[2]);p=time.process_time;m=time.monotonic;s=time.sleep\n"
+    "c=p();t0=m();D=t/r;q=min(0.002,t/4)\n"
+    "while 1:\n u=p()-c;e=m()-t0\n if u>=t:\n  if e>=D:break\n  s(D-e);continue\n"
+    " a=u-r*e\n if a>q:s(min(0.05,a/r))\n"
+    "print(p()-c)"
 )
 
 

@@ -1,0 +1,244 @@
+"""``schedlab reproduce megha-prototype``: the Megha paper's prototype experiment beside the simulator.
+
+Megha paper, Section VI-F and Figure 12: the prototype's allocation times were
+higher than the simulator's, which the paper explains by interference — a
+task completes only after consuming the CPU it asked for over its duration
+(0.5 cores for 2 s = 1 CPU-second), co-located tasks slow each other down
+(median execution delay 3.32 s on ``google_19``, 2.15 s on ``alibaba``), so
+resources are held longer and later tasks wait. The simulator has no
+interference.
+
+This reproduction runs one workload twice on the same data center — through
+:func:`schedlab.simulate` and through a real local cluster (every GM, LM and
+worker host its own process, HTTP + RabbitMQ; ``embedded=True`` for one
+process without a broker) — and reports the allocation-time CDFs side by
+side (Figure 12 plus the simulated curve), the four components, JRT delay and
+the measured execution delay.
+
+What stands in for what we do not have (our choices):
+
+* **Workload** — the first jobs of the bundled Google sub-trace (the paper
+  used samples of ``google_19`` and ``alibaba`` with their own requests),
+  arrivals and durations compressed ``speedup`` times so the run lasts about
+  a minute; task constraints synthesised as in the papers.
+* **Requests** — the simulator's default request table scaled as the paper
+  scaled its traces for the prototype: CPU / 400, memory / 50.
+* **Data center** — ``lms`` LMs × ``gms`` GMs, ``workers`` logical workers of
+  0.25 cores and 512 MB each with machine constraints drawn from the Sharma
+  model: so that they fill up, as the paper's 2-vCPU nodes did. All of them run
+  on this machine's cores, so when running tasks want more CPU than the
+  machine has they stretch — the interference the simulator does not model.
+* Every task is the paper's synthetic task (:mod:`~schedlab.services.execution`,
+  ``cpu``): ``cpus`` = its core request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from schedlab.cluster.generate import generate_machine_masks
+from schedlab.cluster.model import Cluster
+from schedlab.errors import InputError
+from schedlab.sim.rng import RngStreams
+from schedlab.workload.trace import TraceJob, read_trace
+
+SCALED_REQUESTS = "choice:0.0025x5.12@0.4,0.005x10.24@0.3,0.01x20.48@0.2,0.02x40.96@0.1"  # default / (400, 50)
+PAPER = {"google_19_median_execution_delay": 3.32, "alibaba_median_execution_delay": 2.15}
+
+
+@dataclass(frozen=True)
+class Setup:
+    jobs: int = 100
+    speedup: float = 2000.0
+    gms: int = 2
+    lms: int = 2
+    workers: int = 32
+    capacity: tuple[float, float] = (0.25, 512.0)
+    heartbeat: float = 0.5
+    seed: int = 1
+
+
+QUICK = Setup(jobs=12, speedup=20000.0, workers=8)
+
+
+def workload(setup: Setup) -> list[TraceJob]:
+    """The first jobs of the Google sub-trace, ``speedup`` times faster, starting at 0."""
+    jobs = list(itertools.islice(read_trace("google"), setup.jobs))
+    t0 = jobs[0].arrival
+    k = setup.speedup
+    return [TraceJob((j.arrival - t0) / k, j.mean_duration / k, [d / k for d in j.durations], j.line) for j in jobs]
+
+
+def data_center(setup: Setup) -> Cluster:
+    masks = generate_machine_masks(setup.workers, RngStreams(setup.seed).np_rng("machines"))
+    return Cluster.multi_resource(masks, setup.capacity, ("cores", "memory_mb"), source="megha-prototype")
+
+
+def cluster_text(setup: Setup, cluster: Cluster, base_port: int, name: str, broker: str) -> str:
+    """A cluster file for the same data center: one worker host per LM, one group per worker."""
+    G, L = setup.gms, setup.lms
+    lines = [f"name: {name}", f"broker: {broker}", f"seed: {setup.seed}",
+             f"megha: {{heartbeat: {setup.heartbeat}, worker_choice: random}}", "resources: [cores, memory_mb]", "gms:"]
+    port = base_port
+    for g in range(G):
+        lines.append(f"  - {{id: {g}, port: {port}}}")
+        port += 1
+    lines.append("lms:")
+    w = 0
+    per_lm = [setup.workers // L + (1 if i < setup.workers % L else 0) for i in range(L)]
+    for i in range(L):
+        lines += [f"  - id: {i}", f"    port: {port}", "    hosts:", f"      - id: {i}", f"        port: {port + 1}", "        workers:"]
+        port += 2
+        for _ in range(per_lm[i]):
+            cons = [c for c in range(21) if cluster.machine_masks[w] >> c & 1]
+            lines.append(f"          - {{count: 1, capacity: [{setup.capacity[0]}, {setup.capacity[1]}], constraints: {cons}}}")
+            w += 1
+    return "\n".join(lines) + "\n"
+
+
+def _free_base(n: int) -> int:
+    import socket
+
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + n > 65000:
+            continue
+        ok = True
+        for p in range(base, base + n):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", p))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return base
+    raise InputError("megha-prototype", "no free range of local ports")
+
+
+async def _real(setup: Setup, cluster: Cluster, trace: list[TraceJob], folder: Path, embedded: bool) -> Any:
+    from schedlab.services.client import replay
+    from schedlab.services.clusterfile import amqp_url_default, parse_cluster
+
+    timeout = 120 + 3 * (trace[-1].arrival + max(max(j.durations) for j in trace))
+    task = "cpu"
+    params = {"gms": setup.gms, "lms": setup.lms, "heartbeat": setup.heartbeat, "worker_choice": "random"}
+    common = {"seed": setup.seed, "requests": SCALED_REQUESTS, "task": task, "timeout": timeout, "trace_label": f"google[:{setup.jobs}]/{setup.speedup:g}"}
+    if embedded:
+        from schedlab.services.embedded import EmbeddedMegha
+
+        async with EmbeddedMegha(cluster.with_topology(_topology(setup, cluster)), params, seed=setup.seed) as c:
+            return await replay(c, trace, cpus_from_request=True, **common)
+    from schedlab.services import supervise
+    from schedlab.services.remote import RemoteCluster
+
+    path = folder / "cluster.yaml"
+    n = setup.gms + 2 * setup.lms
+    path.write_text(cluster_text(setup, cluster, _free_base(n), f"proto{int(time.time() * 1000) % 10**9}", amqp_url_default()))
+    loaded = parse_cluster(path.read_text(), str(path))
+    try:
+        await supervise.up(loaded, path, timeout=120)
+        async with RemoteCluster(loaded) as rc:
+            return await replay(rc, trace, cpus_from_request=True, **common)
+    finally:
+        await supervise.down(loaded, path)
+
+
+def _topology(setup: Setup, cluster: Cluster) -> Any:
+    from schedlab.cluster.model import split_federated
+
+    return split_federated(cluster.n, setup.lms, setup.gms)
+
+
+def run(out: str | Path | None = None, *, quick: bool = False, embedded: bool = False) -> Path:
+    """Run the simulated and the real experiment; write the report; return the report's path."""
+    from schedlab import simulate
+
+    setup = QUICK if quick else Setup()
+    folder = Path(out) if out is not None else Path("results") / ("megha-prototype-quick" if quick else "megha-prototype")
+    folder.mkdir(parents=True, exist_ok=True)
+    trace = workload(setup)
+    cluster = data_center(setup)
+    if not embedded:
+        from schedlab.services.clusterfile import amqp_url_default, parse_cluster
+        from schedlab.services.supervise import check_broker
+
+        probe = parse_cluster(cluster_text(setup, cluster, 7100, "probe", amqp_url_default()), "megha-prototype")
+        asyncio.run(check_broker(probe))
+    params = {"gms": setup.gms, "lms": setup.lms, "heartbeat": setup.heartbeat, "worker_choice": "random"}
+    sim = simulate("megha", trace, cluster=cluster.with_topology(_topology(setup, cluster)), params=params, seed=setup.seed,
+                   resource_mode="multi", requests=SCALED_REQUESTS, conventions=None, trace_label=f"google[:{setup.jobs}]/{setup.speedup:g}")
+    real = asyncio.run(_real(setup, cluster, trace, folder, embedded))
+    return write_report(folder, setup, sim, real, embedded)
+
+
+def execution_delays(real: Any) -> np.ndarray:
+    """Per task: wall time on the worker minus its duration (the paper's execution delay)."""
+    out = real.extra["outcomes"]
+    dur = real.tasks.duration.to_numpy()
+    return np.array([o["wall_seconds"] - dur[t] for t, o in sorted(out.items()) if o.get("wall_seconds") is not None], dtype=float)
+
+
+def write_report(folder: Path, setup: Setup, sim: Any, real: Any, embedded: bool) -> Path:
+    from schedlab.experiments.plots import cdf
+    from schedlab.metrics.export import write_json
+
+    write_json(folder / "summary_sim.json", sim.summary)
+    write_json(folder / "summary_real.json", real.summary)
+    delay = execution_delays(real)
+    fig = cdf({"allocation time (Megha paper Fig. 12, with the simulator)": {
+        "simulated": sim.tasks.allocation_time.dropna().to_numpy(),
+        "real cluster": real.tasks.allocation_time.dropna().to_numpy(),
+    }}, "seconds", title=f"Megha prototype vs simulator: first {setup.jobs} jobs of the Google sub-trace, {setup.speedup:g}x faster")
+    fig.savefig(folder / "allocation_cdf.png", dpi=110, bbox_inches="tight")
+    rows = []
+    for label, r in (("simulated", sim), ("real", real)):
+        s = r.summary
+        a = s["allocation_time"]
+        rows.append(f"| {label} | {s['tasks']} | {a['p50'] * 1e3:.2f} | {a['p90'] * 1e3:.2f} | {a['p99'] * 1e3:.2f} | {a['max'] * 1e3:.1f} | "
+                    + " | ".join(f"{s['allocation_components'][k]['mean'] * 1e3:.2f}" for k in ("framework_queuing", "processing", "worker_queuing", "communication"))
+                    + f" | {s['jrt_delay']['p50']:.3f} | {s['jrt_delay']['p99']:.3f} | {s['utilization']['mean']:.2f} | {s['counters'].get('inconsistencies', 0)} |")
+    ed = {"count": int(len(delay)), "p50": float(np.median(delay)) if len(delay) else None,
+          "p90": float(np.percentile(delay, 90)) if len(delay) else None, "max": float(delay.max()) if len(delay) else None}
+    rc = real.summary["counters"]
+    text = f"""# Megha for real beside the simulator (Megha paper, Section VI-F, Figure 12)
+
+Regenerate with `schedlab reproduce megha-prototype{'' if setup.jobs == Setup().jobs else ' --quick'}{' --embedded' if embedded else ''}`
+(written {time.strftime('%Y-%m-%d')}; setup: `{json.dumps(asdict(setup))}`).
+
+The same workload on the same data center: the first {setup.jobs} jobs of the Google sub-trace
+({sim.summary['tasks']} tasks), arrivals and durations {setup.speedup:g}x faster; {setup.gms} GMs x {setup.lms} LMs,
+{setup.workers} workers of {setup.capacity[0]} cores and {setup.capacity[1]:g} MB; requests {SCALED_REQUESTS}
+(the simulator's default table scaled as the paper scaled its traces for its prototype: CPU/400, memory/50).
+Every real task is the paper's synthetic task: it completes only after consuming its CPU request over its duration.
+The real cluster ran {'in one process (embedded, in-process transport)' if embedded else 'as separate processes on this machine (HTTP + RabbitMQ)'}.
+
+| run | tasks | alloc p50 (ms) | p90 | p99 | max | framework queuing (mean ms) | processing | worker queuing | communication | JRT delay p50 (s) | p99 | utilization | inconsistencies |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+{chr(10).join(rows)}
+
+![allocation time CDF](allocation_cdf.png)
+
+**Execution delay** (real wall time of a task on its worker minus its duration): median {ed['p50'] if ed['p50'] is None else f"{ed['p50']:.3f}"} s,
+p90 {ed['p90'] if ed['p90'] is None else f"{ed['p90']:.3f}"} s, max {ed['max'] if ed['max'] is None else f"{ed['max']:.3f}"} s over {ed['count']} tasks
+(paper: median 3.32 s on `google_19`, 2.15 s on `alibaba`, with uncompressed durations; ours are {setup.speedup:g}x shorter).
+Unfinished tasks: real {rc['tasks_unfinished']}, simulated {sim.summary['counters']['tasks_unfinished']}; duplicated completions: {rc.get('duplicate_finishes', 0)}.
+
+Reading it: the paper found the prototype's allocation times above the simulator's and explained the gap by interference, which
+holds resources longer than the simulated durations. Here the simulated run is the lower curve; the real one adds the real
+communication and processing of Python services (milliseconds, versus the simulator's 0.5 ms per hop), and, where tasks
+stretch, the queuing that interference causes.
+"""
+    (folder / "report.md").write_text(text)
+    write_json(folder / "execution_delay.json", ed)
+    return folder / "report.md"
