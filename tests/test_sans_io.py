@@ -1,0 +1,272 @@
+"""The sans-IO boundary: every scheduler's components run on a Runtime that is not the simulator's.
+
+:class:`FakeRuntime` implements only the Runtime protocol (``now``, ``send``,
+``call_later``, ``cancel``, ``rng``) plus ``register``, with a plain message
+queue and a timer list the test pumps by hand — no kernel, no SimRuntime, no
+network model. :class:`FakeWorkers` plays the workers (the worker protocol and
+the LocalWorkers interface). If a component reached into simulator-only state,
+it would fail here. The Megha GM and LM are also driven message by message,
+with the exact messages they must send.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections import deque
+
+import pytest
+
+from schedlab.cluster import Cluster
+from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, Recorder
+from schedlab.schedulers import registry
+from schedlab.schedulers.base import SchedulerContext
+from schedlab.schedulers.megha import MeghaParams, MeghaShared
+from schedlab.schedulers.megha.gm import GlobalMaster
+from schedlab.schedulers.megha.lm import LocalMaster
+from schedlab.schedulers.megha.messages import LaunchRejected, LaunchRequest, StateUpdate
+from schedlab.schedulers.megha.partitions import Layout, megha_topology
+from schedlab.sim.runtime import Component
+from schedlab.workers.protocol import (
+    POOL_ADDRESS,
+    LaunchBatch,
+    LaunchTask,
+    TaskFinished,
+    TasksFinished,
+)
+from schedlab.workload.model import TaskTable
+
+
+class FakeRuntime:
+    """The Runtime protocol over a FIFO message queue and a timer heap, pumped by the test."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+        self.components: dict = {}
+        self.queue: deque = deque()
+        self.timers: list = []
+        self.sent: list = []
+        self._n = 0
+
+    def register(self, component) -> None:
+        self.components[component.address] = component
+
+    def now(self) -> float:
+        return self.t
+
+    def send(self, dst, msg) -> None:
+        self.sent.append((dst, msg))
+        self.queue.append((dst, msg))
+
+    def call_later(self, delay, fn, *args):
+        self._n += 1
+        entry = [self.t + delay, self._n, fn, args]
+        heapq.heappush(self.timers, entry)
+        return entry
+
+    def cancel(self, handle) -> None:
+        handle[2] = None
+
+    def rng(self, name: str) -> random.Random:
+        return random.Random(name)
+
+    def deliver_one(self) -> None:
+        dst, msg = self.queue.popleft()
+        self.components[dst].handlers()[type(msg)](msg)
+
+    def pump(self, limit: int = 100_000) -> None:
+        """Deliver every message, firing timers in time order when none is left."""
+        for _ in range(limit):
+            if self.queue:
+                self.deliver_one()
+            elif self.timers:
+                t, _n, fn, args = heapq.heappop(self.timers)
+                if fn is not None:
+                    self.t = max(self.t, t)
+                    fn(*args)
+            else:
+                return
+        raise AssertionError("the run did not settle")
+
+
+class FakeWorkers(Component):
+    """Every worker: runs a task for its duration, reports it; refuses over-allocation."""
+
+    def __init__(self, rt: FakeRuntime, tasks: TaskTable, rec: Recorder) -> None:
+        super().__init__(POOL_ADDRESS, rt)
+        self.tasks, self.rec = tasks, rec
+        self.running: dict[int, int] = {}  # worker -> tid
+        self.timers: dict[int, list] = {}
+        self.busy_workers = 0
+
+    def handlers(self):
+        return {LaunchTask: lambda m: self._one(m.tid, m.worker, lambda: self.rt.send(m.reply_to, TaskFinished(m.tid, m.worker))),
+                LaunchBatch: self._batch}
+
+    def _batch(self, m: LaunchBatch) -> None:
+        for tid, w in m.items:
+            self._one(tid, w, lambda tid=tid, w=w: [self.rt.send(a, TasksFinished([(tid, w)])) for a in m.reply_to])
+
+    def _one(self, tid: int, w: int, report) -> None:
+        assert w not in self.running, f"worker {w} over-allocated"
+        self.running[w] = tid
+        self.busy_workers += 1
+        self.rec.task_started(tid, self.rt.now(), w, COMMUNICATION)
+
+        def done() -> None:
+            del self.running[w]
+            del self.timers[tid]
+            self.busy_workers -= 1
+            self.rec.task_finished(tid, self.rt.now())
+            report()
+
+        self.timers[tid] = self.rt.call_later(self.tasks.duration[tid], done)
+
+    # LocalWorkers, for node monitors that start the tasks they reserved
+    def start_many(self, placements, on_finish, component) -> None:
+        for tid, w in placements:
+            self._one(tid, w, lambda tid=tid, w=w: on_finish([(tid, w)]))
+
+    def preempt(self, tid: int, worker: int) -> None:
+        self.rt.cancel(self.timers.pop(tid))
+        del self.running[worker]
+        self.busy_workers -= 1
+        self.rec.task_preempted(tid, self.rt.now())
+
+    def is_running(self, tid: int) -> bool:
+        return tid in self.timers
+
+
+def world(masks, jobs):
+    rt = FakeRuntime()
+    tasks, rec = TaskTable(), Recorder()
+    for arrival, durations in jobs:
+        job = tasks.add_job(arrival, durations, [0] * len(durations))
+        rec.add_job(job.jid, arrival, durations)
+    cl = Cluster.slots(masks)
+    pool = FakeWorkers(rt, tasks, rec)
+    return rt, tasks, rec, cl, pool
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("megha", {"gms": 2, "lms": 2}),
+        ("sparrow", {"schedulers": 2}),
+        ("eagle", {}),
+        ("hawk", {}),
+        ("pigeon", {"distributors": 2, "masters": 2}),
+        ("pigeonc", {"distributors": 2, "masters": 2}),
+        ("centralized", {}),
+    ],
+)
+def test_every_scheduler_runs_its_jobs_on_a_runtime_that_is_not_the_simulators(name, params):
+    jobs = [(0.0, [2.0, 1.0, 3.0]), (0.5, [1.0] * 6), (1.0, [4.0, 0.5])]
+    rt, tasks, rec, cl, pool = world([0] * 8, jobs)
+    ctx = SchedulerContext(rt, cl, tasks, rec, pool)  # type: ignore[arg-type]
+    cls = registry.get(name)
+    sched = cls(ctx, registry.parse_params(cls, params))
+    for job in tasks.jobs:
+        rt.call_later(job.arrival, sched.submit, job)
+    rt.pump()
+    assert rec.reported == len(tasks), f"{name}: {rec.reported} of {len(tasks)} completions learned"
+    assert rec.incomplete_jobs() == 0 and not pool.running
+    assert all(rec.t_start[t] == rec.t_start[t] for t in range(len(tasks)))
+
+
+# -- Megha's GM and LM, message by message -------------------------------------------------------------
+def megha_parts(masks, gms=2, lms=2, multi=None, **params):
+    rt = FakeRuntime()
+    cl = Cluster.slots(masks) if multi is None else Cluster.multi_resource(masks, multi)
+    tasks = TaskTable()
+    obs = Recorder()
+    layout = Layout(cl, megha_topology(cl, gms, lms))
+    shared = MeghaShared(rt, layout, cl, tasks, obs, None, MeghaParams(worker_choice="min-constraints", **params), cl.slot_mode)
+    return rt, tasks, obs, layout, shared
+
+
+def test_gm_sends_one_request_per_lm_internal_partitions_first_and_marks_framework_queuing():
+    # 2 LMs x 2 GMs, 2 workers per partition: GM 0 owns w0,w1 (LM 0, partition 0) and w4,w5 (LM 1, partition 2)
+    rt, tasks, obs, layout, shared = megha_parts([0] * 8)
+    job = tasks.add_job(0.0, [5.0] * 5)
+    obs.add_job(0, 0.0, [5.0] * 5)
+    gm = GlobalMaster(0, shared, rt.rng("gm"))
+    rt.t = 0.25
+    gm.submit(job.tids)
+    assert [dst for dst, _m in rt.sent] == [("lm", 0), ("lm", 1)]
+    items = {dst: m.items for dst, m in rt.sent}
+    assert all(isinstance(m, LaunchRequest) and m.gm == 0 for _d, m in rt.sent)
+    # internal partitions round-robin (0, 2, 0, 2), then one repartition to GM 1's partition in LM 0
+    assert [p for _t, p, _pos in items[("lm", 0)]] == [0, 0, 1] and [p for _t, p, _pos in items[("lm", 1)]] == [2, 2]
+    assert gm.repartition_requests == 1
+    assert [obs.component(FRAMEWORK_QUEUING)[t] for t in job.tids] == [0.25] * 5
+
+
+def test_gm_queues_what_does_not_fit_and_dispatches_it_when_its_own_task_finishes():
+    rt, tasks, obs, layout, shared = megha_parts([0] * 4)  # one worker per partition
+    job = tasks.add_job(0.0, [1.0] * 5)
+    obs.add_job(0, 0.0, [1.0] * 5)
+    gm = GlobalMaster(0, shared, rt.rng("gm"))
+    gm.submit(job.tids)
+    assert sum(len(m.items) for _d, m in rt.sent) == 4 and gm.waiting_count() == 1
+    first_tid, p, pos = rt.sent[0][1].items[0]
+    worker = layout.order[p][pos]
+    rt.sent.clear()
+    for t in job.tids[:1]:
+        obs.task_started(t, 0.1, worker)
+        obs.task_finished(t, 1.1)
+    rt.t = 1.2
+    gm.handlers()[TasksFinished](TasksFinished([(first_tid, worker)]))
+    assert obs.reported == 1 and obs.t_reported[first_tid] == 1
+    assert [(dst, m.items) for dst, m in rt.sent] == [(("lm", layout.lm_of[p]), [(4, p, pos)])]
+
+
+def test_gm_folds_a_rejection_and_retries_elsewhere():
+    rt, tasks, obs, layout, shared = megha_parts([0] * 8)
+    job = tasks.add_job(0.0, [1.0])
+    obs.add_job(0, 0.0, [1.0])
+    gm = GlobalMaster(0, shared, rt.rng("gm"))
+    gm.submit(job.tids)
+    (_dst, req), = rt.sent
+    tid, p, pos = req.items[0]
+    rt.sent.clear()
+    # the LM says: that worker is busy (its whole partition is, in fact)
+    busy = layout.full[p]
+    gm.handlers()[LaunchRejected](LaunchRejected(0, [(tid, p, pos)], StateUpdate(0, False, bits={p: (0, busy)})))
+    (_dst, retry), = rt.sent
+    assert retry.items[0][0] == tid and retry.items[0][1] != p and gm.rejections == 1
+
+
+def test_lm_validates_launches_rejects_with_its_state_and_heartbeats_others_only():
+    rt, tasks, obs, layout, shared = megha_parts([0, 0, 0, 0, 0b1, 0, 0, 0])
+    tasks.add_job(0.0, [1.0, 1.0, 1.0], masks=[0, 0, 0b1])
+    lm = LocalMaster(0, shared)
+    lm.handlers()[LaunchRequest](LaunchRequest(0, [(0, 0, 1)]))
+    (dst, batch), = rt.sent
+    assert dst == POOL_ADDRESS and isinstance(batch, LaunchBatch)
+    assert batch.items == [(0, layout.order[0][1])] and batch.reply_to == (("lm", 0), ("gm", 0))
+    rt.sent.clear()
+    # the same worker again (GM 1 racing), and a task needing constraint 0 on a worker without it
+    lm.handlers()[LaunchRequest](LaunchRequest(1, [(1, 0, 1), (2, 1, 0)]))
+    (dst, rej), = rt.sent
+    assert dst == ("gm", 1) and isinstance(rej, LaunchRejected) and [i[0] for i in rej.items] == [1, 2]
+    free, busy = rej.update.bits[0]
+    assert busy >> 1 & 1 and not free >> 1 & 1 and lm.inconsistencies == 2
+    rt.sent.clear()
+    lm.heartbeat()
+    # GM 0 launched there itself: only GM 1 hears about it (and GM 1 was just told in the rejection)
+    assert [dst for dst, _m in rt.sent] == []
+    lm.handlers()[TasksFinished](TasksFinished([(0, layout.order[0][1])]))
+    lm.heartbeat()
+    assert [dst for dst, _m in rt.sent] == [("gm", 1)]
+    assert rt.sent[0][1].bits[0][0] >> 1 & 1  # free again
+
+
+def test_lm_multi_resource_packs_and_rejects_what_does_not_fit():
+    rt, tasks, obs, layout, shared = megha_parts([0] * 4, gms=1, lms=1, multi=(4.0, 4096.0))
+    tasks.add_job(0.0, [1.0] * 3, requests=[(2.0, 100.0), (2.0, 100.0), (1.0, 100.0)])
+    lm = LocalMaster(0, shared)
+    lm.handlers()[LaunchRequest](LaunchRequest(0, [(0, 0, 0), (1, 0, 0), (2, 0, 0)]))
+    kinds = [type(m).__name__ for _d, m in rt.sent]
+    assert kinds == ["LaunchBatch", "LaunchRejected"]
+    assert [t for t, _w in rt.sent[0][1].items] == [0, 1] and rt.sent[1][1].items == [(2, 0, 0)]
