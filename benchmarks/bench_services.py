@@ -11,7 +11,8 @@ Targets (issue "Megha for real"):
 * **startup** — ``cluster up`` of 5 GMs, 5 LMs and 200 workers healthy in <= 15 s.
 
 Placements/s is tasks placed over the span from the first arrival to the last
-start. Every figure is one run on this machine; the processes share its cores
+start; for the multi-process runs, the CPU time all processes (services and
+client) spent per task tells what the machine's cores can carry. Every figure is one run on this machine; the processes share its cores
 with the load generator, so the multi-process figures are a lower bound of
 what separate hosts would give.
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
+import os
 import sys
 import tempfile
 import time
@@ -38,22 +39,7 @@ from schedlab.workload.trace import TraceJob
 
 
 def free_base(n: int) -> int:
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + n > 65000:
-            continue
-        ok = True
-        for p in range(base, base + n):
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", p))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
+    return supervise.free_port_range(n)
 
 
 def trace(jobs: int, tasks_per_job: int, rate_tasks: float, duration: float) -> list[TraceJob]:
@@ -75,13 +61,30 @@ async def run_embedded(gms: int, lms: int, workers: int, tr: list[TraceJob]) -> 
     return figures(r)
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of these processes so far (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 async def run_processes(path: Path, tr: list[TraceJob]) -> dict:
     loaded = load_cluster(path)
     try:
-        await supervise.up(loaded, path, timeout=120)
+        procs = await supervise.up(loaded, path, timeout=120)
+        pids = [p.pid for p in procs] + [os.getpid()]
+        before = cpu_seconds(pids)
         async with RemoteCluster(loaded) as rc:
             r = await replay(rc, tr, constraints=False, timeout=300)
-        return figures(r)
+        f = figures(r)
+        f["cpu_ms_per_task"] = (cpu_seconds(pids) - before) * 1e3 / max(1, f["tasks"])
+        return f
     finally:
         await supervise.down(loaded, path)
 
@@ -102,8 +105,9 @@ def figures(r) -> dict:
 
 
 def show(label: str, f: dict, extra: str = "") -> None:
+    cpu = f"  CPU {f['cpu_ms_per_task']:.2f} ms/task (all processes)" if "cpu_ms_per_task" in f else ""
     print(f"  {label:<34} tasks {f['tasks']:>6}  alloc p50 {f['p50_ms']:8.2f} ms  p99 {f['p99_ms']:8.2f} ms  "
-          f"placements/s {f['placements_per_s']:8.0f}  inconsistencies {f['inconsistencies']:>4}  unfinished {f['unfinished']} {extra}", flush=True)
+          f"placements/s {f['placements_per_s']:8.0f}  inconsistencies {f['inconsistencies']:>4}  unfinished {f['unfinished']}{cpu} {extra}", flush=True)
 
 
 def bench_latency(folder: Path, quick: bool) -> None:
@@ -119,20 +123,23 @@ def bench_latency(folder: Path, quick: bool) -> None:
 def bench_throughput(folder: Path, quick: bool) -> None:
     rates = [500, 1000, 2000, 4000] if quick else [500, 1000, 2000, 3000, 4000, 6000, 8000]
     seconds = 2.0 if quick else 5.0
-    for gms, lms, target in ((1, 1, 1000), (5, 5, 3000)):
+    # (GMs, LMs, tasks per job, target): a job's tasks are spread over the LMs, so small jobs
+    # mean small launch requests; the Google sub-trace averages 31 tasks a job, syn_250 250
+    for gms, lms, per_job, target in ((1, 1, 10, 1000), (5, 5, 10, 3000), (5, 5, 50, 3000)):
         workers = 1000
-        print(f"throughput: {gms} GM x {lms} LM, {workers} workers, sleep-0 tasks in jobs of 10, {seconds:g} s per offered rate")
+        print(f"throughput: {gms} GM x {lms} LM, {workers} workers, sleep-0 tasks in jobs of {per_job}, {seconds:g} s per offered rate")
         for mode in ("embedded", "processes"):
             best = 0.0
             for rate in rates:
-                tr = trace(int(rate * seconds / 10), 10, rate, 0.0)
+                tr = trace(max(1, int(rate * seconds / per_job)), per_job, rate, 0.0)
                 if mode == "embedded":
                     f = asyncio.run(run_embedded(gms, lms, workers, tr))
                 else:
                     f = asyncio.run(run_processes(cluster_file(folder, gms, lms, workers), tr))
-                best = max(best, f["placements_per_s"])
+                if f["unfinished"] == 0 and f["p99_ms"] < 1000:  # sustained: everything placed, no runaway queue
+                    best = max(best, f["placements_per_s"])
                 show(f"{mode:<10} offered {rate:>5}/s", f)
-            print(f"  {mode}: best {best:.0f} placements/s; target >= {target}: {'met' if best >= target else 'MISSED'}")
+            print(f"  {mode}: sustained {best:.0f} placements/s (all placed, p99 < 1 s); target >= {target}: {'met' if best >= target else 'MISSED'}")
 
 
 def bench_startup(folder: Path, quick: bool) -> None:

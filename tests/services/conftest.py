@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-import socket
 from pathlib import Path
 
 import pytest
@@ -54,36 +53,11 @@ def broker() -> str:
     return url
 
 
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct ports free right now on 127.0.0.1."""
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
-    return ports
-
-
 def consecutive_free_ports(n: int) -> int:
-    """A base port with ``n`` free consecutive ports after it."""
-    for _ in range(200):
-        base = free_ports(1)[0]
-        if base + n > 65535:
-            continue
-        ok = True
-        for p in range(base, base + n):
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", p))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
-    raise RuntimeError("no free port range")
+    """A base port with ``n`` free consecutive ports after it (outside the ephemeral range)."""
+    from schedlab.services.supervise import free_port_range
+
+    return free_port_range(n)
 
 
 def write_cluster(tmp_path: Path, *, gms: int = 2, lms: int = 2, workers: int = 12, hosts_per_lm: int = 1, heartbeat: float = 0.2,

@@ -134,3 +134,13 @@ def test_submit_bad_options(tmp_path, capsys, args, msg):
     capsys.readouterr()
     assert main(["submit", "--cluster", str(path), "--embedded", *args]) == 2
     assert msg in _err(capsys)
+
+
+def test_init_from_the_papers_config_keeps_every_worker_and_partition(tmp_path):
+    from schedlab.cluster.config import load_config
+
+    path = tmp_path / "ref.yaml"
+    assert main(["cluster", "init", str(path), "--from-config", "reference"]) == 0
+    mine, theirs = load_cluster(path).cluster, load_config("reference")
+    assert mine.n == 10000 and mine.machine_masks == theirs.machine_masks and mine.topology == theirs.topology
+    assert main(["cluster", "init", str(tmp_path / "p.yaml"), "--from-config", "reference-pigeon"]) == 2

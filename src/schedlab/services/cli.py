@@ -48,6 +48,7 @@ def init_cmd(
     broker: Annotated[str | None, typer.Option("--broker", help="RabbitMQ URL (default $SCHEDLAB_AMQP_URL or the local broker).")] = None,
     heartbeat: Annotated[float, typer.Option("--heartbeat", help="Seconds between LM state updates.")] = 1.0,
     name: Annotated[str, typer.Option("--name", help="Cluster name (prefix of its queues).")] = "schedlab",
+    from_config: Annotated[str | None, typer.Option("--from-config", help="A papers' Megha config (*_config_*.json or 'reference'): its LMs, partitions and machine constraints.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
 ) -> None:
     """Write a commented cluster file; with no options, a small cluster for one laptop.
@@ -65,8 +66,13 @@ def init_cmd(
             raise InputError("--capacity", f"expected numbers, got {capacity!r}") from None
     elif capacity is not None:
         raise InputError("--capacity", "needs --resources")
+    source = None
+    if from_config is not None:
+        from schedlab.cluster.config import load_config
+
+        source = load_config(from_config)
     text = render_cluster(name=name, gms=gms, lms=lms, hosts_per_lm=hosts_per_lm, workers=workers, slots=slots, resources=res, capacity=cap,
-                          host=host, base_port=base_port, broker=broker or amqp_url_default(), heartbeat=heartbeat)
+                          host=host, base_port=base_port, broker=broker or amqp_url_default(), heartbeat=heartbeat, from_cluster=source)
     write_cluster_file(path, text, force=force)
     err.print(f"wrote {path}: start it with `schedlab cluster up {path}`", highlight=False)
 

@@ -30,6 +30,7 @@ and exit with code 2, like the simulator's config loader.
 
 from __future__ import annotations
 
+import itertools
 import os
 import secrets
 from pathlib import Path
@@ -272,12 +273,22 @@ def render_cluster(
     broker: str | None = None,
     heartbeat: float = 1.0,
     secret: str | None = None,
+    from_cluster: Cluster | None = None,
 ) -> str:
     """A commented cluster file: ``workers`` workers spread over ``lms`` LMs and their hosts.
 
     Slot mode by default; ``resources`` and ``capacity`` give multi-resource
     workers. ``slots`` (slot mode) is accepted as a synonym of ``workers``.
+    ``from_cluster`` (a papers' config, :func:`schedlab.cluster.config.load_config`)
+    gives the LMs, partitions and every worker's machine constraints instead.
     """
+    layout: list[list[list[int]]] | None = None
+    if from_cluster is not None:
+        topo = from_cluster.topology
+        if topo is None or from_cluster.extra.get("layout") != "megha":
+            raise InputError("--from-config", "needs a Megha config (LMs and partitions), not a Pigeon one")
+        layout = [[list(part) for part in lm] for lm in topo.partitions]
+        lms, gms, workers = topo.num_clusters, topo.num_partitions, from_cluster.n
     if slots is not None:
         workers = slots
     for what, v, low in (("--gms", gms, 1), ("--lms", lms, 1), ("--hosts-per-lm", hosts_per_lm, 1), ("--workers", workers, 1)):
@@ -313,20 +324,33 @@ def render_cluster(
         port += 1
     out.append("lms:                           # Local Masters: HTTP for launch requests; each with its worker hosts")
     host_id = 0
+    cap = f", capacity: [{', '.join(f'{c:g}' for c in capacity or [])}]" if multi else ""
     for i in range(lms):
-        lm_workers = workers // lms + (1 if i < workers % lms else 0)
+        lm_workers = workers // lms + (1 if i < workers % lms else 0) if layout is None else sum(len(p) for p in layout[i])
         out.append(f"  - id: {i}")
         out.append(f"    host: {host}")
         out.append(f"    port: {port}")
         port += 1
+        if layout is not None:
+            out.append(f"    partitions: [{', '.join(str(len(p)) for p in layout[i])}]   # workers of each GM's partition, in order")
         out.append("    hosts:                     # machines running this LM's workers (HTTP: task launches)")
+        ids = [w for part in layout[i] for w in part] if layout is not None else None
+        at = 0
         for k in range(hosts_per_lm):
             n = lm_workers // hosts_per_lm + (1 if k < lm_workers % hosts_per_lm else 0)
-            cap = f", capacity: [{', '.join(f'{c:g}' for c in capacity or [])}]" if multi else ""
             out.append(f"      - id: {host_id}")
             out.append(f"        host: {host}")
             out.append(f"        port: {port}")
-            out.append(f"        workers: [{{count: {n}{cap}, constraints: []}}]   # constraints: indices 0..20")
+            if ids is None:
+                out.append(f"        workers: [{{count: {n}{cap}, constraints: []}}]   # constraints: indices 0..20")
+            else:
+                out.append("        workers:                # runs of workers with the same machine constraints")
+                assert from_cluster is not None
+                masks = [from_cluster.machine_masks[w] for w in ids[at : at + n]]
+                for mask, run in itertools.groupby(masks):
+                    cons = [c for c in range(NUM_CONSTRAINTS) if mask >> c & 1]
+                    out.append(f"          - {{count: {len(list(run))}{cap}, constraints: {cons}}}")
+                at += n
             port += 1
             host_id += 1
     return "\n".join(out) + "\n"

@@ -121,13 +121,27 @@ class AmqpLink:
         self._publisher = asyncio.get_running_loop().create_task(self._publish_loop())
 
     async def consume(self, queue: str, on_body: Callable[[bytes], None], *, durable: bool = True, exclusive: bool = False) -> None:
-        q = await self.channel.declare_queue(queue, durable=durable, exclusive=exclusive, auto_delete=exclusive)
+        """Deliver every message of ``queue`` to ``on_body``.
 
-        async def on_message(message: Any) -> None:
+        A durable queue's messages are acknowledged once handled (a service that
+        dies before that gets them again when it comes back); an exclusive
+        queue — a client's own run records — is consumed without acknowledgements,
+        which would only cost the client time: it dies with its client.
+        """
+        q = await self.channel.declare_queue(queue, durable=durable, exclusive=exclusive, auto_delete=exclusive)
+        if exclusive:
+
+            async def on_message(message: Any) -> None:
+                on_body(message.body)
+
+            self.queues[queue] = (q, await q.consume(on_message, no_ack=True))
+            return
+
+        async def on_ack_message(message: Any) -> None:
             async with message.process(ignore_processed=True):
                 on_body(message.body)
 
-        self.queues[queue] = (q, await q.consume(on_message))
+        self.queues[queue] = (q, await q.consume(on_ack_message))
 
     def publish(self, queue: str, body: bytes, persistent: bool = False) -> None:
         self._out.put_nowait((queue, body, persistent))

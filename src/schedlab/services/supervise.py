@@ -87,6 +87,28 @@ def running_pids(cluster_file: str | os.PathLike) -> dict[str, int]:
     return out
 
 
+def free_port_range(n: int, host: str = "127.0.0.1") -> int:
+    """A first port of ``n`` consecutive ports free on ``host``, outside the kernel's ephemeral range.
+
+    Ports the kernel hands out for outgoing connections (the ephemeral range)
+    could be taken by any connection between this check and a service's bind;
+    so the range is drawn below it.
+    """
+    import random
+
+    low, high = 32768, 60999
+    with contextlib.suppress(OSError, ValueError):
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    top = low - n if low - n > 10000 else 65535 - n
+    bottom = 10000 if top == low - n else high + 1
+    rng = random.Random()
+    for _ in range(500):
+        base = rng.randrange(bottom, top)
+        if all(_port_free(host, p) for p in range(base, base + n)):
+            return base
+    raise InputError("ports", f"no {n} consecutive free ports on {host}")
+
+
 def _port_free(host: str, port: int) -> bool:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
