@@ -315,6 +315,20 @@ class LoadedSpec:
         return spec_error(self.source, self.node, loc, problem)
 
 
+def parse_yaml_mapping(text: str, source: str, what: str) -> tuple[Any, dict]:
+    """``(node tree, data)`` of a YAML document that must be a mapping; ``what`` says what it should be."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        raise InputError(where, f"invalid YAML: {getattr(e, 'problem', None) or e}") from None
+    if not isinstance(data, dict):
+        raise InputError(source, what)
+    return node, data
+
+
 def spec_error(source: str, node: Any, loc: tuple[Any, ...], problem: str) -> InputError:
     """``source:line: dotted.path: problem`` for a location in the spec's YAML node tree."""
     path, line = locate(node, loc)
@@ -357,15 +371,7 @@ def _message(err: dict[str, Any]) -> str:
 
 def parse_spec(text: str, source: str = "<spec>", base_dir: str | os.PathLike | None = None, *, quick: bool = False) -> LoadedSpec:
     """Validate a spec given as YAML text; ``quick`` applies its ``quick`` replacements first."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}" if mark is not None else source
-        raise InputError(where, f"invalid YAML: {getattr(e, 'problem', None) or e}") from None
-    if not isinstance(data, dict):
-        raise InputError(source, "an experiment spec is a YAML mapping (name, workloads, schedulers, …)")
+    node, data = parse_yaml_mapping(text, source, "an experiment spec is a YAML mapping (name, workloads, schedulers, …)")
     if quick:
         q = data.get("quick")
         if not isinstance(q, dict):

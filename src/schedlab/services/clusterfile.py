@@ -36,7 +36,6 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from schedlab.cluster.bitsets import NUM_CONSTRAINTS
@@ -217,17 +216,9 @@ class LoadedCluster:
 
 
 def parse_cluster(text: str, source: str = "<cluster>") -> LoadedCluster:
-    from schedlab.experiments.spec import spec_error
+    from schedlab.experiments.spec import parse_yaml_mapping, spec_error
 
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}" if mark is not None else source
-        raise InputError(where, f"invalid YAML: {getattr(e, 'problem', None) or e}") from None
-    if not isinstance(data, dict):
-        raise InputError(source, "a cluster file is a YAML mapping (name, broker, gms, lms, …)")
+    node, data = parse_yaml_mapping(text, source, "a cluster file is a YAML mapping (name, broker, gms, lms, …)")
     try:
         spec = ClusterSpec.model_validate(data)
     except ValidationError as e:
@@ -274,6 +265,7 @@ def render_cluster(
     heartbeat: float = 1.0,
     secret: str | None = None,
     from_cluster: Cluster | None = None,
+    seed: int = 0,
 ) -> str:
     """A commented cluster file: ``workers`` workers spread over ``lms`` LMs and their hosts.
 
@@ -311,7 +303,7 @@ def render_cluster(
         f"name: {name}                  # names the cluster's RabbitMQ queues ({name}.gm.0, {name}.lm.0, ...)",
         f"broker: {broker or DEFAULT_AMQP_URL}   # RabbitMQ: state updates, completions, job submission",
         f"secret: {secret}   # shared by every component; SCHEDLAB_CLUSTER_SECRET overrides",
-        "seed: 0                        # seeds the GMs' random worker choice",
+        f"seed: {seed}                        # seeds the GMs' random worker choice",
         "megha:                         # Megha's parameters (schedlab schedulers lists them)",
         f"  heartbeat: {heartbeat}             # seconds between LM state updates to the GMs",
         "  worker_choice: random",

@@ -104,26 +104,13 @@ def data_center(setup: Setup) -> Cluster:
 
 
 def cluster_text(setup: Setup, cluster: Cluster, base_port: int, name: str, broker: str) -> str:
-    """A cluster file for the same data center: one worker host per LM, one group per worker."""
-    G, L = setup.gms, setup.lms
-    lines = [f"name: {name}", f"broker: {broker}", f"seed: {setup.seed}",
-             f"megha: {{heartbeat: {setup.heartbeat}, worker_choice: random}}", "resources: [cores, memory_mb]", "gms:"]
-    port = base_port
-    for g in range(G):
-        lines.append(f"  - {{id: {g}, port: {port}}}")
-        port += 1
-    lines.append("lms:")
-    w = 0
-    per_lm = [setup.workers // L + (1 if i < setup.workers % L else 0) for i in range(L)]
-    for i in range(L):
-        lines += [f"  - id: {i}", f"    port: {port}", "    hosts:", f"      - id: {i}", f"        port: {port + 1}", "        workers:"]
-        port += 2
-        for _ in range(per_lm[i]):
-            cons = [c for c in range(21) if cluster.machine_masks[w] >> c & 1]
-            cap = capacity(setup)
-            lines.append(f"          - {{count: 1, capacity: [{cap[0]!r}, {cap[1]!r}], constraints: {cons}}}")
-            w += 1
-    return "\n".join(lines) + "\n"
+    """A cluster file for the same data center (one worker host per LM)."""
+    from schedlab.services.clusterfile import render_cluster
+
+    megha = cluster.with_topology(_topology(setup, cluster))
+    megha.extra["layout"] = "megha"
+    return render_cluster(name=name, base_port=base_port, broker=broker, heartbeat=setup.heartbeat, seed=setup.seed,
+                          resources=list(cluster.resources), capacity=list(capacity(setup)), from_cluster=megha)
 
 
 def _free_base(n: int) -> int:
