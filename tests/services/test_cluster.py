@@ -69,6 +69,28 @@ def test_trace_replay_on_real_processes_runs_every_task_exactly_once(broker, tmp
     assert queues_of(loaded.name) == []
 
 
+def test_same_decisions_as_the_simulator_over_http_and_rabbitmq(broker, tmp_path):
+    # one GM, one LM, arrivals spaced wider than the tasks: the processes see the simulator's
+    # sequence of events, so the same GM and LM code must choose the same workers
+    from schedlab import simulate
+
+    path = write_cluster(tmp_path, gms=1, lms=1, workers=10, host_constraints=[[0, 1]])
+    text = path.read_text().replace("workers: [{count: 10, constraints: [0, 1]}]",
+                                    "workers: [{count: 4, constraints: [0, 1]}, {count: 3, constraints: []}, {count: 3, constraints: [1]}]")
+    path.write_text(text)
+    trace = [job(0.12 * i, [0.03 * (1 + (i * 5 + k) % 3) for k in range(1 + i % 3)], [(i + k) % 4 for k in range(1 + i % 3)]) for i in range(20)]
+
+    async def body(loaded, procs):
+        async with RemoteCluster(loaded) as rc:
+            return loaded, await replay(rc, trace, constraints=False, timeout=60)
+
+    loaded, real = asyncio.run(_with_cluster(path, body))
+    sim = simulate("megha", trace, cluster=loaded.cluster, params=loaded.megha_params(), seed=loaded.spec.seed, constraints=False)
+    assert_valid_schedule(real, loaded.cluster)
+    assert real.tasks.worker.tolist() == sim.tasks.worker.tolist()
+    assert real.summary["counters"]["inconsistencies"] == sim.summary["counters"]["inconsistencies"] == 0
+
+
 def test_bad_input_is_refused_counted_and_changes_nothing(broker, tmp_path):
     path = write_cluster(tmp_path, gms=1, lms=1, workers=4)
 
