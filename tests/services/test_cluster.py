@@ -32,10 +32,10 @@ def queues_of(name: str) -> list[str]:
     return [q.strip() for q in out.stdout.splitlines() if q.strip().startswith(name + ".")]
 
 
-async def _with_cluster(path, body):
+async def _with_cluster(path, body, embedded=False):
     loaded = load_cluster(path)
     try:
-        procs = await supervise.up(loaded, path, timeout=60)
+        procs = await supervise.up(loaded, path, timeout=60, embedded=embedded)
         return await body(loaded, procs)
     finally:
         await supervise.down(loaded, path)
@@ -66,6 +66,24 @@ def test_trace_replay_on_real_processes_runs_every_task_exactly_once(broker, tmp
     assert sum(st.get("tasks_known", 0) for st in statuses) == 0, "a service still holds finished tasks"
     # nothing left behind
     assert not any(supervise._alive(p) for p in supervise.running_pids(path).values())
+    assert queues_of(loaded.name) == []
+
+
+def test_embedded_cluster_one_process_serves_clients_through_the_broker(broker, tmp_path):
+    path = write_cluster(tmp_path, gms=2, lms=2, workers=8, hosts_per_lm=2, host_constraints=[[], [0], [], [0]])
+    trace = [job(0.02 * i, [0.04] * 3, [(i + k) % 2 for k in range(3)]) for i in range(30)]
+
+    async def body(loaded, procs):
+        assert len({p.pid for p in procs}) == 1 and len(procs) == 2 + 2 + 4
+        async with RemoteCluster(loaded) as rc:
+            result = await replay(rc, trace, constraints=False, timeout=60)
+        return loaded, result, await fetch_statuses(loaded)
+
+    loaded, result, statuses = asyncio.run(_with_cluster(path, body, embedded=True))
+    assert_valid_schedule(result, loaded.cluster)
+    assert result.summary["tasks"] == 90 and all("error" not in st for st in statuses)
+    # no HTTP between the components: they share the process
+    assert all(st["transport"].get("http_requests", 0) == 0 for st in statuses)
     assert queues_of(loaded.name) == []
 
 

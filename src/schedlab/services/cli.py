@@ -81,6 +81,7 @@ def init_cmd(
 def up_cmd(
     path: Annotated[Path, typer.Argument(help="Cluster file.")],
     foreground: Annotated[bool, typer.Option("--foreground", help="Stay attached; Ctrl-C stops the cluster.")] = False,
+    embedded: Annotated[bool, typer.Option("--embedded", help="Every component in one process: no sockets between them (clients still use the broker).")] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for every component to be healthy.")] = 60.0,
 ) -> None:
     """Start every component as its own process on this machine and wait until all are healthy.
@@ -90,7 +91,7 @@ def up_cmd(
     from schedlab.services import supervise
 
     loaded = _load(path)
-    procs = asyncio.run(supervise.up(loaded, path, timeout))
+    procs = asyncio.run(supervise.up(loaded, path, timeout, embedded=embedded))
     t = Table("component", "listens on", "pid", "log", title=f"cluster {loaded.name} is up ({len(procs)} processes)", title_justify="left")
     for p in procs:
         t.add_row(f"{p.role} {p.id}", p.url, str(p.pid), str(p.log))
@@ -167,9 +168,9 @@ def down_cmd(path: Annotated[Path, typer.Argument(help="Cluster file.")]) -> Non
 
 
 def serve_cmd(
-    role: Annotated[str, typer.Argument(help="gm, lm or worker (a worker host).")],
+    role: Annotated[str, typer.Argument(help="gm, lm, worker (a worker host), or all (every component in this process).")],
     cluster: Annotated[Path, typer.Option("--cluster", "-c", help="Cluster file.")],
-    ident: Annotated[int, typer.Option("--id", help="Which one (its id in the cluster file).")],
+    ident: Annotated[int, typer.Option("--id", help="Which one (its id in the cluster file; 0 with 'all').")] = 0,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error.")] = "info",
 ) -> None:
     """Run one component of a cluster in the foreground (for multi-host deployments).
@@ -186,10 +187,12 @@ def serve_cmd(
         raise InputError("--log-level", f"unknown level {log_level!r}")
     logging.basicConfig(level=level, format=f"%(asctime)s {role}-{ident} %(levelname)s %(name)s: %(message)s")
     loaded = _load(cluster)
+    if role not in ("gm", "lm", "worker", "all"):
+        raise InputError("role", f"unknown role {role!r} (choose from gm, lm, worker, all)")
 
     async def main() -> None:
         await check_broker(loaded)
-        await serve(loaded, role, ident, ready=lambda node: logging.getLogger("schedlab").info("ready on %s", node.endpoint.url))
+        await serve(loaded, role, ident, ready=lambda node: logging.getLogger("schedlab").info("%s %d ready on %s", node.role, node.id, node.endpoint.url))
 
     asyncio.run(main())
 

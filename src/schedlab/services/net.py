@@ -49,6 +49,7 @@ from typing import Any
 from schedlab.services.clusterfile import LoadedCluster
 from schedlab.services.runtime import Address, AsyncRuntime
 from schedlab.services.wire import Codec, WireError, address_str
+from schedlab.workers.protocol import POOL_ADDRESS
 
 log = logging.getLogger("schedlab.services.net")
 
@@ -254,10 +255,23 @@ class _Capture:
         self.frames: list[dict] = []
 
 
+class LocalBus:
+    """Services sharing one process (``cluster up --embedded``): their messages skip sockets and the broker.
+
+    A message between two of them still goes through its wire form (the
+    sender's codec attaches the task descriptions, the receiver's files them
+    in its own store), is delivered on a later loop turn, and a request is
+    answered as over HTTP — only the socket is gone.
+    """
+
+    def __init__(self) -> None:
+        self.routes: dict[Address, NetTransport] = {}
+
+
 class NetTransport:
     """Routes every message of one process: locally, over HTTP, or through RabbitMQ."""
 
-    def __init__(self, identity: str, directory: Directory, codec: Codec, amqp: AmqpLink | None) -> None:
+    def __init__(self, identity: str, directory: Directory, codec: Codec, amqp: AmqpLink | None, bus: LocalBus | None = None) -> None:
         self.identity = identity
         self.directory = directory
         self.codec = codec
@@ -270,6 +284,7 @@ class NetTransport:
         self.session: Any = None
         self.counters: dict[str, int] = defaultdict(int)
         self.in_order = InOrder(self.counters)
+        self.bus = bus
         self.incarnation = secrets.randbits(31)
         self._next_seq: dict[Address, int] = defaultdict(int)
         self._kind = identity.partition(":")[0]
@@ -282,6 +297,8 @@ class NetTransport:
 
     def bind(self, address: Address, runtime: AsyncRuntime) -> None:
         self.local[address] = runtime
+        if self.bus is not None and address != POOL_ADDRESS:
+            self.bus.routes[address] = self
 
     def send(self, dst: Address, msg: Any) -> None:
         cap = self.capture
@@ -291,6 +308,11 @@ class NetTransport:
         rt = self.local.get(dst)
         if rt is not None:
             rt.loop.call_soon(rt.deliver, dst, msg)
+            return
+        peer = None if self.bus is None else self.bus.routes.get(dst)
+        if peer is not None:
+            env = self.codec.envelope(self.identity, dst, msg, self._seq(dst))
+            asyncio.get_running_loop().call_soon(peer._from_bus, env, self)
             return
         name = msg.__class__.__name__
         if name in HTTP_TYPES:
@@ -368,6 +390,21 @@ class NetTransport:
             self.counters["misrouted_replies"] += 1
             return
         self.in_order.accept(src, dst, seq, lambda: rt.deliver(dst, msg))
+
+    def _from_bus(self, env: dict, sender: NetTransport) -> None:
+        try:
+            frame = self.codec.decode_envelope(env)
+        except WireError as e:  # a bug: the sender's own codec wrote it
+            self.counters["bad_bus_messages"] += 1
+            log.error("bad message from %s: %s", sender.identity, e.reason)
+            return
+        if frame[2].__class__.__name__ in HTTP_TYPES:
+            for reply in self.handle_frames([frame]):
+                sender._deliver_reply(reply)
+            return
+        src, dst, msg, tasks, seq = frame
+        self.codec.file(tasks)
+        self.receive(src, dst, msg, seq)
 
     def receive(self, src: Any, dst: Any, msg: Any, seq: tuple[int, int] | None) -> None:
         """A message that came in from the broker, for a component of this process."""

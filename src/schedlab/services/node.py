@@ -51,7 +51,7 @@ from schedlab.schedulers.megha.partitions import Layout, megha_topology
 from schedlab.services.clusterfile import LoadedCluster
 from schedlab.services.embedded import GMFrontend, parse_params
 from schedlab.services.messages import RecordEvents
-from schedlab.services.net import AmqpLink, Directory, NetTransport
+from schedlab.services.net import AmqpLink, Directory, LocalBus, NetTransport
 from schedlab.services.records import EventObserver
 from schedlab.services.runtime import AsyncRuntime
 from schedlab.services.tasks import TaskStore
@@ -62,7 +62,7 @@ from schedlab.workers.protocol import POOL_ADDRESS, LaunchBatch, LaunchTask, Tas
 
 log = logging.getLogger("schedlab.services.node")
 
-ROLES = ("gm", "lm", "worker")
+ROLES = ("gm", "lm", "worker")  # and "all": every component of the file in one process (cluster up --embedded)
 
 
 def host_address(h: int) -> tuple[str, int]:
@@ -122,7 +122,7 @@ class WorkerRouter(Component):
 class Node:
     """One GM, LM or worker host process."""
 
-    def __init__(self, loaded: LoadedCluster, role: str, ident: int) -> None:
+    def __init__(self, loaded: LoadedCluster, role: str, ident: int, bus: LocalBus | None = None) -> None:
         if role not in ROLES:
             raise InputError("role", f"unknown role {role!r} (choose from {', '.join(ROLES)})")
         spec = loaded.spec
@@ -133,6 +133,7 @@ class Node:
         self.loaded = loaded
         self.role = role
         self.id = ident
+        self.bus = bus
         self.params = parse_params(loaded.megha_params())
         if role == "gm":
             self.endpoint = spec.gms[ident]
@@ -160,7 +161,7 @@ class Node:
         self.amqp = AmqpLink(loaded.broker)
         await self.amqp.connect()
         codec = Codec(self.store)
-        transport = NetTransport(address_str(self.address), Directory(loaded), codec, self.amqp)
+        transport = NetTransport(address_str(self.address), Directory(loaded), codec, self.amqp, self.bus)
         rt = self.rt = AsyncRuntime(transport, loaded.spec.seed)
         self.transport = transport
         cl = loaded.cluster
@@ -349,17 +350,31 @@ class Node:
 
 
 async def serve(loaded: LoadedCluster, role: str, ident: int, ready: Any = None) -> None:
-    """Run one node until SIGTERM/SIGINT; ``ready()`` is called once it listens."""
+    """Run one node — or, with ``role="all"``, every node of the file on one loop — until SIGTERM/SIGINT.
+
+    ``ready(node)`` is called once each listens.
+    """
     import signal
 
-    node = Node(loaded, role, ident)
-    await node.start()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, node.request_stop)
-    if ready is not None:
-        ready(node)
+    if role == "all":
+        bus = LocalBus()
+        spec = loaded.spec
+        nodes = [Node(loaded, "worker", h.id, bus) for _lm, h in spec.hosts()]
+        nodes += [Node(loaded, "lm", lm.id, bus) for lm in spec.lms] + [Node(loaded, "gm", g.id, bus) for g in spec.gms]
+    else:
+        nodes = [Node(loaded, role, ident)]
+    stop = asyncio.Event()
+    started: list[Node] = []
     try:
-        await node.run_forever()
+        for node in nodes:
+            await node.start()
+            started.append(node)
+            if ready is not None:
+                ready(node)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
     finally:
-        await node.stop()
+        for node in reversed(started):
+            await node.stop()

@@ -158,8 +158,12 @@ def tail(path: Path, lines: int = 8) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
-async def up(loaded: LoadedCluster, cluster_file: str | os.PathLike, timeout: float = HEALTH_TIMEOUT) -> list[Proc]:
-    """Start every component in the background and wait until all are healthy."""
+async def up(loaded: LoadedCluster, cluster_file: str | os.PathLike, timeout: float = HEALTH_TIMEOUT, embedded: bool = False) -> list[Proc]:
+    """Start every component in the background and wait until all are healthy.
+
+    ``embedded``: one process (``serve all``) runs every component, which then
+    talk without sockets (:class:`~schedlab.services.net.LocalBus`).
+    """
     import aiohttp
 
     live = running_pids(cluster_file)
@@ -174,7 +178,7 @@ async def up(loaded: LoadedCluster, cluster_file: str | os.PathLike, timeout: fl
     d.mkdir(parents=True, exist_ok=True)
     procs: list[Proc] = []
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    for role, ident, ep in comps:
+    for role, ident, ep in [("all", 0, None)] if embedded else comps:
         log = d / f"{role}-{ident}.log"
         with open(log, "ab") as out:
             child = subprocess.Popen(
@@ -182,7 +186,10 @@ async def up(loaded: LoadedCluster, cluster_file: str | os.PathLike, timeout: fl
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env,
             )
         (d / f"{role}-{ident}.pid").write_text(f"{child.pid}\n")
-        procs.append(Proc(role, ident, ep.url, child.pid, log))
+        if ep is None:  # the one process answers on every component's port
+            procs += [Proc(r, i, e.url, child.pid, log) for r, i, e in comps]
+        else:
+            procs.append(Proc(role, ident, ep.url, child.pid, log))
     deadline = time.monotonic() + timeout
     pending = list(procs)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=1.0)) as session:

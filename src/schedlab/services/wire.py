@@ -397,6 +397,14 @@ class Codec:
             out.append((*self._open(env, file=False), env.seq))
         return out
 
+    def decode_envelope(self, env: dict) -> tuple[Any, Any, Any, Any, Any]:
+        """One envelope given as a dict (from a component in the same process): ``(src, dst, message, tasks, seq)``."""
+        try:
+            e = Envelope.model_validate(env)
+        except ValidationError as err:
+            raise WireError(f"malformed envelope: {_first_error(err)}") from None
+        return (*self._open(e, file=False), e.seq)
+
     def file(self, tasks: Any) -> None:
         if tasks and self.store is not None:
             file_tasks(self.store, tasks)
