@@ -1,37 +1,28 @@
-"""Metrics: the lifecycle recorder, summaries (percentiles, JRT delay, allocation components, utilization), export."""
+"""Metrics: the lifecycle recorder, summaries (percentiles, JRT delay, allocation components, utilization), export.
 
-from schedlab.metrics.export import write_json, write_run, write_table
-from schedlab.metrics.recorder import (
-    COMMUNICATION,
-    COMPONENTS,
-    FRAMEWORK_QUEUING,
-    PROCESSING,
-    WORKER_QUEUING,
-    Recorder,
-)
-from schedlab.metrics.summary import (
-    STAT_KEYS,
-    build_summary,
-    jobs_frame,
-    stats,
-    tasks_frame,
-    utilization_frame,
-)
+Submodules load on first use: the recorder needs nothing heavy, summaries and
+export need pandas — a service process that only records does not pay for it.
+"""
 
-__all__ = [
-    "COMMUNICATION",
-    "COMPONENTS",
-    "FRAMEWORK_QUEUING",
-    "PROCESSING",
-    "STAT_KEYS",
-    "WORKER_QUEUING",
-    "Recorder",
-    "build_summary",
-    "jobs_frame",
-    "stats",
-    "tasks_frame",
-    "utilization_frame",
-    "write_json",
-    "write_run",
-    "write_table",
-]
+from schedlab.lazy import lazy_exports
+
+__all__, __getattr__ = lazy_exports(
+    __name__,
+    {
+        "COMMUNICATION": "recorder",
+        "COMPONENTS": "recorder",
+        "FRAMEWORK_QUEUING": "recorder",
+        "PROCESSING": "recorder",
+        "WORKER_QUEUING": "recorder",
+        "Recorder": "recorder",
+        "STAT_KEYS": "summary",
+        "build_summary": "summary",
+        "jobs_frame": "summary",
+        "stats": "summary",
+        "tasks_frame": "summary",
+        "utilization_frame": "summary",
+        "write_json": "export",
+        "write_run": "export",
+        "write_table": "export",
+    },
+)
