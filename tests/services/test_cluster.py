@@ -162,3 +162,40 @@ def test_cluster_up_refuses_an_unreachable_broker_in_one_line(tmp_path):
     assert "\n" not in line and "Traceback" not in line
     assert line.startswith("error: broker amqp://guest:***@127.0.0.1:1/:"), line
     assert not supervise.running_pids(path)
+
+
+def test_the_readme_flow_init_up_status_submit_down(broker, tmp_path):
+    # what a new user types, as separate commands: the cluster outlives `cluster up`
+    from schedlab.services.supervise import free_port_range
+
+    path = tmp_path / "demo.yaml"
+    env = dict(os.environ)
+
+    def run(*args, timeout=90):
+        return subprocess.run(["python", "-m", "schedlab", *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+    r = run("cluster", "init", str(path), "--gms", "2", "--lms", "2", "--workers", "8", "--heartbeat", "0.2",
+            "--base-port", str(free_port_range(6)), "--name", f"t{os.getpid()}readme", "--broker", broker)
+    assert r.returncode == 0, r.stderr
+    try:
+        r = run("cluster", "up", str(path))
+        assert r.returncode == 0, r.stderr
+        assert "is up (6 processes)" in r.stdout
+        trace = tmp_path / "t.tr"
+        trace.write_text("".join(f"{0.05 * i:.2f} 2 0.1 0.1 0.05\n" for i in range(12)))
+        out = tmp_path / "s.json"
+        r = run("submit", "--cluster", str(path), "--trace", str(trace), "--no-constraints", "--summary-json", str(out), "-q")
+        assert r.returncode == 0, r.stderr
+        s = json.loads(out.read_text())
+        assert s["tasks"] == 24 and s["counters"]["tasks_unfinished"] == 0 and s["runtime"]["transport"] == "http+amqp"
+        r = run("submit", "--cluster", str(path), "--command", "echo hello from a worker")
+        assert r.returncode == 0 and "status ok  exit 0" in r.stdout and "hello from a worker" in r.stdout, r.stdout + r.stderr
+        r = run("cluster", "status", str(path))
+        assert r.returncode == 0 and r.stdout.count(" up ") >= 6, r.stdout
+    finally:
+        r = run("cluster", "down", str(path))
+    assert r.returncode == 0 and "stopped 6 processes" in r.stderr
+    r = run("cluster", "status", str(path))
+    assert r.returncode == 1 and "down" in r.stdout
+    loaded = load_cluster(path)
+    assert queues_of(loaded.name) == []
