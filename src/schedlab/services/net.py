@@ -61,6 +61,35 @@ GAP_TIMEOUT = 2.0
 ORDERED_LINKS = frozenset({("lm", "gm")})  # (sender kind, receiver kind) delivered in send order
 
 
+ACK_EVERY = 0.005  # seconds: handled messages are acknowledged together
+
+
+def _modes() -> dict[bool, Any]:
+    import aio_pika
+
+    return {True: aio_pika.DeliveryMode.PERSISTENT, False: aio_pika.DeliveryMode.NOT_PERSISTENT}
+
+
+class _LazyModes(dict):
+    def __missing__(self, key: bool) -> Any:
+        self.update(_modes())
+        return self[key]
+
+
+_MODES: dict[bool, Any] = _LazyModes()
+
+
+def _message(body: bytes, persistent: bool) -> Any:
+    import aio_pika
+
+    return aio_pika.Message(body, delivery_mode=_MODES[persistent])
+
+
+def _log_ack_failure(task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("acknowledgement failed: %s", task.exception())
+
+
 class BrokerUnreachable(Exception):
     def __init__(self, url: str, reason: str) -> None:
         super().__init__(f"{url}: {reason}")
@@ -99,6 +128,7 @@ class AmqpLink:
         self.published = 0
         self.publish_errors = 0
         self.queues: dict[str, Any] = {}
+        self._to_ack: Any = None  # the latest message handled and not yet acknowledged
 
     async def connect(self, timeout: float = 5.0) -> None:
         import aio_pika
@@ -138,27 +168,38 @@ class AmqpLink:
             self.queues[queue] = (q, await q.consume(on_message, no_ack=True))
             return
 
+        # Acknowledged in batches — one ack for everything handled on the channel in a few
+        # milliseconds — after the handler ran (what was handled but not yet acknowledged when a
+        # service dies comes again; the faults work makes the handlers idempotent). Delivery tags
+        # are per channel, so one tracker serves every queue of the channel: handlers run in
+        # delivery order, and a "multiple" ack of the latest covers exactly what was handled.
         async def on_ack_message(message: Any) -> None:
-            async with message.process(ignore_processed=True):
-                on_body(message.body)
+            on_body(message.body)
+            if self._to_ack is None:
+                asyncio.get_running_loop().call_later(ACK_EVERY, self._ack_handled)
+            self._to_ack = message
 
         self.queues[queue] = (q, await q.consume(on_ack_message))
+
+    def _ack_handled(self) -> None:
+        last, self._to_ack = self._to_ack, None
+        if last is not None:
+            task = asyncio.get_running_loop().create_task(last.ack(multiple=True))
+            task.add_done_callback(_log_ack_failure)
 
     def publish(self, queue: str, body: bytes, persistent: bool = False) -> None:
         self._out.put_nowait((queue, body, persistent))
 
     async def _publish_loop(self) -> None:
-        import aio_pika
-
+        """Publish in order, one message after the other (the broker confirms each)."""
         exchange = self.channel.default_exchange
         while True:
             item = await self._out.get()
             if item is None:
                 return
             queue, body, persistent = item
-            mode = aio_pika.DeliveryMode.PERSISTENT if persistent else aio_pika.DeliveryMode.NOT_PERSISTENT
             try:
-                await exchange.publish(aio_pika.Message(body, delivery_mode=mode), routing_key=queue)
+                await exchange.publish(_message(body, persistent), routing_key=queue)
                 self.published += 1
             except Exception as e:  # a lost update is healed by the next heartbeat; count and go on
                 self.publish_errors += 1

@@ -54,7 +54,7 @@ from schedlab.services.messages import RecordEvents
 from schedlab.services.net import AmqpLink, Directory, LocalBus, NetTransport
 from schedlab.services.records import EventObserver
 from schedlab.services.runtime import AsyncRuntime
-from schedlab.services.tasks import TaskStore
+from schedlab.services.tasks import RecentIds, TaskStore
 from schedlab.services.wire import MAX_MESSAGE_BYTES, Codec, WireError, address_str
 from schedlab.services.worker import WorkerHost
 from schedlab.sim.runtime import Component
@@ -153,6 +153,8 @@ class Node:
         self.store = TaskStore()
         self._stop = asyncio.Event()
         self.last_update: dict[int, float] = {}  # GM: when each LM's last state update arrived
+        self.launched_ids = RecentIds()  # LM: tasks it accepted (a request delivered twice launches them once)
+        self.duplicate_requests = 0
         self.last_heartbeat = 0.0  # LM: when it last sent its heartbeat round
 
     # -- life cycle -------------------------------------------------------------------------------
@@ -187,7 +189,8 @@ class Node:
                 lm = self.component = lm_cls(self.id, shared)
                 WorkerRouter(rt, loaded.host_of_worker)
                 rt.after_delivery(TasksFinished, lambda _dst, msg: self.store.forget(t for t, _w in msg.group))
-                rt.after_delivery(LaunchRequest, lambda _dst, msg: self.store.forget(t for t, _p, _pos in msg.items if t not in lm.running))
+                rt.after_delivery(LaunchRequest, lambda _dst, msg: self._accepted(msg, lm))
+                rt.before_delivery(LaunchRequest, self._screen_launches)
                 queues = [self.address]
                 self._heartbeat_timer = rt.loop.call_later(p.heartbeat, self._heartbeat)
         else:
@@ -197,6 +200,22 @@ class Node:
         await self._serve_http()
         self.started_at = time.time()
         log.info("%s %d listening on %s", self.role, self.id, self.endpoint.url)
+
+    def _screen_launches(self, _dst: Any, msg: LaunchRequest) -> LaunchRequest | None:
+        """A launch request delivered again (an HTTP retry after a lost reply) names tasks this LM already
+        accepted: those are left out — the requester heard no rejection, so it counts them launched."""
+        items = [item for item in msg.items if item[0] not in self.launched_ids]
+        if len(items) == len(msg.items):
+            return msg
+        self.duplicate_requests += len(msg.items) - len(items)
+        return LaunchRequest(msg.gm, items) if items else None
+
+    def _accepted(self, msg: LaunchRequest, lm: Any) -> None:
+        running = lm.running
+        for t, _p, _pos in msg.items:
+            if t in running:
+                self.launched_ids.add(t)
+        self.store.forget(t for t, _p, _pos in msg.items if t not in running)
 
     def _heartbeat(self) -> None:
         assert self.rt is not None
@@ -334,7 +353,8 @@ class Node:
             if self.last_update:
                 out["last_heartbeat_age"] = time.time() - min(self.last_update.values())
         elif self.role == "lm":
-            out.update({"running": len(comp.running), "heartbeats": getattr(self, "heartbeats", 0), **comp.counters()})
+            out.update({"running": len(comp.running), "heartbeats": getattr(self, "heartbeats", 0), **comp.counters(),
+                        "duplicate_requests": self.duplicate_requests})
             out["lent_workers"] = sum(1 for _t, (p, _pos, g) in comp.running.items() if self.layout.owner[p] != g)
             if self.last_heartbeat:
                 out["last_heartbeat_age"] = time.time() - self.last_heartbeat

@@ -41,6 +41,7 @@ from schedlab.workload.model import TaskTable
 
 MARK, STARTED, FINISHED, REPORTED = "mark", "started", "finished", "reported"
 _ORDER = {MARK: 0, STARTED: 1, FINISHED: 2, REPORTED: 3}
+_DUPLICATE = {MARK: "late_marks", STARTED: "duplicate_starts", FINISHED: "duplicate_finishes", REPORTED: "duplicate_reports"}
 
 Event = tuple  # (kind, local tid, time, value): value = component | worker | outcome dict | worker
 Emit = Callable[[int, Event], None]  # emit(run, event)
@@ -82,6 +83,7 @@ class RunRecords:
         self._events: dict[int, list[Event]] = {}
         self._finished: set[int] = set()
         self._reported: set[int] = set()
+        self._applied: set[int] = set()
         self._report_time: dict[int, float] = {}  # job -> latest report so far
         self.jobs_done = 0
         self.tasks_done = 0
@@ -112,6 +114,10 @@ class RunRecords:
         if not 0 <= local < self.recorder.num_tasks or kind not in _ORDER:
             self.counters["unknown_task_events"] += 1
             return
+        if local in self._applied:  # the task's record is complete: anything more is a duplicate
+            key = _DUPLICATE[kind]
+            self.counters[key] = self.counters.get(key, 0) + 1
+            return
         if kind == FINISHED:
             if local in self._finished:
                 self.counters["duplicate_finishes"] += 1
@@ -127,6 +133,7 @@ class RunRecords:
             self._apply(local)
 
     def _apply(self, local: int) -> None:
+        self._applied.add(local)
         rec = self.recorder
         events = sorted(self._events.pop(local), key=lambda e: (e[2], _ORDER[e[0]]))
         started = False

@@ -59,6 +59,7 @@ class AsyncRuntime:
         self.handler_errors = 0
         self._logged: set[str] = set()
         self._after: dict[type, list[Callable[[Address, Any], None]]] = defaultdict(list)
+        self._before: dict[type, Callable[[Address, Any], Any]] = {}
 
     # -- registration ---------------------------------------------------------------------------
     def register(self, component: Any) -> None:
@@ -75,6 +76,10 @@ class AsyncRuntime:
     def accepts(self, address: Address, cls: type) -> bool:
         table = self._dispatch.get(address)
         return table is not None and cls in table
+
+    def before_delivery(self, cls: type, fn: Callable[[Address, Any], Any]) -> None:
+        """``fn(dst, msg)`` sees every ``cls`` message first and returns what to deliver (``None``: nothing)."""
+        self._before[cls] = fn
 
     def after_delivery(self, cls: type, fn: Callable[[Address, Any], None]) -> None:
         """Run ``fn(dst, msg)`` after every handler of a ``cls`` message (service bookkeeping, e.g. forgetting tasks)."""
@@ -107,6 +112,11 @@ class AsyncRuntime:
             self._error(name, f"no handler at {dst!r} for {name}")
             return
         self.received[name] += 1
+        screen = self._before.get(msg.__class__)
+        if screen is not None:
+            msg = screen(dst, msg)
+            if msg is None:
+                return
         self._guarded(handler, (msg,))
         hooks = self._after.get(msg.__class__)
         if hooks:

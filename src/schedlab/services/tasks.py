@@ -103,3 +103,30 @@ class TaskStore:
                 else:
                     del self._left[jid]
                     self.jobs.pop(jid, None)
+
+
+class RecentIds:
+    """The last ``cap`` ids added, for recognising a message delivered twice (bounded memory)."""
+
+    __slots__ = ("cap", "_ids", "_order")
+
+    def __init__(self, cap: int = 1 << 18) -> None:
+        from collections import deque
+
+        self.cap = cap
+        self._ids: set[int] = set()
+        self._order: deque[int] = deque()
+
+    def add(self, x: int) -> None:
+        if x in self._ids:
+            return
+        self._ids.add(x)
+        self._order.append(x)
+        if len(self._order) > self.cap:
+            self._ids.discard(self._order.popleft())
+
+    def __contains__(self, x: int) -> bool:
+        return x in self._ids
+
+    def __len__(self) -> int:
+        return len(self._ids)

@@ -32,7 +32,7 @@ from typing import Any
 from schedlab.cluster.model import Cluster
 from schedlab.services.records import FINISHED, STARTED, Emit
 from schedlab.services.runtime import AsyncRuntime
-from schedlab.services.tasks import TaskStore, split_id
+from schedlab.services.tasks import RecentIds, TaskStore, split_id
 from schedlab.sim.runtime import Component
 from schedlab.workers.protocol import LaunchBatch, LaunchTask, TaskFinished, TasksFinished
 
@@ -66,6 +66,8 @@ class WorkerHost(Component):
         self.started = 0
         self.finished = 0
         self.refused_launches = 0
+        self.duplicate_launches = 0
+        self.done = RecentIds()  # tasks that ran here: a launch delivered again must not run them twice
 
     def handlers(self):
         return {LaunchBatch: self._on_batch, LaunchTask: self._on_launch}
@@ -83,8 +85,9 @@ class WorkerHost(Component):
         log.error("refused task %d on worker %d: %s", tid, worker, why)
 
     def _start(self, tid: int, worker: int, reply_to: tuple, batch: bool) -> None:
-        if tid in self.active:
-            return  # a redelivered launch of a running task: already running, not twice
+        if tid in self.active or tid in self.done:
+            self.duplicate_launches += 1  # a launch delivered again (a retried request): it runs once
+            return
         if worker not in self.workers:
             self._refuse(tid, worker, "not a worker of this host")
             return
@@ -137,6 +140,7 @@ class WorkerHost(Component):
             return
         worker, reply_to, _handle = entry
         self._release(tid, worker)
+        self.done.add(tid)
         self.finished += 1
         run, local = split_id(tid)
         self.emit(run, (FINISHED, local, self.rt.now(), outcome))
@@ -187,4 +191,4 @@ class WorkerHost(Component):
 
     def status(self) -> dict[str, int]:
         return {"workers": len(self.workers), "running": len(self.active), "started": self.started,
-                "finished": self.finished, "refused_launches": self.refused_launches}
+                "finished": self.finished, "refused_launches": self.refused_launches, "duplicate_launches": self.duplicate_launches}
