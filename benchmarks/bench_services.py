@@ -8,7 +8,10 @@ Targets (issue "Megha for real"):
 * **throughput** — one GM sustains >= 1,000 placements/s, a 5 GM x 5 LM cluster
   >= 3,000/s, with sleep-0 tasks; the curve of allocation time against offered
   load shows where it saturates;
-* **startup** — ``cluster up`` of 5 GMs, 5 LMs and 200 workers healthy in <= 15 s.
+* **startup** — ``cluster up`` of 5 GMs, 5 LMs and 200 workers healthy in <= 15 s;
+* **fairness** (no target: a comparison) — global fair sharing under
+  contention, simulated, embedded and as processes: preemptions, attempts,
+  refusals and the per-user median JRT delay.
 
 Placements/s is tasks placed over the span from the first arrival to the last
 start; for the multi-process runs, the CPU time all processes (services and
@@ -16,7 +19,7 @@ client) spent per task tells what the machine's cores can carry. Every figure is
 with the load generator, so the multi-process figures are a lower bound of
 what separate hosts would give.
 
-    python benchmarks/bench_services.py [--only latency,throughput,startup] [--quick]
+    python benchmarks/bench_services.py [--only latency,throughput,startup,fairness] [--quick]
 """
 
 from __future__ import annotations
@@ -156,15 +159,59 @@ def bench_startup(folder: Path, quick: bool) -> None:
           f"target <= 15 s: {'met' if dt <= 15 else 'MISSED'}")
 
 
+def bench_fairness(folder: Path, quick: bool) -> None:
+    """The megha-fairness spec's quick workload (60 jobs, Poisson arrivals, 20 s tasks), 20x faster, on 12 workers."""
+    import numpy as np
+
+    from schedlab import simulate
+    from schedlab.workload.synthetic import generate_jobs
+
+    k = 20.0
+    jobs = [TraceJob(j.arrival / k, j.mean_duration / k, [d / k for d in j.durations], j.line)
+            for j in generate_jobs(60, "poisson:1", "geom:20", "exp:20", np.random.default_rng(0))]
+    params = {"gms": 3, "lms": 3, "heartbeat": 0.5, "shares": [0.1, 0.25, 0.15, 0.5], "queue_gms": [1, 2, 2, 3]}
+    print("fairness: 3 GMs x 3 LMs, 12 workers of 64 cores, 4 users with shares 10/25/15/50 %, "
+          f"{sum(len(j.durations) for j in jobs)} tasks in 60 jobs (megha-fairness quick workload, 20x faster)")
+    cl = Cluster.multi_resource([0] * 12, [64.0, 16384.0])
+
+    async def embedded():
+        async with EmbeddedMegha(cl, params) as c:
+            return await replay(c, jobs, constraints=False, timeout=120)
+
+    async def processes():
+        path = folder / "fair.yaml"
+        text = render_cluster(name=f"benchfair{os.getpid()}", gms=3, lms=3, workers=12, base_port=free_base(3 + 3 + 3), heartbeat=0.5,
+                              resources=["cores", "memory_mb"], capacity=[64.0, 16384.0])
+        path.write_text(text.replace("  worker_choice: random", "  worker_choice: random\n  shares: [0.1, 0.25, 0.15, 0.5]\n  queue_gms: [1, 2, 2, 3]"))
+        loaded = load_cluster(path)
+        try:
+            await supervise.up(loaded, path, timeout=60)
+            async with RemoteCluster(loaded) as rc:
+                return await replay(rc, jobs, constraints=False, timeout=120)
+        finally:
+            await supervise.down(loaded, path)
+
+    runs = [("simulated", simulate("megha", jobs, cluster=cl, params=params, constraints=False)), ("embedded", asyncio.run(embedded()))]
+    if not quick:
+        runs.append(("processes", asyncio.run(processes())))
+    for label, r in runs:
+        c = r.summary["counters"]
+        per_user = r.jobs.groupby("user").jrt_delay.median()
+        print(f"  {label:<10} preemptions {c.get('preemptions', 0):>4}  attempts {c.get('preemption_attempts', 0):>4}  "
+              f"refused {c.get('preemptions_refused', 0):>4}  too late {c.get('preemptions_too_late', 0):>2}  "
+              f"alloc p50 {r.summary['allocation_time']['p50']:.3f} s  p90 {r.summary['allocation_time']['p90']:.3f} s  "
+              f"JRT delay p50 per user {' '.join(f'{v:.3f}' for v in per_user)} s  unfinished {c['tasks_unfinished']}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", default="latency,throughput,startup")
+    ap.add_argument("--only", default="latency,throughput,startup,fairness")
     ap.add_argument("--quick", action="store_true", help="shorter runs")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for name in args.only.split(","):
-            {"latency": bench_latency, "throughput": bench_throughput, "startup": bench_startup}[name](folder, args.quick)
+            {"latency": bench_latency, "throughput": bench_throughput, "startup": bench_startup, "fairness": bench_fairness}[name](folder, args.quick)
             sys.stdout.flush()
 
 

@@ -666,3 +666,31 @@ def test_gm_worker_choice_is_deterministic_under_the_fakes_named_rng(worker_choi
         return rt.take()
 
     assert run() == run()
+
+
+def test_fair_sharing_on_a_gm_that_knows_only_its_own_tasks():
+    # A real GM's task store holds its own users' tasks only; other users' running tasks are known
+    # from the LMs' holdings reports (user, amount). A victim candidate from the last round's
+    # snapshot may have ended since: its amount must still be known, and the preemption is asked
+    # (the LM, holding the truth, refuses it).
+    from schedlab.schedulers.megha.fairness import FairSharing
+    from schedlab.schedulers.megha.messages import PreemptRequest
+    from schedlab.services.tasks import TaskStore
+
+    rt, _obs, _tasks, layout, shared = megha([0, 0], gms=2, lms=1, capacity=(2.0, 4096.0), shares=[0.5, 0.5])
+    store = TaskStore()
+    store.add_job(1, 0.0, [200], [1.0], [0], [(1.0, 256.0)], user=1)
+    shared.tasks = store
+    gm = GlobalMaster(1, shared, rt.rng("gm1"))
+    fair = FairSharing([0.5, 0.5], [0, 1], layout, shared.cluster, store, [gm])
+    # user 0 (GM 0's) fills both workers: 4 tasks GM 1 never saw
+    for k, (p, pos) in enumerate([(0, 0), (0, 0), (1, 0), (1, 0)]):
+        fair.record_launch(100 + k, p, pos, 0, [1.0, 256.0])
+    fair.publish()
+    fair.record_vacate(103)  # ended after the round: GM 1 still believes it runs
+    for p in range(2):
+        gm.free[p][0] = [0.0, 3584.0]
+    assert fair.try_preempt(gm, 200)
+    (dst, msg), = rt.take()
+    assert isinstance(msg, PreemptRequest) and msg.victim == 103 and msg.tid == 200
+    assert fair.pending[1] == [-0.25, 0.25]  # GM 1 counts its pending preemption in its estimates

@@ -8,12 +8,18 @@ from schedlab.cluster import Cluster
 
 
 def assert_valid_schedule(result, cluster: Cluster) -> None:
-    """Every task ran exactly once, to completion, on a worker with its constraints, without over-allocation."""
+    """Every task ran to completion exactly once, on a worker with its constraints, without over-allocation.
+
+    A task preempted by fair sharing starts once more per preemption; its
+    killed runs (``result.extra["preempted_runs"]``) count in the allocation check.
+    """
     t = result.tasks
     s = result.summary
     assert s["counters"]["tasks_unfinished"] == 0, "a task never finished"
     assert s["counters"]["jobs_incomplete"] == 0, "a job never completed"
-    assert (t.starts == 1).all(), "a task started more than once"
+    preempted = result.extra.get("preempted_runs", [])
+    runs = np.bincount([p[0] for p in preempted], minlength=len(t)) if preempted else np.zeros(len(t), dtype=int)
+    assert (t.starts.to_numpy() == 1 + runs).all(), "a task started more often than it was preempted"
     for key in ("duplicate_starts", "duplicate_finishes", "duplicate_reports", "refused_launches", "handler_errors", "bad_record_messages", "unknown_task_events"):
         assert s["counters"].get(key, 0) == 0, f"{key} = {s['counters'][key]}"
     masks = np.array(cluster.machine_masks, dtype=object)
@@ -25,6 +31,9 @@ def assert_valid_schedule(result, cluster: Cluster) -> None:
     for row in t.itertuples():
         events.append((row.end, 0, row.worker, row.task))  # ends first at equal times: a freed slot may be reused
         events.append((row.start, 1, row.worker, row.task))
+    for task, worker, start, end in preempted:
+        events.append((end, 0, worker, task))
+        events.append((start, 1, worker, task))
     events.sort()
     if cluster.slot_mode:
         busy: dict[int, int] = {}

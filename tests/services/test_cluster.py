@@ -109,6 +109,39 @@ def test_same_decisions_as_the_simulator_over_http_and_rabbitmq(broker, tmp_path
     assert real.summary["counters"]["inconsistencies"] == sim.summary["counters"]["inconsistencies"] == 0
 
 
+def test_fair_sharing_across_processes_preempts_as_the_simulator_does(broker, tmp_path):
+    # Algorithm 2 with its truth as messages, in multi-resource mode (a GM checks a victim's
+    # request, which only the LMs' reports tell it): LMs report holdings to both GMs through the
+    # broker, GM 2 preempts user 0's tasks after a round, the kills go to two worker hosts over HTTP
+    from schedlab import simulate
+
+    path = write_cluster(tmp_path, gms=2, lms=1, workers=4, hosts_per_lm=2, heartbeat=0.2, resources=["cores", "memory_mb"], capacity=[2, 4096])
+    path.write_text(path.read_text().replace("  worker_choice: random", "  worker_choice: min-constraints\n  shares: [0.5, 0.5]\n  queue_gms: [1, 2]"))
+    trace = [job(0.0, [1.0] * 8), job(0.05, [0.2] * 4), job(0.1, [0.2])]
+    # then contention for real: both users keep more work coming than the 8 cores hold
+    burst = [job(0.04 * i, [0.15 + 0.05 * (i % 3)] * (1 + i % 4)) for i in range(40)]
+
+    async def body(loaded, procs):
+        async with RemoteCluster(loaded) as rc:
+            first = await replay(rc, trace, constraints=False, timeout=60, requests="fixed:1,256")
+            second = await replay(rc, burst, constraints=False, timeout=60, requests="fixed:1,256")
+        return loaded, first, second, await fetch_statuses(loaded)
+
+    loaded, real, loaded_run, statuses = asyncio.run(_with_cluster(path, body))
+    sim = simulate("megha", trace, cluster=loaded.cluster, params=loaded.megha_params(), seed=loaded.spec.seed, constraints=False,
+                   requests="fixed:1,256")
+    assert_valid_schedule(real, loaded.cluster)
+    c = real.summary["counters"]
+    # the GMs' rounds run on their own timers here, so the same victims rather than the same instants
+    assert c["preemptions"] == c["preemption_attempts"] == sim.summary["counters"]["preemptions"] == 4
+    assert sorted(real.tasks.starts) == sorted(sim.tasks.starts)
+    assert_valid_schedule(loaded_run, loaded.cluster)
+    assert loaded_run.summary["counters"]["preemptions"] > 0
+    assert all(st.get("handler_errors", 0) == 0 for st in statuses)
+    assert all(st["holdings_reports"] > 0 for st in statuses if st["role"] == "gm")
+    assert sum(st.get("tasks_known", 0) for st in statuses) == 0, "a service still holds finished tasks"
+
+
 def test_bad_input_is_refused_counted_and_changes_nothing(broker, tmp_path):
     path = write_cluster(tmp_path, gms=1, lms=1, workers=4)
 

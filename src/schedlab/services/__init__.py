@@ -18,6 +18,8 @@ a second :class:`~schedlab.sim.runtime.Runtime`.
   CPU task, a command);
 * :mod:`~.worker` — a worker host: the workers of one machine;
 * :mod:`~.embedded` — a Megha cluster in one process;
+* :mod:`~.fairness` — global fair sharing (Algorithm 2) with the LMs' truth
+  as messages and preemptions as kills on the worker hosts;
 * :mod:`~.client` — replaying a trace against a cluster and summarising it
   with the simulator's summary schema; :class:`~.client.Client`, the Python
   client;

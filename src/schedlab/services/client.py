@@ -37,6 +37,7 @@ from schedlab.cluster.model import Cluster
 from schedlab.engine import JobPreparer, Result, summarize_run
 from schedlab.errors import InputError
 from schedlab.schedulers.megha import MeghaParams
+from schedlab.services.fairness import user_assignment
 from schedlab.services.messages import SubmitJob
 from schedlab.services.records import RunRecords
 from schedlab.sim.rng import RngStreams
@@ -120,6 +121,7 @@ async def replay(
     records = await cluster.open_run(run)
     now = cluster.now
     gms = cluster.num_gms
+    users = user_assignment(cluster.params, gms, seed)  # fair sharing: the simulator's users, the GM serving each
     submitted = 0
     origin: float | None = None
     previous = float("-inf")
@@ -146,8 +148,13 @@ async def replay(
             else:
                 specs = None if factory is None else [factory(k, i, d) for i, d in enumerate(durations)]
             arrival = now() - origin
-            gjid, gtids = records.add_job(arrival, durations, pj.masks, pj.requests, pj.mean_duration / speedup, pj.line)
-            cluster.submit(SubmitJob(gjid, gtids, durations, pj.masks, pj.requests, specs), gm=submitted % gms)
+            if users is None:
+                user, gm = 0, submitted % gms
+            else:
+                user = users.next()
+                gm = users.queue_gm[user]
+            gjid, gtids = records.add_job(arrival, durations, pj.masks, pj.requests, pj.mean_duration / speedup, pj.line, user)
+            cluster.submit(SubmitJob(gjid, gtids, durations, pj.masks, pj.requests, specs, user), gm=gm)
             submitted += 1
         deadline = None if timeout is None else time.monotonic() + timeout
         while records.open_tasks:
@@ -188,7 +195,8 @@ async def replay(
                         "run": run, "outcomes_failed": sum(1 for o in records.outcomes.values() if o.get("status") != "ok")},
         }
     )
-    return Result(summary, tdf, jdf, udf, extra={"outcomes": records.outcomes, "requests": list(records.tasks.request)})
+    return Result(summary, tdf, jdf, udf, extra={"outcomes": records.outcomes, "requests": list(records.tasks.request),
+                                                "preempted_runs": list(records.recorder.preempted_runs)})
 
 
 class Client:

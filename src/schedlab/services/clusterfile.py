@@ -232,7 +232,11 @@ def parse_cluster(text: str, source: str = "<cluster>") -> LoadedCluster:
         parse_params(loaded.megha_params())
     except InputError as e:
         field = (e.where or "").removeprefix("param ").removeprefix("params")
-        raise InputError(f"{source}: megha{'.' + field if field else ''}", e.problem) from None
+        raise InputError(f"{source}: megha{'.' + field if field else ''}", e.problem.removeprefix("Value error, ")) from None
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(x) for x in err.get("loc", ()))
+        raise InputError(f"{source}: megha{'.' + field if field else ''}", str(err["msg"]).removeprefix("Value error, ")) from None
     except ValueError as e:
         raise InputError(f"{source}: megha", str(e).splitlines()[-1].strip()) from None
     return loaded
@@ -307,6 +311,8 @@ def render_cluster(
         "megha:                         # Megha's parameters (schedlab schedulers lists them)",
         f"  heartbeat: {heartbeat}             # seconds between LM state updates to the GMs",
         "  worker_choice: random",
+        "  # shares: [0.5, 0.3, 0.2]       # global fair sharing: each user queue's share of the data center",
+        "  # queue_gms: [1, 2, 2]          # the GM serving each queue (default: queue u to GM u mod GMs + 1)",
         f"resources: [{', '.join(resources) if multi else 'slots'}]" + ("" if multi else "            # one task per worker; or e.g. [cores, memory_mb] with capacities"),
         "gms:                           # Global Masters: HTTP for their own health and status",
     ]

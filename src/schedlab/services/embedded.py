@@ -20,9 +20,10 @@ What the services add around them, and nothing more:
 * **workers** — :class:`~schedlab.services.worker.WorkerHost`, one per LM
   cluster, at the LMs' worker address.
 
-Fair sharing (Algorithm 2) is not offered by the services yet: its holdings
-snapshot is run-wide simulator state (:mod:`schedlab.schedulers.megha.fairness`)
-that still has to become LM messages; a cluster with ``shares`` is refused.
+* **fair sharing** (with ``shares``) — each GM its own
+  :class:`~schedlab.services.fairness.GMFairness` fed by the LMs' holdings
+  reports, preemptions carried out as kills on the worker host
+  (:mod:`~schedlab.services.fairness`), exactly as across processes.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from schedlab.schedulers.megha import MeghaParams, MeghaShared
 from schedlab.schedulers.megha.gm import GlobalMaster
 from schedlab.schedulers.megha.lm import LocalMaster
 from schedlab.schedulers.megha.partitions import Layout, megha_topology
+from schedlab.services.fairness import GMFairness, HostWorkers
 from schedlab.services.inproc import InProcTransport
 from schedlab.services.messages import SubmitJob, submit_address
 from schedlab.services.records import EventObserver, RecordsHub, RunRecords
@@ -73,8 +75,8 @@ def parse_params(params: MeghaParams | dict[str, Any] | None) -> MeghaParams:
         p = params
     else:
         p = registry.parse_params(registry.get("megha"), params)  # type: ignore[assignment]
-    if p.shares is not None:
-        raise InputError("param shares", "fair sharing is not available in the real services yet (simulation only)")
+    if p.queue_gms is not None and not all(1 <= g <= p.gms for g in p.queue_gms):
+        raise InputError("param queue_gms", f"GMs are numbered 1..{p.gms}")
     if any((p.gm_match_cost, p.lm_verify_cost, p.update_cost_per_worker, p.message_cost)):
         raise InputError("params", "processing costs are simulated overheads; a real cluster has its own (leave them 0)")
     return p  # type: ignore[return-value]
@@ -104,6 +106,8 @@ class EmbeddedMegha:
         self._timers: list[asyncio.TimerHandle] = []
         self.started_at = 0.0
         self.heartbeats: list[int] = []
+        self.workers: HostWorkers | None = None
+        self.fair: list[GMFairness] = []
 
     async def __aenter__(self) -> EmbeddedMegha:
         self.start()
@@ -122,7 +126,9 @@ class EmbeddedMegha:
         rt = self.runtime = AsyncRuntime(transport, self.seed)
         layout = Layout(self.cluster, megha_topology(self.cluster, p.gms, p.lms))
         observer = EventObserver(self.hub.emit)
-        shared = MeghaShared(rt, layout, self.cluster, self.store, observer, None, p, self.cluster.slot_mode)
+        fair = p.shares is not None
+        self.workers = HostWorkers(rt, self.store, forget_killed=False) if fair else None
+        shared = MeghaShared(rt, layout, self.cluster, self.store, observer, self.workers, p, self.cluster.slot_mode)
         if p.compat == "authors":
             from schedlab.schedulers.megha.compat import AuthorsGM, AuthorsLM
 
@@ -134,6 +140,10 @@ class EmbeddedMegha:
         self.lms = [lm_cls(i, shared) for i in range(layout.num_lms)]
         self.frontends = [GMFrontend(g, rt, gm, self.store) for g, gm in enumerate(self.gms)]
         self.host = WorkerHost(POOL_ADDRESS, rt, self.cluster, range(self.cluster.n), self.store, self.hub.emit)
+        if self.workers is not None:
+            for lm in self.lms:
+                self.workers.add(lm, layout.num_gms)
+            self.fair = [GMFairness(rt, [gm], p, layout, self.cluster, self.store) for gm in self.gms]
         self.started_at = rt.now()
         self.heartbeats = [0] * len(self.lms)
         for lm in self.lms:
@@ -148,6 +158,8 @@ class EmbeddedMegha:
             self._timers = [t for t in self._timers if not t.cancelled() and t.when() >= self.runtime.loop.time()]
 
     def stop(self) -> None:
+        for f in self.fair:
+            f.stop()
         for t in self._timers:
             t.cancel()
         self._timers.clear()
@@ -187,6 +199,11 @@ class EmbeddedMegha:
             for k, v in comp.counters().items():
                 out[k] = out.get(k, 0) + v
         out["gm_holdings_at_end"] = sum(sum(r.bit_count() for r in gm.reserved) + len(gm.mine) for gm in self.gms)
+        for f in self.fair:
+            for k, v in f.counters().items():
+                out[k] = out.get(k, 0) + v
+        if self.workers is not None:
+            out.update(self.workers.counters())
         if self.host is not None:
             out["refused_launches"] = self.host.refused_launches
         if self.runtime is not None:

@@ -2,8 +2,10 @@
 
 Only what the simulator does by function call needs a message here: a job
 entering a GM's queue (the engine calls ``GlobalMaster.submit``; a client
-sends :class:`SubmitJob`), and the lifecycle events services send to the
-client that assembles a run's records (:class:`RecordEvents`).
+sends :class:`SubmitJob`), the lifecycle events services send to the
+client that assembles a run's records (:class:`RecordEvents`), and fair
+sharing's run-wide truth and preemptions (:class:`HoldingsReport`,
+:class:`KillTask`, :class:`TaskKilled`; see :mod:`~.fairness`).
 """
 
 from __future__ import annotations
@@ -35,3 +37,32 @@ class RecordEvents:
 
 def submit_address(g: int) -> tuple[str, int]:
     return ("submit", g)
+
+
+@dataclass(slots=True)
+class HoldingsReport:
+    """LM → every GM: what changed in the users' holdings on the LM's workers, in order.
+
+    Each event is ``("launch", tid, p, pos, user, amount)``, ``("vacate", tid)``
+    or ``("settle", victim)`` (a preemption carried out).
+    """
+
+    lm: int
+    events: list[tuple] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class KillTask:
+    """LM → the worker host running ``tid``: kill it for a preemption; answer :class:`TaskKilled` to ``reply_to``."""
+
+    tid: int
+    worker: int
+    reply_to: Any
+
+
+@dataclass(slots=True)
+class TaskKilled:
+    """Worker host → LM: ``tid`` was killed (``killed``), or had already ended (its completion is on its way)."""
+
+    tid: int
+    killed: bool

@@ -3,14 +3,15 @@
 As in the Megha paper's prototype (Section V-D):
 
 * **HTTP** carries launch and preemption requests (GM → LM) and task launches
-  (LM → worker host). A request is answered synchronously: whatever the
+  and kills (LM → worker host). A request is answered synchronously: whatever the
   receiver sends back to the requester while handling it — a
   :class:`~schedlab.schedulers.megha.messages.LaunchRejected`, a piggybacked
   :class:`~schedlab.schedulers.megha.messages.StateUpdate` — travels in the
   HTTP response. Messages queued for one peer go in one POST (a JSON list of
   envelopes), in order, so a busy GM does not pay one round trip per request.
-* **RabbitMQ** (aio-pika) carries LM state updates (heartbeats), task
-  completions, job submission and the run records clients collect. Each
+* **RabbitMQ** (aio-pika) carries LM state updates (heartbeats), fair
+  sharing's holdings reports, task completions, job submission and the run
+  records clients collect. Each
   component consumes its own queue, ``<cluster>.<kind>.<index>`` (e.g.
   ``demo.gm.0``); messages are published, in order, to the default exchange.
 
@@ -53,7 +54,7 @@ from schedlab.workers.protocol import POOL_ADDRESS
 
 log = logging.getLogger("schedlab.services.net")
 
-HTTP_TYPES = frozenset({"LaunchRequest", "PreemptRequest", "LaunchBatch", "LaunchTask"})
+HTTP_TYPES = frozenset({"LaunchRequest", "PreemptRequest", "LaunchBatch", "LaunchTask", "KillTask"})
 HTTP_PATH = "/v1/message"
 HTTP_TIMEOUT = 10.0
 HTTP_RETRIES = 5

@@ -13,9 +13,10 @@ other process, then its own component(s) — the simulator's
 role       HTTP (POST /v1/message)                    RabbitMQ queues consumed
 =========  ========================================  ==========================================
 gm N       —                                          ``<name>.gm.N`` (completions, state
-                                                      updates), ``<name>.submit.N`` (jobs)
+                                                      updates, holdings reports),
+                                                      ``<name>.submit.N`` (jobs)
 lm N       launch / preemption requests from GMs      ``<name>.lm.N`` (completions)
-worker N   task launches from its LM                  —
+worker N   task launches and kills from its LM        —
 =========  ========================================  ==========================================
 
 Every node also answers ``GET /v1/health`` and ``GET /v1/status`` (queue
@@ -50,7 +51,8 @@ from schedlab.schedulers.megha.messages import LaunchRequest, PreemptRequest, St
 from schedlab.schedulers.megha.partitions import Layout, megha_topology
 from schedlab.services.clusterfile import LoadedCluster
 from schedlab.services.embedded import GMFrontend, parse_params
-from schedlab.services.messages import RecordEvents
+from schedlab.services.fairness import GMFairness, HostWorkers
+from schedlab.services.messages import KillTask, RecordEvents
 from schedlab.services.net import AmqpLink, Directory, LocalBus, NetTransport
 from schedlab.services.records import EventObserver
 from schedlab.services.runtime import AsyncRuntime
@@ -106,7 +108,7 @@ class WorkerRouter(Component):
         self.host_of_worker = host_of_worker
 
     def handlers(self):
-        return {LaunchBatch: self._on_batch, LaunchTask: self._on_launch}
+        return {LaunchBatch: self._on_batch, LaunchTask: self._on_launch, KillTask: self._on_kill}
 
     def _on_batch(self, msg: LaunchBatch) -> None:
         per_host: dict[int, list[tuple[int, int]]] = {}
@@ -116,6 +118,9 @@ class WorkerRouter(Component):
             self.rt.send(host_address(h), LaunchBatch(items, msg.reply_to))
 
     def _on_launch(self, msg: LaunchTask) -> None:
+        self.rt.send(host_address(self.host_of_worker[msg.worker]), msg)
+
+    def _on_kill(self, msg: KillTask) -> None:
         self.rt.send(host_address(self.host_of_worker[msg.worker]), msg)
 
 
@@ -156,6 +161,8 @@ class Node:
         self.launched_ids = RecentIds()  # LM: tasks it accepted (a request delivered twice launches them once)
         self.duplicate_requests = 0
         self.last_heartbeat = 0.0  # LM: when it last sent its heartbeat round
+        self.fair: GMFairness | None = None  # GM with fair sharing
+        self.workers: HostWorkers | None = None  # LM with fair sharing: preemptions as kills on the hosts
 
     # -- life cycle -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -172,13 +179,17 @@ class Node:
         if self.role in ("gm", "lm"):
             layout = Layout(cl, megha_topology(cl, p.gms, p.lms))
             self.layout = layout
-            shared = MeghaShared(rt, layout, cl, self.store, EventObserver(publisher.emit), None, p, cl.slot_mode)
+            fair = p.shares is not None
+            workers = self.workers = HostWorkers(rt, self.store) if fair and self.role == "lm" else None
+            shared = MeghaShared(rt, layout, cl, self.store, EventObserver(publisher.emit), workers, p, cl.slot_mode)
             if self.role == "gm":
                 gm_cls = GlobalMaster
                 if p.compat == "authors":
                     from schedlab.schedulers.megha.compat import AuthorsGM as gm_cls  # type: ignore[assignment]
                 gm = self.component = gm_cls(self.id, shared, rt.rng(f"megha:gm:{self.id}"))
                 GMFrontend(self.id, rt, gm, self.store)
+                if fair:
+                    self.fair = GMFairness(rt, [gm], p, layout, cl, self.store)
                 rt.after_delivery(TasksFinished, lambda _dst, msg: self.store.forget(t for t, _w in msg.group))
                 rt.after_delivery(StateUpdate, lambda _dst, msg: self.last_update.__setitem__(msg.lm, time.time()))
                 queues = [self.address, ("submit", self.id)]
@@ -191,6 +202,11 @@ class Node:
                 rt.after_delivery(TasksFinished, lambda _dst, msg: self.store.forget(t for t, _w in msg.group))
                 rt.after_delivery(LaunchRequest, lambda _dst, msg: self._accepted(msg, lm))
                 rt.before_delivery(LaunchRequest, self._screen_launches)
+                if workers is not None:
+                    workers.add(lm, layout.num_gms)
+                    workers.on_killed = self.launched_ids.discard  # its relaunch is not a repeat
+                    rt.before_delivery(PreemptRequest, self._screen_preemption)
+                    rt.after_delivery(PreemptRequest, lambda _dst, msg: self._preemption_done(msg, lm))
                 queues = [self.address]
                 self._heartbeat_timer = rt.loop.call_later(p.heartbeat, self._heartbeat)
         else:
@@ -209,6 +225,19 @@ class Node:
             return msg
         self.duplicate_requests += len(msg.items) - len(items)
         return LaunchRequest(msg.gm, items) if items else None
+
+    def _screen_preemption(self, _dst: Any, msg: PreemptRequest) -> PreemptRequest | None:
+        """A preemption request delivered again (an HTTP retry) whose task this LM already launched: carried out once."""
+        if msg.tid in self.launched_ids:
+            self.duplicate_requests += 1
+            return None
+        return msg
+
+    def _preemption_done(self, msg: PreemptRequest, lm: Any) -> None:
+        if msg.tid in lm.running:
+            self.launched_ids.add(msg.tid)
+        else:  # refused: the task's description came only for this request
+            self.store.forget((msg.tid,))
 
     def _accepted(self, msg: LaunchRequest, lm: Any) -> None:
         running = lm.running
@@ -257,6 +286,8 @@ class Node:
     async def stop(self) -> None:
         if getattr(self, "_heartbeat_timer", None) is not None:
             self._heartbeat_timer.cancel()
+        if self.fair is not None:
+            self.fair.stop()
         if isinstance(self.component, WorkerHost):
             self.component.stop()
         if self.publisher is not None and self.publisher.pending:
@@ -350,11 +381,16 @@ class Node:
         comp = self.component
         if self.role == "gm":
             out.update({"waiting": comp.waiting_count(), **comp.counters(), "gm_holdings": sum(r.bit_count() for r in comp.reserved) + len(comp.mine)})
+            if self.fair is not None:
+                out.update(self.fair.counters())
+                out["holdings_reports"] = self.fair.reports
             if self.last_update:
                 out["last_heartbeat_age"] = time.time() - min(self.last_update.values())
         elif self.role == "lm":
             out.update({"running": len(comp.running), "heartbeats": getattr(self, "heartbeats", 0), **comp.counters(),
                         "duplicate_requests": self.duplicate_requests})
+            if self.workers is not None:
+                out.update(self.workers.counters())
             out["lent_workers"] = sum(1 for _t, (p, _pos, g) in comp.running.items() if self.layout.owner[p] != g)
             if self.last_heartbeat:
                 out["last_heartbeat_age"] = time.time() - self.last_heartbeat

@@ -6,7 +6,8 @@ as a small event tagged with the task's run (:mod:`~.tasks` ids):
 * a GM or LM, through :class:`EventObserver` (the
   :class:`~schedlab.metrics.observer.Observer` the decision code reports to):
   allocation-phase marks and the completions the GM learns (``reported``);
-* a worker host: ``started`` (on which worker) and ``finished`` (with the
+* a worker host: ``started`` (on which worker), ``preempted`` (killed for
+  fair sharing; the task starts again later) and ``finished`` (with the
   task's outcome: status, exit code, output tails, CPU seconds).
 
 The client that submitted the run collects them in :class:`RunRecords`. Events
@@ -39,9 +40,10 @@ from schedlab.metrics.recorder import COMMUNICATION, Recorder
 from schedlab.services.tasks import global_id, split_id
 from schedlab.workload.model import TaskTable
 
-MARK, STARTED, FINISHED, REPORTED = "mark", "started", "finished", "reported"
-_ORDER = {MARK: 0, STARTED: 1, FINISHED: 2, REPORTED: 3}
-_DUPLICATE = {MARK: "late_marks", STARTED: "duplicate_starts", FINISHED: "duplicate_finishes", REPORTED: "duplicate_reports"}
+MARK, STARTED, PREEMPTED, FINISHED, REPORTED = "mark", "started", "preempted", "finished", "reported"
+_ORDER = {MARK: 0, STARTED: 1, PREEMPTED: 2, FINISHED: 3, REPORTED: 4}
+_DUPLICATE = {MARK: "late_marks", STARTED: "duplicate_starts", PREEMPTED: "late_preemptions", FINISHED: "duplicate_finishes",
+              REPORTED: "duplicate_reports"}
 
 Event = tuple  # (kind, local tid, time, value): value = component | worker | outcome dict | worker
 Emit = Callable[[int, Event], None]  # emit(run, event)
@@ -149,6 +151,10 @@ class RunRecords:
                     continue
                 started = True
                 rec.task_started(local, t, value, COMMUNICATION)
+            elif kind == PREEMPTED:
+                if started:  # killed by a fair-sharing preemption: the run ends, the task starts again later
+                    rec.task_preempted(local, t)
+                    started = False
             elif kind == FINISHED:
                 if not started:  # a finish without a start event: the worker's start was lost
                     rec.task_started(local, t, -1, COMMUNICATION)

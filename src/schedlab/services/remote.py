@@ -32,6 +32,7 @@ log = logging.getLogger("schedlab.services.remote")
 # status fields summed over nodes into the run's counters (the simulator's names)
 SUMMED = ("requests", "repartition_requests", "rejected_requests", "launched", "repartitions", "inconsistencies",
           "state_updates", "piggybacked_updates", "state_update_entries", "refused_launches", "handler_errors", "refused_total")
+SUMMED_IF_FAIR = ("preemption_attempts", "preemptions_refused", "preemptions", "preemptions_too_late")  # fair sharing only
 
 
 class RemoteCluster:
@@ -130,6 +131,9 @@ class RemoteCluster:
                 continue
             for k in SUMMED:
                 out[k] += int(st.get(k, 0))
+            for k in SUMMED_IF_FAIR:
+                if k in st:
+                    out[k] = out.get(k, 0) + int(st[k])
             out["gm_holdings_at_end"] += int(st.get("gm_holdings", 0))
             out["heartbeat_rounds"] = max(out["heartbeat_rounds"], int(st.get("heartbeats", 0)))
             for name, n in st.get("messages_sent", {}).items():

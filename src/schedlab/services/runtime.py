@@ -60,6 +60,7 @@ class AsyncRuntime:
         self._logged: set[str] = set()
         self._after: dict[type, list[Callable[[Address, Any], None]]] = defaultdict(list)
         self._before: dict[type, Callable[[Address, Any], Any]] = {}
+        self._outgoing: dict[type, Callable[[Address, Any], Any]] = {}
 
     # -- registration ---------------------------------------------------------------------------
     def register(self, component: Any) -> None:
@@ -77,6 +78,21 @@ class AsyncRuntime:
         table = self._dispatch.get(address)
         return table is not None and cls in table
 
+    def add_handler(self, address: Address, cls: type, fn: Callable[[Any], None]) -> None:
+        """Give a registered component's address a handler the component does not have (a service's own message)."""
+        table = dict(self._dispatch[address])
+        table[cls] = fn
+        self._dispatch[address] = table
+
+    def before_send(self, cls: type, fn: Callable[[Address, Any], Any]) -> None:
+        """``fn(dst, msg)`` sees every ``cls`` message sent from here and returns what to send (``None``: nothing now)."""
+        self._outgoing[cls] = fn
+
+    def send_now(self, dst: Address, msg: Any) -> None:
+        """Send without the :meth:`before_send` screen (a message the screen held back, released)."""
+        self.sent[msg.__class__.__name__] += 1
+        self.transport.send(dst, msg)
+
     def before_delivery(self, cls: type, fn: Callable[[Address, Any], Any]) -> None:
         """``fn(dst, msg)`` sees every ``cls`` message first and returns what to deliver (``None``: nothing)."""
         self._before[cls] = fn
@@ -90,6 +106,12 @@ class AsyncRuntime:
         return self.clock()
 
     def send(self, dst: Address, msg: Any) -> None:
+        if self._outgoing:
+            screen = self._outgoing.get(msg.__class__)
+            if screen is not None:
+                msg = screen(dst, msg)
+                if msg is None:
+                    return
         self.sent[msg.__class__.__name__] += 1
         self.transport.send(dst, msg)
 

@@ -36,7 +36,7 @@ def split_id(gid: int) -> tuple[int, int]:
 class TaskStore:
     """Tasks known to one service: placement constraints, requests, durations, specs, jobs."""
 
-    __slots__ = ("mask", "request", "duration", "job", "jobs", "spec", "_left")
+    __slots__ = ("mask", "request", "duration", "job", "jobs", "spec", "user", "_left")
 
     def __init__(self) -> None:
         self.mask: dict[int, int] = {}
@@ -45,6 +45,7 @@ class TaskStore:
         self.job: dict[int, int] = {}
         self.jobs: dict[int, Job] = {}
         self.spec: dict[int, Any] = {}  # what to run (execution.TaskSpec); absent: sleep for the duration
+        self.user: dict[int, int] = {}  # fair sharing: the task's user queue, when not 0
         self._left: dict[int, int] = {}  # job -> its tasks still known here
 
     def __len__(self) -> int:
@@ -53,7 +54,8 @@ class TaskStore:
     def __contains__(self, tid: int) -> bool:
         return tid in self.mask
 
-    def add_task(self, tid: int, jid: int, duration: float, mask: int, request: tuple[float, ...] | None, spec: Any = None) -> None:
+    def add_task(self, tid: int, jid: int, duration: float, mask: int, request: tuple[float, ...] | None, spec: Any = None,
+                 user: int = 0) -> None:
         if tid not in self.mask:
             self._left[jid] = self._left.get(jid, 0) + 1
         self.mask[tid] = mask
@@ -62,6 +64,8 @@ class TaskStore:
         self.job[tid] = jid
         if spec is not None:
             self.spec[tid] = spec
+        if user:
+            self.user[tid] = user
 
     def add_job(
         self,
@@ -83,6 +87,7 @@ class TaskStore:
                 masks[k] if masks is not None else 0,
                 requests[k] if requests is not None else None,
                 specs[k] if specs is not None else None,
+                user,
             )
         job = Job(jid, arrival, tids[0] if n else 0, n, sum(durations) / n if n else 0.0, max(durations, default=0.0), user)
         self.jobs[jid] = job
@@ -95,6 +100,7 @@ class TaskStore:
             self.request.pop(tid, None)
             self.duration.pop(tid, None)
             self.spec.pop(tid, None)
+            self.user.pop(tid, None)
             jid = self.job.pop(tid, None)
             if jid is not None:
                 left = self._left[jid] - 1
@@ -124,6 +130,10 @@ class RecentIds:
         self._order.append(x)
         if len(self._order) > self.cap:
             self._ids.discard(self._order.popleft())
+
+    def discard(self, x: int) -> None:
+        """Forget ``x`` now (a preempted task: its next launch is a new one, not a repeat)."""
+        self._ids.discard(x)
 
     def __contains__(self, x: int) -> bool:
         return x in self._ids

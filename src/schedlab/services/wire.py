@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -45,7 +45,7 @@ from schedlab.schedulers.megha.messages import (
     TaskPreempted,
 )
 from schedlab.services.execution import TaskSpec
-from schedlab.services.messages import RecordEvents, SubmitJob
+from schedlab.services.messages import HoldingsReport, KillTask, RecordEvents, SubmitJob, TaskKilled
 from schedlab.services.tasks import TaskStore
 from schedlab.workers.protocol import LaunchBatch, LaunchTask, TaskFinished, TasksFinished
 
@@ -112,6 +112,7 @@ class PreemptRequestW(_Body):
     victim: int = Field(ge=0)
     p: int = Field(ge=0)
     pos: int = Field(ge=0)
+    tasks: list[TaskWire] = Field(default_factory=list, max_length=1)
 
 
 class PreemptRejectedW(_Body):
@@ -157,6 +158,53 @@ class RecordEventsW(_Body):
 
     run: int = Field(ge=0)
     events: list[tuple[str, int, float, Any]] = Field(max_length=MAX_ITEMS)
+
+
+class HoldingsEventW(_Body):
+    kind: Literal["launch", "vacate", "settle"]
+    tid: int = Field(ge=0)
+    p: int = Field(0, ge=0)
+    pos: int = Field(0, ge=0)
+    user: int = Field(0, ge=0)
+    amount: list[float] | None = Field(None, max_length=64)
+
+
+class HoldingsReportW(_Body):
+    lm: int = Field(ge=0)
+    events: list[HoldingsEventW] = Field(max_length=MAX_ITEMS)
+
+
+class KillTaskW(_Body):
+    tid: int = Field(ge=0)
+    worker: int = Field(ge=0)
+    reply_to: str
+
+
+class TaskKilledW(_Body):
+    tid: int = Field(ge=0)
+    killed: bool
+
+
+def _holdings_body(m: HoldingsReport) -> dict:
+    out = []
+    for ev in m.events:
+        if ev[0] == "launch":
+            out.append({"kind": "launch", "tid": ev[1], "p": ev[2], "pos": ev[3], "user": ev[4], "amount": list(ev[5])})
+        else:
+            out.append({"kind": ev[0], "tid": ev[1]})
+    return {"lm": m.lm, "events": out}
+
+
+def _holdings_msg(w: HoldingsReportW) -> HoldingsReport:
+    events: list[tuple] = []
+    for e in w.events:
+        if e.kind == "launch":
+            if e.amount is None:
+                raise WireError("HoldingsReport: a launch needs its amount")
+            events.append(("launch", e.tid, e.p, e.pos, e.user, list(e.amount)))
+        else:
+            events.append((e.kind, e.tid))
+    return HoldingsReport(w.lm, events)
 
 
 class Envelope(BaseModel):
@@ -291,6 +339,10 @@ def _submit_msg(w: SubmitJobW) -> SubmitJob:
 
 
 SCHEMAS["SubmitJob"] = (SubmitJobW, _submit_body, _submit_msg)
+SCHEMAS["HoldingsReport"] = (HoldingsReportW, _holdings_body, _holdings_msg)
+SCHEMAS["KillTask"] = (KillTaskW, lambda m: {"tid": m.tid, "worker": m.worker, "reply_to": address_str(m.reply_to)},
+                       lambda w: KillTask(w.tid, w.worker, parse_address(w.reply_to)))
+SCHEMAS["TaskKilled"] = (TaskKilledW, lambda m: {"tid": m.tid, "killed": m.killed}, lambda w: TaskKilled(w.tid, w.killed))
 SCHEMAS["RecordEvents"] = (RecordEventsW, lambda m: {"run": m.run, "events": m.events}, lambda w: RecordEvents(w.run, [tuple(e) for e in w.events]))
 
 # which tasks a message names, for attaching their descriptions
@@ -298,6 +350,7 @@ _NAMED_TASKS: dict[str, Callable[[Any], list[int]]] = {
     "LaunchRequest": lambda m: [t for t, _p, _pos in m.items],
     "LaunchBatch": lambda m: [t for t, _w in m.items],
     "LaunchTask": lambda m: [m.tid],
+    "PreemptRequest": lambda m: [m.tid],
 }
 
 
@@ -310,7 +363,6 @@ def task_wire(store: TaskStore, tid: int) -> dict:
     req = store.request.get(tid)
     spec = store.spec.get(tid)
     jid = store.job[tid]
-    job = store.jobs.get(jid)
     return {
         "tid": tid,
         "jid": jid,
@@ -318,13 +370,13 @@ def task_wire(store: TaskStore, tid: int) -> dict:
         "mask": store.mask[tid],
         "request": None if req is None else list(req),
         "spec": None if spec is None else spec.model_dump(),
-        "user": 0 if job is None else job.user,
+        "user": store.user.get(tid, 0),
     }
 
 
 def file_tasks(store: TaskStore, tasks: list[TaskWire]) -> None:
     for t in tasks:
-        store.add_task(t.tid, t.jid, t.duration, t.mask, None if t.request is None else tuple(t.request), t.spec)
+        store.add_task(t.tid, t.jid, t.duration, t.mask, None if t.request is None else tuple(t.request), t.spec, t.user)
 
 
 class Codec:

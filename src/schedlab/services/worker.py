@@ -30,7 +30,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from schedlab.cluster.model import Cluster
-from schedlab.services.records import FINISHED, STARTED, Emit
+from schedlab.services.messages import KillTask, TaskKilled
+from schedlab.services.records import FINISHED, PREEMPTED, STARTED, Emit
 from schedlab.services.runtime import AsyncRuntime
 from schedlab.services.tasks import RecentIds, TaskStore, split_id
 from schedlab.sim.runtime import Component
@@ -67,10 +68,11 @@ class WorkerHost(Component):
         self.finished = 0
         self.refused_launches = 0
         self.duplicate_launches = 0
+        self.preempted = 0
         self.done = RecentIds()  # tasks that ran here: a launch delivered again must not run them twice
 
     def handlers(self):
-        return {LaunchBatch: self._on_batch, LaunchTask: self._on_launch}
+        return {LaunchBatch: self._on_batch, LaunchTask: self._on_launch, KillTask: self._on_kill}
 
     # -- launching --------------------------------------------------------------------------------
     def _on_batch(self, msg: LaunchBatch) -> None:
@@ -173,6 +175,16 @@ class WorkerHost(Component):
                 self.rt.send(addr, msg)
 
     # -- control ----------------------------------------------------------------------------------
+    def _on_kill(self, msg: KillTask) -> None:
+        """A preemption (fair sharing): kill the task if it still runs, and tell the LM which it was."""
+        entry = self.active.get(msg.tid)
+        killed = entry is not None and entry[0] == msg.worker and self.kill(msg.tid)
+        if killed:
+            self.preempted += 1
+            run, local = split_id(msg.tid)
+            self.emit(run, (PREEMPTED, local, self.rt.now(), msg.worker))
+        self.rt.send(msg.reply_to, TaskKilled(msg.tid, killed))
+
     def kill(self, tid: int) -> bool:
         """Stop a running task without reporting it (a preemption or a shutdown)."""
         entry = self.active.pop(tid, None)
@@ -191,4 +203,4 @@ class WorkerHost(Component):
 
     def status(self) -> dict[str, int]:
         return {"workers": len(self.workers), "running": len(self.active), "started": self.started,
-                "finished": self.finished, "refused_launches": self.refused_launches, "duplicate_launches": self.duplicate_launches}
+                "finished": self.finished, "preempted": self.preempted, "refused_launches": self.refused_launches, "duplicate_launches": self.duplicate_launches}

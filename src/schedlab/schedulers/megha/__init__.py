@@ -148,11 +148,12 @@ class MeghaScheduler(Scheduler):
             self.lms = [LocalMaster(i, self.shared) for i in range(layout.num_lms)]
         self.fairness = None
         if params.shares is not None:
-            from schedlab.schedulers.megha.fairness import FairSharing
+            from schedlab.schedulers.megha.fairness import FairSharing, UserAssignment
 
-            self.fairness = FairSharing(self, params)
-            for gm in self.gms:
-                gm.fairness = self.fairness
+            self.users = UserAssignment(params.shares, params.queue_gms, layout.num_gms, params.user_assignment, rt.rng("megha:users"))
+            self.fairness = FairSharing(params.shares, self.users.queue_gm, layout, ctx.cluster, ctx.tasks, self.gms)
+            for lm in self.lms:
+                lm.fairness = self.fairness  # the run-wide truth, told at once (a real cluster sends it)
         self.rt = rt
         self.heartbeats_started = False
         self.rounds = 0
@@ -167,7 +168,9 @@ class MeghaScheduler(Scheduler):
             first = self.params.heartbeat - (0.05 if self.params.compat == "authors" else 0.0)  # type: ignore[attr-defined]
             self.rt.call_later(first, self._heartbeat_round)
         if self.fairness is not None:
-            self.fairness.submit(job)
+            u = job.user = self.users.next()
+            self.ctx.recorder.j_user[job.jid] = u
+            self.gms[self.users.queue_gm[u]].submit(job.tids)
             return
         self.gms[job.jid % len(self.gms)].submit(job.tids)
 
@@ -204,4 +207,5 @@ class MeghaScheduler(Scheduler):
                 out[k] = out.get(k, 0) + v
         if self.fairness is not None:
             out.update(self.fairness.counters())
+            out["preemptions"] = self.ctx.recorder.counters.get("preemptions", 0)
         return out

@@ -37,6 +37,8 @@ in multi-resource mode.
 
 from __future__ import annotations
 
+import random
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from schedlab.schedulers.megha.gm import EPS, GlobalMaster, lm_address
@@ -49,34 +51,79 @@ from schedlab.schedulers.megha.messages import PreemptRejected, PreemptRequest, 
 RETRY_CLASSES_PER_ROUND = 8
 
 if TYPE_CHECKING:
-    from schedlab.schedulers.megha import MeghaParams, MeghaScheduler
-    from schedlab.workload.model import Job
+    from schedlab.cluster.model import Cluster
+    from schedlab.schedulers.megha.partitions import Layout
+    from schedlab.workload.model import TaskLookup
+
+
+def queue_gms_of(shares: list[float], queue_gms: list[int] | None, num_gms: int) -> list[int]:
+    """The GM (0-based) serving each user queue: ``queue_gms`` (1-based), or queue ``u`` to GM ``u mod G``."""
+    return [g - 1 for g in queue_gms] if queue_gms else [u % num_gms for u in range(len(shares))]
+
+
+class UserAssignment:
+    """Which user queue each job joins, and the GM serving that queue (Megha paper IV-C).
+
+    Used by the simulator's :class:`~schedlab.schedulers.megha.MeghaScheduler`
+    and by a real cluster's client, so both put the same jobs in the same queues.
+    """
+
+    def __init__(self, shares: list[float], queue_gms: list[int] | None, num_gms: int, assignment: str, rng: random.Random) -> None:
+        self.shares = list(shares)
+        self.queue_gm = queue_gms_of(shares, queue_gms, num_gms)
+        self.assignment = assignment
+        self.rng = rng
+        self.next_user = 0
+
+    def next(self) -> int:
+        """The user of the next job."""
+        n = len(self.shares)
+        if self.assignment == "round-robin":
+            u = self.next_user
+            self.next_user = (u + 1) % n
+            return u
+        x = self.rng.random() * sum(self.shares)
+        u = 0
+        while u < n - 1 and x >= self.shares[u]:
+            x -= self.shares[u]
+            u += 1
+        return u
 
 
 class FairSharing:
-    """Users, shares, holdings and the preemption decisions of Algorithm 2."""
+    """Users, shares, holdings and the preemption decisions of Algorithm 2, for some GMs.
 
-    def __init__(self, sched: MeghaScheduler, params: MeghaParams) -> None:
-        self.sched = sched
-        sh = sched.shared
-        self.sh = sh
-        self.tasks = sh.tasks
-        self.shares = list(params.shares or [])
+    In a simulation one instance serves every GM and the LMs feed it directly
+    (``lm.fairness``: :meth:`launched`, :meth:`vacated`, :meth:`settle`) — the
+    run-wide truth, known at once. In a real cluster each GM process has its
+    own, serving that GM, and applies the LMs' reports of the same three
+    events (:meth:`record_launch`, :meth:`record_vacate`, :meth:`settle`) as
+    they arrive (:mod:`schedlab.services.fairness`). Either way the GMs read
+    their own users' holdings as reported and the others' as of the last
+    round (:meth:`publish`).
+    """
+
+    def __init__(self, shares: list[float], queue_gm: list[int], layout: Layout, cluster: Cluster, tasks: TaskLookup,
+                 gms: Sequence[GlobalMaster]) -> None:
+        self.tasks = tasks
+        self.layout = layout
+        self.cluster = cluster
+        self.gms = list(gms)
+        self.shares = list(shares)
         n = len(self.shares)
-        G = sh.layout.num_gms
-        self.queue_gm = [g - 1 for g in params.queue_gms] if params.queue_gms else [u % G for u in range(n)]
-        self.assignment = params.user_assignment
-        self.rng = sh.runtime.rng("megha:users")
-        self.next_user = 0
+        G = layout.num_gms
+        self.queue_gm = list(queue_gm)
         # capacity for holdings
-        cap = sh.cluster.total_capacity()
+        cap = cluster.total_capacity()
         self.total = [float(c) for c in cap]
         # truth: running tasks per user -> (p, pos); holdings vector per user
         self.running: list[dict[int, tuple[int, int]]] = [{} for _ in range(n)]
         self.used: list[list[float]] = [[0.0] * len(self.total) for _ in range(n)]
+        self.info: dict[int, tuple[int, list[float]]] = {}  # running task -> (user, amount)
         # what the GMs know of everyone as of the last heartbeat round
         self.published_running: list[dict[int, tuple[int, int]]] = [{} for _ in range(n)]
         self.published_used: list[list[float]] = [[0.0] * len(self.total) for _ in range(n)]
+        self.published_info: dict[int, tuple[int, list[float]]] = {}
         # victims of preemptions not yet carried out or refused -> (gm, requester user, victim user,
         # requester's gain, victim's loss): a GM counts its own pending preemptions in its estimates
         self.in_flight: dict[int, tuple[int, int, int, float, float]] = {}
@@ -89,59 +136,61 @@ class FairSharing:
         self._round_version = -1
         self._published_sorted: dict[int, list] = {}
         # each GM serves its users' queues
-        for g, gm in enumerate(sched.gms):
-            mine = [u for u in range(n) if self.queue_gm[u] == g]
+        for gm in self.gms:
+            mine = [u for u in range(n) if self.queue_gm[u] == gm.g]
             if len(mine) > 1:
                 from schedlab.schedulers.waiting import WaitingClasses
 
                 gm.queues = [WaitingClasses() for _ in mine]
                 gm.waiting = gm.queues[0]
             gm.queue_of_user = {u: i for i, u in enumerate(mine)}
-        for lm in sched.lms:
-            lm.fairness = self
-
-    # -- jobs ------------------------------------------------------------------------------------
-    def submit(self, job: Job) -> None:
-        n = len(self.shares)
-        if self.assignment == "round-robin":
-            u = self.next_user
-            self.next_user = (u + 1) % n
-        else:
-            x = self.rng.random() * sum(self.shares)
-            u = 0
-            while u < n - 1 and x >= self.shares[u]:
-                x -= self.shares[u]
-                u += 1
-        job.user = u
-        self.sched.ctx.recorder.j_user[job.jid] = u
-        self.sched.gms[self.queue_gm[u]].submit(job.tids)
+            gm.fairness = self
 
     def user_of(self, tid: int) -> int:
         return self.tasks.jobs[self.tasks.job[tid]].user
 
     # -- truth, kept by the LMs ------------------------------------------------------------------------
     def _amount(self, tid: int) -> list[float]:
+        # a running task's amount came with its launch report; a victim candidate from the last
+        # round's snapshot may have ended since (a real GM never knew other GMs' tasks otherwise)
+        info = self.info.get(tid) or self.published_info.get(tid)
+        if info is not None:
+            return info[1]
         req = self.tasks.request[tid]
         return [1.0] if req is None else list(req)
 
     def launched(self, tid: int, p: int, pos: int) -> None:
+        """An LM started ``tid`` at ``(p, pos)`` (the simulator's LMs call this directly)."""
+        req = self.tasks.request[tid]
+        self.record_launch(tid, p, pos, self.user_of(tid), [1.0] if req is None else list(req))
+
+    def record_launch(self, tid: int, p: int, pos: int, user: int, amount: list[float]) -> None:
         self.version += 1
-        u = self.user_of(tid)
-        self.running[u][tid] = (p, pos)
-        for k, a in enumerate(self._amount(tid)):
-            self.used[u][k] += a
+        self.running[user][tid] = (p, pos)
+        self.info[tid] = (user, amount)
+        used = self.used[user]
+        for k, a in enumerate(amount):
+            used[k] += a
 
     def vacated(self, tid: int) -> None:
+        """``tid`` no longer runs on its LM's worker (finished or preempted)."""
+        self.record_vacate(tid)
+
+    def record_vacate(self, tid: int) -> None:
         self.version += 1
-        u = self.user_of(tid)
-        if self.running[u].pop(tid, None) is not None:
-            for k, a in enumerate(self._amount(tid)):
-                self.used[u][k] -= a
+        info = self.info.pop(tid, None)
+        if info is not None:
+            u, amount = info
+            del self.running[u][tid]
+            used = self.used[u]
+            for k, a in enumerate(amount):
+                used[k] -= a
 
     def publish(self) -> None:
         """A heartbeat round: every GM's knowledge of every user catches up."""
         self.published_running = [dict(r) for r in self.running]
         self.published_used = [list(v) for v in self.used]
+        self.published_info = dict(self.info)
         self._published_sorted = {}
 
     # -- Algorithm 2 -----------------------------------------------------------------------------------
@@ -186,8 +235,8 @@ class FairSharing:
         tried = self.tried.get(tid, ())
         mask = self.tasks.mask[tid]
         req = self.tasks.request[tid]
-        masks = self.sh.cluster.machine_masks
-        order = self.sh.layout.order
+        masks = self.cluster.machine_masks
+        order = self.layout.order
         in_flight = self.in_flight
         for v in violators:
             room = holding[v] - self.shares[v] + EPS  # what v can lose and stay at its share
@@ -204,14 +253,14 @@ class FairSharing:
                 self.pending[gm.g][u] += size
                 self.pending[gm.g][v] -= dv
                 gm._hold(p, pos, tid)
-                gm.proc.send(lm_address(self.sh.layout.lm_of[p]), PreemptRequest(gm.g, tid, victim, p, pos))
+                gm.proc.send(lm_address(self.layout.lm_of[p]), PreemptRequest(gm.g, tid, victim, p, pos))
                 return True
         return False
 
     def _fits_after(self, p: int, pos: int, victim: int, req: tuple[float, ...], gm: GlobalMaster) -> bool:
         fv = gm.free[p][pos]  # type: ignore[index]
-        vreq = self.tasks.request[victim]
-        return all(r <= fv[k] + vreq[k] + EPS for k, r in enumerate(req))  # type: ignore[index]
+        vreq = self._amount(victim)
+        return all(r <= fv[k] + vreq[k] + EPS for k, r in enumerate(req))
 
     def settle(self, victim: int) -> None:
         """A preemption was carried out or refused: the GM's estimate no longer needs its pending share."""
@@ -271,7 +320,7 @@ class FairSharing:
             return
         self._round_version = self.version
         self.publish()
-        for gm in self.sched.gms:
+        for gm in self.gms:
             if gm.waiting_count():
                 gm.proc.handle(self._retry, gm)
 
@@ -300,8 +349,4 @@ class FairSharing:
                         break
 
     def counters(self) -> dict[str, int]:
-        return {
-            "preemption_attempts": self.attempts,
-            "preemptions_refused": self.refused,
-            "preemptions": self.sched.ctx.recorder.counters.get("preemptions", 0),
-        }
+        return {"preemption_attempts": self.attempts, "preemptions_refused": self.refused}

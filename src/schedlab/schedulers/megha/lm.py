@@ -84,7 +84,9 @@ class LocalMaster(Component):
         p = shared.params
         self.costly = p.lm_verify_cost > 0 or p.message_cost > 0
         self.proc = Processor(shared.runtime)
-        self.fairness = None  # set by FairSharing: told of every launch and vacate
+        # fair sharing's ledger (FairSharing in a simulation, a LedgerFeed in a real cluster):
+        # told of every launch, vacate and carried-out preemption
+        self.fairness = None
         # counters
         self.launched = 0
         self.repartitions = 0
