@@ -128,7 +128,7 @@ def bench_throughput(folder: Path, quick: bool) -> None:
     seconds = 2.0 if quick else 5.0
     # (GMs, LMs, tasks per job, target): a job's tasks are spread over the LMs, so small jobs
     # mean small launch requests; the Google sub-trace averages 31 tasks a job, syn_250 250
-    for gms, lms, per_job, target in ((1, 1, 10, 1000), (5, 5, 10, 3000), (5, 5, 50, 3000)):
+    for gms, lms, per_job, target in ((1, 1, 10, 1000), (5, 5, 10, 3000), (5, 5, 31, 3000), (5, 5, 50, 3000)):
         workers = 1000
         print(f"throughput: {gms} GM x {lms} LM, {workers} workers, sleep-0 tasks in jobs of {per_job}, {seconds:g} s per offered rate")
         for mode in ("embedded", "processes"):

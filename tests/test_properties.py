@@ -1,7 +1,7 @@
 """Invariants on random small workloads and data centers, for every foundation scheduler.
 
-No worker is ever over-allocated (the worker pool raises, and we re-check from
-the task table), every task finishes exactly once and every job completes, a
+No worker is ever over-allocated (the worker pool raises, and every scheduler's
+run is re-checked from its task table alone, :mod:`allocation`), every task finishes exactly once and every job completes, a
 task never runs on a worker lacking its constraints, and a run is a pure
 function of its inputs and seed.
 """
@@ -12,6 +12,7 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from allocation import assert_no_over_allocation
 from schedlab import simulate
 from schedlab.cluster import Cluster
 from schedlab.workload.trace import TraceJob
@@ -55,12 +56,8 @@ def _assert_every_task_once(r, trace, cluster):
     assert (t.start >= t.arrival - 1e-12).all()
     comps = t[["framework_queuing", "processing", "worker_queuing", "communication"]].sum(axis=1)
     assert ((comps - t.allocation_time).abs() < 1e-9).all()
-    # re-check capacity from the table: at every start instant, what runs on the worker fits
-    if cluster.slot_mode:
-        for _, g in t.groupby("worker"):
-            g = g.sort_values(["start", "end"])
-            busy = g[g.duration > 0]
-            assert (busy.start.to_numpy()[1:] >= busy.end.to_numpy()[:-1] - 1e-12).all()
+    # re-check capacity from the task table alone (slots and multi-resource), not trusting the pool
+    assert_no_over_allocation(t, cluster, r.extra["requests"], r.extra["preempted_runs"])
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -138,6 +135,9 @@ def test_megha_never_over_allocates_finishes_everything_and_is_deterministic(sc,
     assert c["launched"] == len(t) + c.get("preemptions", 0)
     masks = cluster.machine_masks
     assert all(m & ~masks[w] == 0 for m, w in zip(t.constraints, t.worker, strict=True))
+    # capacity from the task table alone, the killed runs of preempted tasks included
+    assert_no_over_allocation(t, cluster, r.extra["requests"], r.extra["preempted_runs"])
+    assert len(r.extra["preempted_runs"]) == c.get("preemptions", 0)
     again = run()
     pd.testing.assert_frame_equal(t, again.tasks)
     pd.testing.assert_frame_equal(r.jobs, again.jobs)

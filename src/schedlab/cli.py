@@ -1,8 +1,12 @@
 """The ``schedlab`` command: a thin layer that parses options and calls the library.
 
 Every user error ends as one line on stderr — ``error: <where>: <what>`` — with
-exit code 2 and no traceback; files are only written after a run succeeds, and
-each atomically.
+exit code 2 and no traceback. Inputs are validated before any work (a trace
+by its own reader, before anything counts its jobs), output paths when the
+options are parsed (:func:`schedlab.cliutil.output_file`, ``output_dir``), and
+a command's outputs land together or not at all
+(:func:`schedlab.atomic.all_or_nothing`), each file atomically. Sweeps are the
+exception by design: their store keeps every finished run, so they resume.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from schedlab.cliutil import parse_key_values
+from schedlab.cliutil import output_dir, output_file, parse_key_values
 from schedlab.edge.cli import app as _edge_app
 from schedlab.errors import InputError, InvariantError
 from schedlab.grid.cli import app as _grid_app
@@ -147,8 +151,8 @@ def simulate(
     latency: Annotated[float, typer.Option("--latency", help="One-way network latency per message, seconds.")] = 0.0005,
     msg_cost: Annotated[list[str] | None, typer.Option("--msg-cost", help="Processing cost at the receiver for a message type, TYPE=SECONDS (repeatable).")] = None,
     exact_durations: Annotated[bool, typer.Option("--exact-durations", help="Keep fractional durations and equal arrival times (no truncation or dephasing).")] = False,
-    summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the summary JSON here.")] = None,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Write tasks, jobs, utilization tables and summary.json into this folder.")] = None,
+    summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the summary JSON here.", callback=output_file)] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Write tasks, jobs, utilization tables and summary.json into this folder.", callback=output_dir)] = None,
     fmt: Annotated[str, typer.Option("--format", help="Table format for --out: parquet, csv or both.")] = "parquet",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table, no progress bar.")] = False,
 ) -> None:
@@ -216,12 +220,14 @@ def simulate(
             f"dropped tasks {c['tasks_dropped_unsatisfiable']}  unfinished {c['tasks_unfinished']}  "
             f"messages {c['messages']}  events {s['events']}  wall {s['wall_seconds']:.2f}s"
         )
-    if out_dir is not None:
-        result.save(out_dir, formats)
-    if summary_json is not None:
-        from schedlab.metrics.export import write_json
+    from schedlab.atomic import all_or_nothing
+    from schedlab.metrics.export import write_json
 
-        write_json(summary_json, s)
+    with all_or_nothing():  # every output, or none
+        if out_dir is not None:
+            result.save(out_dir, formats)
+        if summary_json is not None:
+            write_json(summary_json, s)
 
 
 @app.command("schedulers")
@@ -285,7 +291,7 @@ def trace_info(
 
 @trace_app.command("generate")
 def trace_generate(
-    out_path: Annotated[Path, typer.Option("--out", "-o", help="Trace file to write (.gz to compress).")],
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Trace file to write (.gz to compress).", callback=output_file)],
     jobs: Annotated[int, typer.Option("--jobs", "-n", help="Number of jobs.")] = 2000,
     arrivals: Annotated[str, typer.Option("--arrivals", help="constant:INTERVAL, poisson:MEAN or mmpp:MEAN,SCV,IDC (seconds).")] = "constant:1",
     tasks_per_job: Annotated[str, typer.Option("--tasks-per-job", help="Task-count distribution, e.g. const:250, geom:20, uniform:1,100.")] = "const:250",
@@ -380,7 +386,7 @@ def sweep_cmd(
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Runs at once (default: the CPUs; Ray: the cluster's CPUs).")] = None,
     backend: Annotated[str, typer.Option("--backend", help="local (process pool) or ray.")] = "local",
     address: Annotated[str | None, typer.Option("--address", help="Ray cluster address (default: start a local Ray).")] = None,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Results folder (default results/<spec name>).")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Results folder (default results/<spec name>).", callback=output_dir)] = None,
 ) -> None:
     """Run every run of an experiment spec not already in its results folder (resumable)."""
     from schedlab.experiments.runner import run_sweep
@@ -424,7 +430,7 @@ def compare_cmd(
 @app.command("report")
 def report_cmd(
     results: Annotated[Path, typer.Argument(help="Results folder of a sweep.")],
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Report folder (default RESULTS/report).")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Report folder (default RESULTS/report).", callback=output_dir)] = None,
     baseline: Annotated[str | None, typer.Option("--baseline", "-b", help="Scheduler label for ratios and normalization.")] = None,
 ) -> None:
     """Write a Markdown and an HTML report with PNG plots (the papers' figures) for a results folder."""
@@ -438,7 +444,7 @@ def report_cmd(
 def reproduce_cmd(
     name: Annotated[str | None, typer.Argument(help="Built-in spec (see --list).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="A few jobs on small data centers, one seed: seconds, for CI.")] = False,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Results folder (default results/NAME[-quick]).")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Results folder (default results/NAME[-quick]).", callback=output_dir)] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Runs at once.")] = None,
     backend: Annotated[str, typer.Option("--backend", help="local or ray.")] = "local",
     address: Annotated[str | None, typer.Option("--address", help="Ray cluster address.")] = None,

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
+from pathlib import Path
 from typing import Any
+
+import typer
 
 from schedlab.errors import InputError
 
@@ -21,3 +26,70 @@ def parse_key_values(items: list[str] | None, option: str = "--param") -> dict[s
             value = raw
         params[key.strip().replace("-", "_")] = value
     return params
+
+
+# -- outputs, checked when the options are parsed (before any work) ----------------------------------
+def _nearest_existing(p: Path) -> Path:
+    d = p
+    while not d.exists() and d != d.parent:
+        d = d.parent
+    return d
+
+
+def _writable_folder(folder: Path, option: str, shown: Path) -> None:
+    """``folder`` exists or can be created, and takes new files (``shown`` is the user's path, for the message)."""
+    base = _nearest_existing(folder)
+    if not base.is_dir():
+        raise InputError(option, f"{shown}: {base} is not a folder")
+    try:  # a real probe: permission bits say nothing to root, nor about read-only mounts
+        with tempfile.TemporaryFile(dir=base):
+            pass
+    except OSError as e:
+        raise InputError(option, f"{shown}: cannot write in {base} ({e.strerror or e})") from None
+
+
+def check_output_file(path: Path | None, option: str) -> Path | None:
+    """An output file: not a folder, and its folder can be created or written."""
+    if path is None:
+        return None
+    if path.is_dir():
+        raise InputError(option, f"{path} is a folder (give a file name)")
+    _writable_folder(path.parent, option, path)
+    return path
+
+
+def check_output_dir(path: Path | None, option: str) -> Path | None:
+    """An output folder: a folder or nothing yet, that can be created or written."""
+    if path is None:
+        return None
+    if path.exists() and not path.is_dir():
+        raise InputError(option, f"{path} exists and is not a folder")
+    _writable_folder(path, option, path)
+    return path
+
+
+def output_file(ctx: typer.Context, param: typer.CallbackParam, value: Path | None) -> Path | None:
+    """Typer callback for an output-file option (``callback=output_file``)."""
+    return check_output_file(value, _option_name(param))
+
+
+def output_dir(ctx: typer.Context, param: typer.CallbackParam, value: Path | None) -> Path | None:
+    """Typer callback for an output-folder option (``callback=output_dir``)."""
+    return check_output_dir(value, _option_name(param))
+
+
+def _option_name(param: Any) -> str:
+    opts = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
+    return opts[0] if opts else str(getattr(param, "name", "output"))
+
+
+def usable_jobs(jobs: int | None, option: str = "--jobs", runs: int | None = None) -> int:
+    """Processes for a local pool: at least 1, refused above 4 per CPU (more only contend for the same cores)."""
+    cpus = os.cpu_count() or 1
+    if jobs is None:
+        jobs = cpus
+    if jobs < 1:
+        raise InputError(option, f"must be >= 1, got {jobs}")
+    if jobs > 4 * cpus:
+        raise InputError(option, f"{jobs} processes on a machine with {cpus} CPUs: at most {4 * cpus} are of any use")
+    return jobs if runs is None else max(1, min(jobs, runs))

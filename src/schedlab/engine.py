@@ -42,6 +42,7 @@ from schedlab.cluster.generate import MACHINE_MODELS, generate_machine_masks
 from schedlab.cluster.model import Cluster
 from schedlab.datafiles import BUNDLED_TRACES, PAPER_WORKERS
 from schedlab.errors import InputError
+from schedlab.memory import BYTES_PER_WORKER, check_fits
 from schedlab.metrics.export import write_run
 from schedlab.metrics.recorder import Recorder
 from schedlab.metrics.summary import build_summary, jobs_frame, tasks_frame, utilization_frame
@@ -98,6 +99,7 @@ def build_cluster(
             raise InputError("--workers", "give a number of workers or a --config")
         if workers < 1:
             raise InputError("--workers", f"must be >= 1, got {workers}")
+        check_fits("--workers", workers, BYTES_PER_WORKER, "workers")
         if machine_model not in MACHINE_MODELS:
             raise InputError("--machine-model", f"unknown model {machine_model!r} (choose from {', '.join(MACHINE_MODELS)})")
         from schedlab.sim.rng import RngStreams
@@ -334,6 +336,8 @@ def simulate(
 
     kernel.run(progress=report)
     wall = time.perf_counter() - t_wall
+    if preparer.trace_jobs == 0:
+        raise InputError(label, "the trace has no jobs: nothing to simulate")
 
     messages = runtime.message_counts()
     tdf, jdf, udf, summary = summarize_run(
@@ -360,7 +364,9 @@ def simulate(
             },
         }
     )
-    return Result(summary, tdf, jdf, udf)
+    # what the tables do not carry, for checks that trust nothing but the run's own records
+    extra = {"requests": list(tasks.request), "preempted_runs": list(recorder.preempted_runs)}
+    return Result(summary, tdf, jdf, udf, extra)
 
 
 def summarize_run(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from allocation import assert_no_over_allocation
 from schedlab.cluster import Cluster
 
 
@@ -26,28 +27,4 @@ def assert_valid_schedule(result, cluster: Cluster) -> None:
     for task, worker, need in zip(t.task, t.worker, t.constraints, strict=True):
         assert worker >= 0, f"task {task} has no worker"
         assert int(need) & ~int(masks[worker]) == 0, f"task {task} ran on worker {worker} without its constraints"
-    # No over-allocation: sweep every worker's starts and ends.
-    events = []
-    for row in t.itertuples():
-        events.append((row.end, 0, row.worker, row.task))  # ends first at equal times: a freed slot may be reused
-        events.append((row.start, 1, row.worker, row.task))
-    for task, worker, start, end in preempted:
-        events.append((end, 0, worker, task))
-        events.append((start, 1, worker, task))
-    events.sort()
-    if cluster.slot_mode:
-        busy: dict[int, int] = {}
-        for _time, kind, w, task in events:
-            if kind == 1:
-                assert w not in busy, f"worker {w} ran tasks {busy[w]} and {task} at once"
-                busy[w] = task
-            else:
-                busy.pop(w, None)
-        return
-    req = result.extra.get("requests")
-    assert req is not None, "multi-resource check needs result.extra['requests']"
-    cap = np.asarray(cluster.capacity, dtype=float)
-    used = np.zeros_like(cap)
-    for _time, kind, w, task in events:
-        used[w] += req[task] if kind == 1 else -np.asarray(req[task])
-        assert (used[w] <= cap[w] + 1e-9).all(), f"worker {w} over-allocated at task {task}: {used[w]} > {cap[w]}"
+    assert_no_over_allocation(t, cluster, result.extra.get("requests"), preempted)

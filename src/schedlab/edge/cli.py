@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from schedlab.cliutil import output_dir, output_file
 from schedlab.errors import InputError, InvariantError
 
 app = typer.Typer(
@@ -38,7 +39,7 @@ def _fmt(x: object) -> str:
 
 @app.command()
 def generate(
-    out_path: Annotated[Path, typer.Option("--out", "-o", help="Instance file to write (JSON).")],
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Instance file to write (JSON).", callback=output_file)],
     jobs: Annotated[int, typer.Option("--jobs", "-n", help="Number of jobs J.")] = 50,
     chunks: Annotated[int, typer.Option("--chunks", help="Number of distinct chunks |C|.")] = 200,
     chunks_per_job: Annotated[str, typer.Option("--chunks-per-job", help="Chunk-set size distribution, e.g. uniform:2,8 or const:5.")] = "uniform:2,8",
@@ -80,7 +81,7 @@ def _check_run(run) -> None:
 def solve(
     instance: Annotated[Path, typer.Argument(help="Instance file (JSON).")],
     algorithm: Annotated[str, typer.Option("--algorithm", "-a", help="cred-m, cred-s, cred-s-per-deadline, first-fit or milp.")] = "cred-m",
-    out_path: Annotated[Path | None, typer.Option("--out", "-o", help="Write the full solution (placement and slot schedule) here.")] = None,
+    out_path: Annotated[Path | None, typer.Option("--out", "-o", help="Write the full solution (placement and slot schedule) here.", callback=output_file)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a line of text.")] = False,
     milp_time_limit: Annotated[float, typer.Option("--milp-time-limit", help="Seconds for the milp algorithm.")] = 30.0,
 ) -> None:
@@ -140,7 +141,7 @@ def compare(
     max_variables: Annotated[int, typer.Option("--max-variables", help="'Small' for --optimum auto: MILP variables at most this.")] = 4000,
     milp_time_limit: Annotated[float, typer.Option("--milp-time-limit", help="Seconds for the MILP.")] = 30.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON: per algorithm active_nodes, feasible, seconds; lower_bound; optimum.")] = False,
-    out_path: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the JSON result here.")] = None,
+    out_path: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the JSON result here.", callback=output_file)] = None,
 ) -> None:
     """Run several algorithms on one instance, verify each, and set them against the lower bound and optimum."""
     from schedlab.edge.compare import compare as run_compare
@@ -180,7 +181,7 @@ def compare(
 
 @app.command("figure4")
 def figure4(
-    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder for spread/mix .csv and .png and figure4.json.")],
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder for spread/mix .csv and .png and figure4.json.", callback=output_dir)],
     seeds: Annotated[int, typer.Option("--seeds", help="Instances per point.")] = 5,
     jobs: Annotated[int, typer.Option("--jobs", "-n")] = 200,
     chunks: Annotated[int, typer.Option("--chunks")] = 600,

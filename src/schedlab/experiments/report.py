@@ -400,14 +400,21 @@ def write_report(
     metrics: list[str] | None = None,
     plots_wanted: list[str] | None = None,
 ) -> Report:
-    """Write the report of a results folder (default into ``RESULTS/report``)."""
+    """Write the report of a results folder (default into ``RESULTS/report``): every file of it, or none."""
+    from schedlab.atomic import all_or_nothing
+
+    with all_or_nothing():
+        return _write_report(results, out, baseline, metrics, plots_wanted)
+
+
+def _write_report(results: str | os.PathLike, out: str | os.PathLike | None, baseline: str | None, metrics: list[str] | None,
+                  plots_wanted: list[str] | None) -> Report:
     store = Store(results)
     df = load_results(results)
     info = df.attrs["experiment"]
     if df.empty:
         raise InputError(str(results), "no finished run to report (run `schedlab sweep` first)")
     out_dir = Path(out) if out is not None else Path(results) / "report"
-    out_dir.mkdir(parents=True, exist_ok=True)
     b = _Builder(store, df, out_dir, default_baseline(df, baseline))
     name = info.get("name", "experiment")
     b.add(f"# {name}", "")

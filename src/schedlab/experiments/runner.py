@@ -169,16 +169,48 @@ def _ray(runs: list[Run], jobs: int | None, address: str | None) -> Iterator[Out
             ray.shutdown()
 
 
-def map_runs(runs: list[Run], backend: str = "local", jobs: int | None = None, address: str | None = None) -> Iterator[Outcome]:
-    """``(run, output, error)`` for each run, in completion order, on the chosen backend."""
+def check_backend(backend: str = "local", jobs: int | None = None, address: str | None = None) -> None:
+    """Refuse bad backend options (before anything is written)."""
     if backend not in BACKENDS:
         raise InputError("--backend", f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
     if jobs is not None and jobs < 1:
         raise InputError("--jobs", f"must be >= 1, got {jobs}")
+    if backend != "ray":
+        if address is not None:
+            raise InputError("--address", "only used with --backend ray")
+        cpus = os.cpu_count() or 1
+        if jobs is not None and jobs > 4 * cpus:  # more processes than that only contend for the same cores
+            raise InputError("--jobs", f"{jobs} processes on a machine with {cpus} CPUs: at most {4 * cpus} are of any use")
+
+
+def check_inputs(runs: list[Run]) -> None:
+    """Read every trace the runs will read, with the same reader, before anything is written.
+
+    Each distinct (trace, max_jobs, conventions) is read once, up to what the
+    runs read; a bundled trace is trusted. A bad line fails here with its
+    file:line, not in every run after the store was touched.
+    """
+    from schedlab.datafiles import BUNDLED_TRACES
+
+    seen: set[tuple] = set()
+    for r in runs:
+        wl = r.config["workload"]
+        if wl.get("generate") is not None:
+            continue
+        trace = str(r.trace_path or wl["trace"])
+        key = (trace, wl.get("max_jobs"), wl.get("exact_durations"))
+        if key in seen or trace in BUNDLED_TRACES:
+            continue
+        seen.add(key)
+        if not any(True for _ in r.jobs()):
+            raise InputError(trace, "the trace has no jobs: nothing to simulate")
+
+
+def map_runs(runs: list[Run], backend: str = "local", jobs: int | None = None, address: str | None = None) -> Iterator[Outcome]:
+    """``(run, output, error)`` for each run, in completion order, on the chosen backend."""
+    check_backend(backend, jobs, address)
     if backend == "ray":
         return _ray(runs, jobs, address)
-    if address is not None:
-        raise InputError("--address", "only used with --backend ray")
     n = min(jobs or os.cpu_count() or 1, len(runs))
     return _serial(runs) if n <= 1 else _pool(runs, n)
 
@@ -253,8 +285,10 @@ def run_sweep(
     progress: Callable[[SweepProgress], None] | None = None,
 ) -> SweepResult:
     """Run every run of ``spec`` not yet in the results folder ``out`` (default ``results/<name>``)."""
+    check_backend(backend, jobs, address)
     ls = spec if isinstance(spec, LoadedSpec) else load_spec(spec)
     runs = expand(ls)
+    check_inputs(runs)  # everything is known valid before the store is touched
     root = Path(out) if out is not None else default_out(ls)
     store = Store(root)
     t0 = time.perf_counter()

@@ -38,6 +38,7 @@ import pandas as pd
 
 from schedlab.errors import InputError
 from schedlab.experiments.grid import Run
+from schedlab.folderlock import exclusive_folder
 from schedlab.metrics.export import atomic_write, write_json, write_run
 
 SUMMARY = "summary.json"
@@ -61,22 +62,9 @@ class Store:
     # -- writing -----------------------------------------------------------------------------------
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
-        """Exclusive use of the folder for one sweep (POSIX advisory lock; none where fcntl is missing)."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX
+        """Exclusive use of the folder for one sweep (:mod:`schedlab.folderlock`)."""
+        with exclusive_folder(self.root):
             yield
-            return
-        with open(self.root / ".lock", "a+") as f:
-            try:
-                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise InputError(str(self.root), "another sweep is writing to this results folder") from None
-            try:
-                yield
-            finally:
-                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
     def write_experiment(self, info: dict[str, Any], runs: list[Run], spec_text: str | None = None) -> None:
         if spec_text is not None:

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
+from schedlab.cliutil import output_dir, output_file, usable_jobs
 from schedlab.errors import InputError
 
 app = typer.Typer(
@@ -128,8 +129,8 @@ def simulate(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the workload and of the schedulers' random choices.")] = 0,
     with_ideal: Annotated[bool, typer.Option("--with-ideal", help="Also run the ideal (Act.QT, zero delay, no duplication) and report perf_gap.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-    summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the summary JSON here.")] = None,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Write jobs.csv (global jobs) and summary.json into this folder.")] = None,
+    summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the summary JSON here.", callback=output_file)] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Write jobs.csv (global jobs) and summary.json into this folder.", callback=output_dir)] = None,
 ) -> None:
     """Run one scheduler on one grid workload and print the paper's metrics."""
     from schedlab.grid.simulation import build_workload, simulate_grid, simulate_with_ideal
@@ -167,11 +168,14 @@ def simulate(
     else:
         result = simulate_grid(config, workload)
     s = result.summary
-    if out_dir is not None:
-        write_table(out_dir / "jobs.csv", result.jobs_frame(), "csv")
-        write_json(out_dir / "summary.json", s)
-    if summary_json is not None:
-        write_json(summary_json, s)
+    from schedlab.atomic import all_or_nothing
+
+    with all_or_nothing():  # every output, or none
+        if out_dir is not None:
+            write_table(out_dir / "jobs.csv", result.jobs_frame(), "csv")
+            write_json(out_dir / "summary.json", s)
+        if summary_json is not None:
+            write_json(summary_json, s)
     if as_json:
         from schedlab.metrics.export import _clean
 
@@ -210,7 +214,7 @@ def _print_summary(s: dict[str, Any]) -> None:
 
 @app.command()
 def sweep(
-    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Results folder (results.csv; resumable).")],
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Results folder (results.csv; resumable).", callback=output_dir)],
     arrivals: Annotated[str, typer.Option("--arrivals", "-a", help="Workloads separated by commas or semicolons: non-bursty, weak, strong, poisson:MEAN, mmpp:MEAN,SCV,IDC[,P] (separate an mmpp spec from the next with ';').")] = "strong",
     schedulers: Annotated[str, typer.Option("--schedulers", "-s", help="Comma-separated schedulers.")] = "rand,qlen,hybrid1,hybrid2",
     duplications: Annotated[str, typer.Option("--duplications", "-d", help="Duplications, e.g. 0-7 or 0,1,2.")] = "0-7",
@@ -249,8 +253,7 @@ def sweep(
     dup_list = parse_int_list(duplications, "--duplications")
     delay_list = parse_float_list(delays, "--delays")
     seed_list = parse_int_list(seeds, "--seeds")
-    if workers < 1:
-        raise InputError("--workers", f"must be >= 1, got {workers}")
+    usable_jobs(workers, "--workers")  # at least 1, and no more processes than the cores can use
     base = _config(
         sites=sites,
         processors=processors,
@@ -347,7 +350,7 @@ def _slug(s: str) -> str:
 @app.command()
 def plot(
     results: Annotated[str, typer.Argument(help="A sweep's folder or its results.csv.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="PNG file to write.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="PNG file to write.", callback=output_file)],
     kind: Annotated[str, typer.Option("--kind", "-k", help="gap (Figures 3, 5, 6), composition (Figure 4) or delay (Figure 2).")] = "gap",
     arrivals: Annotated[str | None, typer.Option("--arrivals", "-a", help="Workload to plot, when the results hold several.")] = None,
     delay: Annotated[float | None, typer.Option("--delay", help="Only rows with this delay (gap plots).")] = None,

@@ -7,8 +7,12 @@ duplication — is run once per pair so that each row carries its ``perf_gap``
 (Eq. 1). Runs go to a local process pool (``workers``) and each finished run is
 appended to ``results.csv`` in the output folder (rewritten atomically), so an
 interrupted sweep resumes where it stopped: rows already present are not rerun.
+A row is known by its ``run_id``, a hash of every input of the run (the whole
+configuration: workload sizes, sites, policy… not only the varied values), so
+rerunning with other options into an old folder runs what is new; one sweep
+at a time writes a folder (:mod:`schedlab.folderlock`).
 
-Row columns (one name per concept, as in the summary JSON): ``arrivals``,
+Row columns (one name per concept, as in the summary JSON): ``run_id``, ``arrivals``,
 ``scheduler``, ``duplications``, ``delay``, ``seed``, ``mean_queue_time``,
 ``<10s``, ``10-100s``, ``>=100s`` (queue-time bucket shares), ``perf_gap``,
 ``ideal_mean_queue_time``, ``utilization``, ``local_mean_queue_time``,
@@ -18,6 +22,8 @@ were not varied, so a results file says what it measured.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -28,6 +34,7 @@ from typing import Any
 import pandas as pd
 
 from schedlab.errors import InputError
+from schedlab.folderlock import exclusive_folder
 from schedlab.grid.metrics import BUCKET_NAMES, perf_gap
 from schedlab.grid.simulation import GridConfig, simulate_grid
 
@@ -59,8 +66,8 @@ def _row(config: GridConfig, summary: dict[str, Any], scheduler: str | None = No
     return row
 
 
-def _run(config: GridConfig, scheduler: str | None) -> dict[str, Any]:
-    return _row(config, simulate_grid(config).summary, scheduler)
+def _run(config: GridConfig, scheduler: str | None, rid: str = "") -> dict[str, Any]:
+    return {"run_id": rid or run_id(config, scheduler), **_row(config, simulate_grid(config).summary, scheduler)}
 
 
 def plan(
@@ -86,12 +93,12 @@ def plan(
     return runs
 
 
-def _key(row: dict[str, Any]) -> tuple:
-    return (str(row["arrivals"]), str(row["scheduler"]), int(row["duplications"]), float(row["delay"]), int(row["seed"]))
-
-
-def _key_of(config: GridConfig, scheduler: str | None) -> tuple:
-    return (config.arrivals, scheduler or config.scheduler, config.duplications, float(config.delay), config.seed)
+def run_id(config: GridConfig, scheduler: str | None) -> str:
+    """The resume key of a run: a hash of every input that changes its result (the whole config and the label)."""
+    d = config.as_dict()
+    d["scheduler_label"] = scheduler or config.scheduler
+    text = json.dumps(d, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def with_gaps(df: pd.DataFrame) -> pd.DataFrame:
@@ -112,44 +119,102 @@ def run_sweep(
     workers: int = 1,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
 ) -> pd.DataFrame:
-    """Run (or resume) a sweep; returns all rows with perf gaps. Writes ``results.csv`` as it goes."""
+    """Run (or resume) a sweep; returns this sweep's rows with perf gaps. Writes ``results.csv`` as it goes.
+
+    A row is this sweep's when its ``run_id`` (:func:`run_id`: every input of
+    the run) is one of the sweep's; rows of other sweeps in the same folder stay
+    in the file, untouched and unshown. One sweep at a time writes a folder.
+    """
+    if out_dir is None:
+        return _sweep(list(runs), None, workers, progress)
+    with exclusive_folder(out_dir):
+        return _sweep(list(runs), Path(out_dir) / "results.csv", workers, progress)
+
+
+def _norm(v: Any) -> str:
+    if v is None or (isinstance(v, float) and v != v) or v == "":
+        return ""
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, int | float):
+        return format(float(v), ".12g")
+    if isinstance(v, list | tuple):
+        return ",".join(_norm(x) for x in v)
+    return str(v)
+
+
+def _adopt_legacy_rows(rows: list[dict[str, Any]], runs: list[tuple[GridConfig, str | None]], ids: list[str]) -> None:
+    """Give rows written before ``run_id`` existed the id of the planned run they match in every field.
+
+    Such rows carry every configuration field but ``local_swf`` (see
+    :func:`_row`), so a row matches a run when all those fields agree; a run
+    with ``local_swf`` files never matches (the row cannot say which files).
+    """
+    legacy = [r for r in rows if not isinstance(r.get("run_id"), str)]
+    if not legacy:
+        return
+    index: dict[tuple, str] = {}
+    for (config, sch), rid in zip(runs, ids, strict=True):
+        d = config.as_dict()
+        if d.get("local_swf"):
+            continue
+        fields = sorted(k for k in d if k not in ("local_swf", "scheduler"))
+        index[(sch or config.scheduler, *[(k, _norm(d[k])) for k in fields])] = rid
+    for r in legacy:
+        fields = sorted(k for k in r if k in _CONFIG_FIELDS)
+        key = (r.get("scheduler"), *[(k, _norm(r[k])) for k in fields])
+        rid = index.get(key)
+        if rid is not None:
+            r["run_id"] = rid
+
+
+_CONFIG_FIELDS = frozenset(f for f in GridConfig().as_dict() if f not in ("local_swf", "scheduler"))
+
+
+def _sweep(runs: list[tuple[GridConfig, str | None]], path: Path | None, workers: int,
+           progress: Callable[[int, int, dict[str, Any]], None] | None) -> pd.DataFrame:
     from schedlab.metrics.export import write_table
 
-    runs = list(runs)
-    path = Path(out_dir) / "results.csv" if out_dir is not None else None
+    ids = [run_id(c, s) for c, s in runs]
     rows: list[dict[str, Any]] = []
     if path is not None and path.is_file():
         try:
             rows = pd.read_csv(path).to_dict("records")
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
             raise InputError(str(path), f"cannot resume from this results file: {str(e).splitlines()[0]}") from None
-    done = {_key(r) for r in rows}
-    todo = [(c, s) for c, s in runs if _key_of(c, s) not in done]
+    _adopt_legacy_rows(rows, runs, ids)
+    done = {r.get("run_id") for r in rows}
+    todo = [(c, s, i) for (c, s), i in zip(runs, ids, strict=True) if i not in done]
     total = len(todo)
+    finished = 0
 
     def record(row: dict[str, Any]) -> None:
+        nonlocal finished
         rows.append(row)
+        finished += 1
         if path is not None:
             write_table(path, pd.DataFrame(rows), "csv")
         if progress is not None:
-            progress(len(rows) - (len(runs) - total), total, row)
+            progress(finished, total, row)
 
     if workers <= 1 or total <= 1:
-        for config, sch in todo:
-            record(_run(config, sch))
+        for config, sch, rid in todo:
+            record(_run(config, sch, rid))
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(_run, c, s) for c, s in todo]
+        with ProcessPoolExecutor(max_workers=min(workers, total)) as pool:
+            futures = [pool.submit(_run, c, s, i) for c, s, i in todo]
             for fut in as_completed(futures):
                 record(fut.result())
-    df = pd.DataFrame(rows)
+    order = {rid: k for k, rid in enumerate(ids)}
+    mine = [r for r in rows if r.get("run_id") in order]
+    others = [r for r in rows if r.get("run_id") not in order]
+    df = pd.DataFrame(mine)
     if not df.empty:
-        order = {_key_of(c, s): i for i, (c, s) in enumerate(runs)}
-        df["_order"] = [order.get(_key(r), len(order)) for r in df.to_dict("records")]
+        df["_order"] = [order[r] for r in df["run_id"]]
         df = df.sort_values("_order", kind="stable").drop(columns="_order").reset_index(drop=True)
     df = with_gaps(df)
     if path is not None:
-        write_table(path, df, "csv")
+        write_table(path, pd.concat([pd.DataFrame(others), df], ignore_index=True) if others else df, "csv")
     return df
 
 

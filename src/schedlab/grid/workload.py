@@ -56,6 +56,7 @@ import numpy as np
 
 from schedlab.errors import InputError
 from schedlab.grid.swf import read_swf
+from schedlab.memory import BYTES_PER_GRID_JOB, check_fits
 from schedlab.sim.rng import RngStreams
 from schedlab.workload.arrivals import index_of_dispersion, scv_of
 from schedlab.workload.distributions import Dist
@@ -204,6 +205,8 @@ def make_workload(
         raise InputError("global_jobs", f"must be >= 0, got {global_jobs}")
     if not (0 <= local_load < 1) and not local_swf:
         raise InputError("local_load", f"must be in [0, 1), got {local_load}")
+    check_fits("local_jobs", local_jobs * sites, BYTES_PER_GRID_JOB, "local jobs (over all sites)")
+    check_fits("global_jobs", global_jobs, BYTES_PER_GRID_JOB, "global jobs")
     streams = RngStreams(seed)
     info: dict[str, Any] = {}
     local: list[JobStream] = []
@@ -237,6 +240,8 @@ def make_workload(
         info["arrivals"] = _describe_arrivals(arr, gaps)
     else:
         glob = _empty("global")
+    if len(glob) == 0:  # every metric of a grid run is the global jobs' (their queue time, its gap)
+        raise InputError("global_jobs" if not global_swf else str(global_swf), "no global jobs: nothing to measure")
     # Offered load of a stream: its work over the span of its own arrivals (streams of
     # different lengths would otherwise dilute one another).
     info["offered_local_load"] = [_offered(s, processors) for s in local]

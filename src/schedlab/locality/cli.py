@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from schedlab.cliutil import parse_key_values
+from schedlab.cliutil import output_dir, output_file, parse_key_values
 from schedlab.errors import InputError
 
 app = typer.Typer(
@@ -66,7 +66,7 @@ def solve(
     theta: ThetaOpt = 1.0,
     replicas: ReplicasOpt = 3,
     seed: SeedOpt = 0,
-    out_path: Annotated[Path | None, typer.Option("--out", "-o", help="Write the result (with the assignment) as JSON here.")] = None,
+    out_path: Annotated[Path | None, typer.Option("--out", "-o", help="Write the result (with the assignment) as JSON here.", callback=output_file)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     show: Annotated[bool, typer.Option("--show-assignment", help="Print every task's core (small instances).")] = False,
 ) -> None:
@@ -158,7 +158,7 @@ def compare(
 @app.command()
 def sweep(
     figure: Annotated[str, typer.Option("--figure", "-f", help="Figure to reproduce: 5, 6, 7, 8, 9 or all.")],
-    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder for figN.csv/.json/.png/.md (and summary.md).")],
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder for figN.csv/.json/.png/.md (and summary.md).", callback=output_dir)],
     seeds: Annotated[int, typer.Option("--seeds", help="Instances per point (Figure 9 timing panels use one).")] = 3,
     quick: Annotated[bool, typer.Option("--quick", help="Small instances and one seed: seconds, for smoke tests.")] = False,
 ) -> None:
@@ -195,7 +195,7 @@ def gap(
     seed: SeedOpt = 0,
     time_limit: Annotated[float, typer.Option("--time-limit", help="MILP time limit per instance, seconds.")] = 30.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (with every instance).")] = False,
-    out_path: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the JSON (with every instance) here.")] = None,
+    out_path: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the JSON (with every instance) here.", callback=output_file)] = None,
 ) -> None:
     """Optimality gaps against the exact MILP on small random instances."""
     from schedlab.locality.algorithms import label
@@ -221,7 +221,7 @@ def gap(
 
 @app.command()
 def generate(
-    out_path: Annotated[Path, typer.Option("--out", "-o", help="Instance JSON file to write.")],
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Instance JSON file to write.", callback=output_file)],
     tasks: TasksOpt = 100,
     servers: ServersOpt = 50,
     cores: CoresOpt = 40,

@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from schedlab.cliutil import output_dir, output_file
 from schedlab.errors import InputError
 
 cluster_app = typer.Typer(
@@ -35,7 +36,7 @@ def _load(path: Path) -> Any:
 
 @cluster_app.command("init")
 def init_cmd(
-    path: Annotated[Path, typer.Argument(help="Cluster file to write (YAML).")],
+    path: Annotated[Path, typer.Argument(help="Cluster file to write (YAML).", callback=output_file)],
     gms: Annotated[int, typer.Option("--gms", help="Global Masters.")] = 2,
     lms: Annotated[int, typer.Option("--lms", help="Local Masters (one cluster of workers each).")] = 2,
     workers: Annotated[int, typer.Option("--workers", "-w", help="Workers in all (slot mode: one task each).")] = 32,
@@ -211,8 +212,8 @@ def submit_cmd(
     constraints: Annotated[bool, typer.Option("--constraints/--no-constraints", help="Synthesise task constraints as the papers do.")] = True,
     embedded: Annotated[bool, typer.Option("--embedded", help="Run the cluster of the file inside this process (no broker, no other process).")] = False,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Give up waiting for completions after this many seconds.")] = None,
-    summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the summary JSON (the same schema as `schedlab simulate`).")] = None,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Write tasks, jobs, utilization tables and summary.json here.")] = None,
+    summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the summary JSON (the same schema as `schedlab simulate`).", callback=output_file)] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Write tasks, jobs, utilization tables and summary.json here.", callback=output_dir)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
 ) -> None:
     """Replay a trace against a live cluster (or run one ad-hoc command) and print the summary.
@@ -254,12 +255,14 @@ def submit_cmd(
         c = s["counters"]
         out.print(f"jobs {s['jobs']}  tasks {s['tasks']}  unfinished {c['tasks_unfinished']}  inconsistencies {c.get('inconsistencies', 0)}  "
                   f"repartitions {c.get('repartitions', 0)}  transport {s['runtime']['transport']}  wall {s['wall_seconds']:.2f}s", highlight=False)
-    if out_dir is not None:
-        result.save(out_dir)
-    if summary_json is not None:
-        from schedlab.metrics.export import write_json
+    from schedlab.atomic import all_or_nothing
+    from schedlab.metrics.export import write_json
 
-        write_json(summary_json, s)
+    with all_or_nothing():  # every output, or none
+        if out_dir is not None:
+            result.save(out_dir)
+        if summary_json is not None:
+            write_json(summary_json, s)
     if s["counters"]["tasks_unfinished"]:
         err.print(f"{s['counters']['tasks_unfinished']} task(s) did not finish", highlight=False)
         raise typer.Exit(1)

@@ -27,6 +27,7 @@ Choices:
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import secrets
 import time
@@ -108,7 +109,8 @@ async def replay(
     t_wall = time.perf_counter()
     if isinstance(trace, str | os.PathLike):
         label = trace_label or str(trace)
-        jobs: Iterable[TraceJob] = read_trace(trace, conventions)
+        # read (and so validate) everything that will be submitted before one job reaches the cluster
+        jobs: Iterable[TraceJob] = list(itertools.islice(read_trace(trace, conventions), max_jobs))
     else:
         label = trace_label or "custom"
         jobs = trace
@@ -156,6 +158,8 @@ async def replay(
             gjid, gtids = records.add_job(arrival, durations, pj.masks, pj.requests, pj.mean_duration / speedup, pj.line, user)
             cluster.submit(SubmitJob(gjid, gtids, durations, pj.masks, pj.requests, specs, user), gm=gm)
             submitted += 1
+        if preparer.trace_jobs == 0:
+            raise InputError(label, "the trace has no jobs: nothing to submit")
         deadline = None if timeout is None else time.monotonic() + timeout
         while records.open_tasks:
             left = None if deadline is None else deadline - time.monotonic()

@@ -49,6 +49,8 @@ def trace_report(
         label = label or str(trace)
     else:
         w = WorkloadArrays.from_jobs(trace)
+    if len(w.task_duration) == 0:
+        raise InputError(label or "trace", "the trace has no jobs")
     report: dict[str, Any] = {"trace": label or "custom", "workload": workload_summary(w)}
     supply = None
     if config is not None:

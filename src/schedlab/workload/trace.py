@@ -209,15 +209,13 @@ def read_trace(
 
 
 def count_jobs(spec: str | os.PathLike) -> int:
-    """Number of non-blank, non-comment lines (cheap; used for progress bars)."""
-    _, path = resolve_trace(spec)
-    n = 0
-    with _open_text(path) as f:
-        for text in f:
-            s = text.lstrip()
-            if s and not s.startswith("#"):
-                n += 1
-    return n
+    """Number of jobs (for progress bars), read and validated by the trace reader itself.
+
+    Counting is a first reading of the file, so it is the reader's: a file the
+    reader refuses is refused here, with the reader's one-line error.
+    """
+    label, path = resolve_trace(spec)
+    return sum(1 for _ in read_raw(path, label))
 
 
 def _fmt(x: float) -> str:
