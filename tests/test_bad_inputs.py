@@ -92,6 +92,11 @@ CASES += [
     ("sweep {spec:good_tr} --out {adir}/r --jobs 100000", "--jobs"),
     ("sweep {spec:good_tr} --out {adir}/r --backend dask", "--backend"),
     ("grid sweep --out {adir}/g -s rand -d 0 --local-jobs 50 --global-jobs 50 --workers 100000", "--workers"),
+    ("grid simulate --local-jobs 10000000000 --global-jobs 50", "--local-jobs"),
+    ("edge generate -o {adir}/e.json --jobs 2000000000", "--jobs"),
+    ("locality generate -o {adir}/l.json --tasks 10000000000", "--tasks"),
+    # empty: nothing to simulate is said, not "succeeded" with null statistics
+    ("grid simulate --local-jobs 50 --global-jobs 0", "--global-jobs"),
 ]
 
 

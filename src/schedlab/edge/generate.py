@@ -35,6 +35,7 @@ import numpy as np
 
 from schedlab.edge.instance import INT_LIMIT, Instance
 from schedlab.errors import InputError
+from schedlab.memory import check_fits
 from schedlab.sim.rng import RngStreams
 from schedlab.workload.distributions import Dist
 
@@ -109,6 +110,8 @@ def generate_instance(
         raise InputError("--nodes", f"must be in [1, 2**31), got {nodes}")
     if not isinstance(seed, int) or seed < 0:
         raise InputError("--seed", f"must be >= 0, got {seed}")
+    check_fits("--jobs", jobs, 200, "jobs")  # a job's chunk set, deadline and bookkeeping: a lower bound
+    check_fits("--chunks", chunks, 100, "chunks")
     if not np.isfinite(popularity) or popularity < 0:
         raise InputError("--popularity", f"must be >= 0, got {popularity}")
     size_dist = chunks_per_job if isinstance(chunks_per_job, Dist) else Dist.parse(chunks_per_job, "--chunks-per-job", integer=True)

@@ -44,6 +44,7 @@ import numpy as np
 
 from schedlab.errors import InputError
 from schedlab.locality.model import CostFunction, Instance, LinearCost, TableCost
+from schedlab.memory import check_fits
 from schedlab.sim.rng import RngStreams
 
 FORMAT = "schedlab.locality/1"
@@ -116,6 +117,9 @@ def generate(
         raise InputError("--replicas", f"{replicas} distinct replica servers asked for, but there are only {servers} servers")
     if seed is None or isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError("--seed", f"must be an integer >= 0, got {seed!r}")
+    # int64 replica lists and draws (about 3 words per replica), float loads per core
+    check_fits("--tasks", tasks * replicas, 24, "task replicas")
+    check_fits("--servers", servers * core_num, 24, "cores (servers x cores)")
     streams = RngStreams(seed)
     n_cores = servers * core_num
     server_of_core = np.arange(n_cores) // core_num
