@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import subprocess
+import time
 
 import aiohttp
 
@@ -143,46 +144,103 @@ def test_fair_sharing_across_processes_preempts_as_the_simulator_does(broker, tm
 
 
 def test_bad_input_is_refused_counted_and_changes_nothing(broker, tmp_path):
+    # strangers first (no, wrong, old or reused credentials: 401 before anything is parsed), then an
+    # authenticated peer sending what a component must never see (400/404), then an oversize body (413)
+    from schedlab.services.auth import Signer
+
     path = write_cluster(tmp_path, gms=1, lms=1, workers=4)
 
     async def body(loaded, procs):
         lm = loaded.spec.lms[0].url + "/v1/message"
         host = loaded.spec.lms[0].hosts[0].url + "/v1/message"
+        good = Signer(loaded.secret, "gm:0")
         env = {"v": 1, "type": "LaunchRequest", "src": "gm:0", "dst": "lm:0",
                "body": {"gm": 0, "items": [[5, 0, 0]], "tasks": [{"tid": 5, "jid": 1, "duration": 1.0}]}}
+        valid = json.dumps([env]).encode()
+        replayed = good.headers(valid)
         cases = [
-            (lm, b"not json", 400),
-            (lm, b"{}", 400),
-            (lm, json.dumps([{**env, "v": 2}]).encode(), 400),
-            (lm, json.dumps([{**env, "type": "Nonsense"}]).encode(), 404),
-            (lm, json.dumps([{**env, "body": {**env["body"], "items": [[5, 99, 0]]}}]).encode(), 404),
-            (lm, json.dumps([{**env, "body": {**env["body"], "items": [[5, 0, 999]]}}]).encode(), 404),
-            (lm, json.dumps([{**env, "body": {"gm": 0, "items": [[6, 0, 0]]}}]).encode(), 400),
-            (lm, json.dumps([{**env, "dst": "lm:7"}]).encode(), 404),
-            (lm, b"[" + b" " * (9 << 20) + b"]", 413),
+            (lm, valid, None, 401),  # no credentials
+            (lm, valid, Signer("x" * 32, "gm:0").headers(valid), 401),  # another cluster's secret
+            (lm, valid, {**good.headers(b"other body")}, 401),  # signature of another body
+            (lm, valid, Signer(loaded.secret, "gm:0", clock=lambda: time.time() - 120).headers(valid), 401),  # stale
+            (lm, valid, replayed, 200),
+            (lm, valid, replayed, 401),  # the same message again
+            (lm, b"not json", "sign", 400),
+            (lm, b"{}", "sign", 400),
+            (lm, json.dumps([{**env, "v": 2}]).encode(), "sign", 400),
+            (lm, json.dumps([{**env, "type": "Nonsense"}]).encode(), "sign", 404),
+            (lm, json.dumps([{**env, "body": {**env["body"], "items": [[5, 99, 0]]}}]).encode(), "sign", 404),
+            (lm, json.dumps([{**env, "body": {**env["body"], "items": [[5, 0, 999]]}}]).encode(), "sign", 404),
+            (lm, json.dumps([{**env, "body": {"gm": 0, "items": [[6, 0, 0]]}}]).encode(), "sign", 400),
+            (lm, json.dumps([{**env, "dst": "lm:7"}]).encode(), "sign", 404),
+            (lm, b"[" + b" " * (9 << 20) + b"]", "sign", 413),
             (host, json.dumps([{"v": 1, "type": "LaunchBatch", "src": "lm:0", "dst": "host:0",
-                                "body": {"items": [[5, 77]], "reply_to": ["lm:0"], "tasks": [{"tid": 5, "jid": 1, "duration": 1.0}]}}]).encode(), 404),
+                                "body": {"items": [[5, 77]], "reply_to": ["lm:0"], "tasks": [{"tid": 5, "jid": 1, "duration": 1.0}]}}]).encode(), "sign", 404),
         ]
         got = []
         async with aiohttp.ClientSession() as session:
-            for url, data, _want in cases:
-                async with session.post(url, data=data) as resp:
+            for url, data, headers, _want in cases:
+                if headers == "sign":
+                    headers = good.headers(data)
+                async with session.post(url, data=data, headers=headers) as resp:
                     text = await resp.text()
                     got.append((resp.status, text.strip()))
+            await asyncio.sleep(1.2)  # the one valid launch (task 5, 1 s) runs and ends
             statuses = {(st["role"], st["id"]): st for st in await fetch_statuses(loaded)}
             async with session.get(loaded.spec.lms[0].url + "/v1/health") as resp:
                 healthy = resp.status == 200
-        return cases, got, statuses, healthy
+            async with session.get(loaded.spec.lms[0].url + "/v1/status") as resp:
+                status_unsigned = resp.status
+        return cases, got, statuses, healthy, status_unsigned
 
-    cases, got, statuses, healthy = asyncio.run(_with_cluster(path, body))
-    for (_url, _data, want), (status, text) in zip(cases, got, strict=True):
+    cases, got, statuses, healthy, status_unsigned = asyncio.run(_with_cluster(path, body))
+    for (_url, _data, _h, want), (status, text) in zip(cases, got, strict=True):
         assert status == want, (status, text)
         assert "\n" not in text and text, text
-    assert healthy
+    assert [t.split(":")[0] for (_s, t) in got[:6] if _s == 401] == ["unauthenticated", "forged", "forged", "stale", "replayed"]
+    assert healthy and status_unsigned == 401
     lm = statuses[("lm", 0)]
-    assert lm["refused_total"] == 9 and lm["running"] == 0 and lm["launched"] == 0 and lm["tasks_known"] == 0
+    r = lm["refused"]
+    assert (r["unauthenticated"], r["forged"], r["stale"], r["replayed"], r["oversize"]) == (1, 2, 1, 1, 1), r
+    assert lm["refused_total"] == 14 and lm["refused_by_peer"].get("gm:0", 0) >= 3, lm["refused_by_peer"]
+    assert lm["launched"] == 1 and lm["running"] == 0 and lm["tasks_known"] == 0  # only the authentic request ran
     host = statuses[("worker", 0)]
-    assert host["refused_total"] == 1 and host["running"] == 0
+    assert host["refused_total"] == 1 and host["running"] == 0 and host["started"] == 1
+
+
+def test_forged_and_unsigned_broker_messages_are_refused_and_change_nothing(broker, tmp_path):
+    # someone with the broker's credentials but not the cluster's secret submits a job and a
+    # completion: both are refused before decoding, counted, and nothing runs
+    import aio_pika
+
+    from schedlab.services.auth import Signer
+    from schedlab.services.wire import Codec
+
+    path = write_cluster(tmp_path, gms=1, lms=1, workers=4)
+
+    async def body(loaded, procs):
+        codec = Codec(None)
+        from schedlab.services.messages import SubmitJob
+        from schedlab.workers.protocol import TasksFinished
+
+        job = codec.encode("client", ("submit", 0), SubmitJob(7, [70, 71], [0.1, 0.1]))
+        done = codec.encode("host:0", ("lm", 0), TasksFinished([(70, 0)]))
+        conn = await aio_pika.connect(loaded.broker)
+        try:
+            ch = await conn.channel()
+            x = ch.default_exchange
+            await x.publish(aio_pika.Message(job), routing_key=f"{loaded.name}.submit.0")  # unsigned
+            await x.publish(aio_pika.Message(job, headers=Signer("y" * 32, "client").headers(job)), routing_key=f"{loaded.name}.submit.0")
+            await x.publish(aio_pika.Message(done, headers=Signer("y" * 32, "host:0").headers(done)), routing_key=f"{loaded.name}.lm.0")
+        finally:
+            await conn.close()
+        await asyncio.sleep(0.5)
+        return {(st["role"], st["id"]): st for st in await fetch_statuses(loaded)}
+
+    statuses = asyncio.run(_with_cluster(path, body))
+    gm, lm = statuses[("gm", 0)], statuses[("lm", 0)]
+    assert gm["refused"] == {"unauthenticated": 1, "forged": 1} and gm["tasks_known"] == 0 and gm["waiting"] == 0 and gm["requests"] == 0
+    assert lm["refused"] == {"forged": 1} and lm["handler_errors"] == 0
 
 
 def test_cluster_up_refuses_an_unreachable_broker_in_one_line(tmp_path):

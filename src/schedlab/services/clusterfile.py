@@ -215,6 +215,17 @@ class LoadedCluster:
         return {**self.spec.megha, "gms": len(self.spec.gms), "lms": len(self.spec.lms)}
 
 
+def require_secret(loaded: LoadedCluster) -> str:
+    """The cluster's secret: every component authenticates every peer with it (:mod:`~.auth`)."""
+    secret = loaded.secret
+    if not secret:
+        raise InputError(f"{loaded.source}: secret", "missing: the services authenticate every message with it "
+                                                     "(schedlab cluster init writes one; or set SCHEDLAB_CLUSTER_SECRET)")
+    if len(secret) < 16:
+        raise InputError("SCHEDLAB_CLUSTER_SECRET", "must be at least 16 characters")
+    return secret
+
+
 def parse_cluster(text: str, source: str = "<cluster>") -> LoadedCluster:
     from schedlab.experiments.spec import parse_yaml_mapping, spec_error
 

@@ -47,6 +47,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from schedlab.services.auth import AuthError, Signer, Verifier
 from schedlab.services.clusterfile import LoadedCluster
 from schedlab.services.runtime import Address, AsyncRuntime
 from schedlab.services.wire import Codec, WireError, address_str
@@ -80,10 +81,10 @@ class _LazyModes(dict):
 _MODES: dict[bool, Any] = _LazyModes()
 
 
-def _message(body: bytes, persistent: bool) -> Any:
+def _message(body: bytes, persistent: bool, headers: dict[str, str] | None = None) -> Any:
     import aio_pika
 
-    return aio_pika.Message(body, delivery_mode=_MODES[persistent])
+    return aio_pika.Message(body, delivery_mode=_MODES[persistent], headers=headers)
 
 
 def _log_ack_failure(task: asyncio.Task) -> None:
@@ -118,10 +119,20 @@ class Directory:
 
 
 class AmqpLink:
-    """One RabbitMQ connection: consumers for this process's queues, an ordered publisher."""
+    """One RabbitMQ connection: consumers for this process's queues, an ordered publisher.
 
-    def __init__(self, url: str) -> None:
+    With a ``signer`` every published message carries its authentication
+    headers (:mod:`~.auth`); with a ``verifier`` every consumed message is
+    checked first, and one that fails goes to ``on_refused(error)`` instead of
+    its consumer (and is acknowledged: a stranger's message is not retried).
+    """
+
+    def __init__(self, url: str, signer: Signer | None = None, verifier: Verifier | None = None,
+                 on_refused: Callable[[AuthError], None] | None = None) -> None:
         self.url = url
+        self.signer = signer
+        self.verifier = verifier
+        self.on_refused = on_refused
         self.connection: Any = None
         self.channel: Any = None
         self._out: asyncio.Queue[tuple[str, bytes, bool] | None] = asyncio.Queue()
@@ -164,7 +175,8 @@ class AmqpLink:
         if exclusive:
 
             async def on_message(message: Any) -> None:
-                on_body(message.body)
+                if self._authentic(message):
+                    on_body(message.body)
 
             self.queues[queue] = (q, await q.consume(on_message, no_ack=True))
             return
@@ -175,12 +187,24 @@ class AmqpLink:
         # are per channel, so one tracker serves every queue of the channel: handlers run in
         # delivery order, and a "multiple" ack of the latest covers exactly what was handled.
         async def on_ack_message(message: Any) -> None:
-            on_body(message.body)
+            if self._authentic(message):
+                on_body(message.body)
             if self._to_ack is None:
                 asyncio.get_running_loop().call_later(ACK_EVERY, self._ack_handled)
             self._to_ack = message
 
         self.queues[queue] = (q, await q.consume(on_ack_message))
+
+    def _authentic(self, message: Any) -> bool:
+        if self.verifier is None:
+            return True
+        try:
+            self.verifier.verify(message.headers or {}, message.body, fresh=not message.redelivered)
+        except AuthError as e:
+            if self.on_refused is not None:
+                self.on_refused(e)
+            return False
+        return True
 
     def _ack_handled(self) -> None:
         last, self._to_ack = self._to_ack, None
@@ -200,7 +224,8 @@ class AmqpLink:
                 return
             queue, body, persistent = item
             try:
-                await exchange.publish(_message(body, persistent), routing_key=queue)
+                headers = None if self.signer is None else self.signer.headers(body)
+                await exchange.publish(_message(body, persistent, headers), routing_key=queue)
                 self.published += 1
             except Exception as e:  # a lost update is healed by the next heartbeat; count and go on
                 self.publish_errors += 1
@@ -313,8 +338,11 @@ class LocalBus:
 class NetTransport:
     """Routes every message of one process: locally, over HTTP, or through RabbitMQ."""
 
-    def __init__(self, identity: str, directory: Directory, codec: Codec, amqp: AmqpLink | None, bus: LocalBus | None = None) -> None:
+    def __init__(self, identity: str, directory: Directory, codec: Codec, amqp: AmqpLink | None, bus: LocalBus | None = None,
+                 secret: str | None = None) -> None:
         self.identity = identity
+        self.signer = None if secret is None else Signer(secret, identity)
+        self.verifier = None if secret is None else Verifier(secret)
         self.directory = directory
         self.codec = codec
         self.amqp = amqp
@@ -400,9 +428,19 @@ class NetTransport:
         delay = 0.05
         for attempt in range(HTTP_RETRIES):
             try:
-                async with self.session.post(target, data=body, headers={"Content-Type": "application/json"}) as resp:
+                headers = {"Content-Type": "application/json"}
+                if self.signer is not None:  # a retry is a new message: a fresh time and nonce
+                    headers.update(self.signer.headers(body))
+                async with self.session.post(target, data=body, headers=headers) as resp:
                     text = await resp.read()
                     if resp.status == 200:
+                        if self.verifier is not None:
+                            try:
+                                self.verifier.verify(resp.headers, text)
+                            except AuthError as e:  # not our peer's answer: its replies are not applied
+                                self.counters["http_replies_refused"] += 1
+                                log.error("%s: reply refused (%s)", target, e)
+                                return []
                         self.counters["http_requests"] += 1
                         return json.loads(text).get("replies", [])
                     # refused by the peer: a bug or a mismatch of cluster files; retrying cannot help

@@ -37,6 +37,7 @@ it, a worker host when it ended — so memory follows the tasks in flight.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import time
@@ -49,7 +50,8 @@ from schedlab.schedulers.megha.gm import GlobalMaster, gm_address, lm_address
 from schedlab.schedulers.megha.lm import LocalMaster
 from schedlab.schedulers.megha.messages import LaunchRequest, PreemptRequest, StateUpdate
 from schedlab.schedulers.megha.partitions import Layout, megha_topology
-from schedlab.services.clusterfile import LoadedCluster
+from schedlab.services.auth import AuthError, Signer, Verifier
+from schedlab.services.clusterfile import LoadedCluster, require_secret
 from schedlab.services.embedded import GMFrontend, parse_params
 from schedlab.services.fairness import GMFairness, HostWorkers
 from schedlab.services.messages import KillTask, RecordEvents
@@ -148,6 +150,7 @@ class Node:
             self.endpoint = loaded.hosts[ident][1]
         self.address = {"gm": gm_address, "lm": lm_address, "worker": host_address}[role](ident)
         self.refused: dict[str, int] = defaultdict(int)
+        self.refused_by_peer: dict[str, int] = defaultdict(int)
         self._logged: set[str] = set()
         self.started_at = 0.0
         self.runner: Any = None
@@ -167,10 +170,14 @@ class Node:
     # -- life cycle -------------------------------------------------------------------------------
     async def start(self) -> None:
         loaded, p = self.loaded, self.params
-        self.amqp = AmqpLink(loaded.broker)
+        secret = require_secret(loaded)
+        identity = address_str(self.address)
+        self.verifier = Verifier(secret)
+        self.signer = Signer(secret, identity)
+        self.amqp = AmqpLink(loaded.broker, Signer(secret, identity), Verifier(secret), self._refused_message)
         await self.amqp.connect()
         codec = Codec(self.store)
-        transport = NetTransport(address_str(self.address), Directory(loaded), codec, self.amqp, self.bus)
+        transport = NetTransport(identity, Directory(loaded), codec, self.amqp, self.bus, secret=secret)
         rt = self.rt = AsyncRuntime(transport, loaded.spec.seed)
         self.transport = transport
         cl = loaded.cluster
@@ -302,8 +309,31 @@ class Node:
             await self.amqp.close()
 
     # -- HTTP -------------------------------------------------------------------------------------
-    def _refuse(self, reason: str, detail: str) -> str:
+    def _refused_message(self, e: AuthError) -> None:
+        """A broker message that failed authentication (never decoded, never delivered)."""
+        self._refuse(e.reason, e.detail, e.sender or "broker")
+
+    def _authenticate(self, request: Any, body: bytes) -> Any:
+        """None if the request is authentic, else the 401 response (counted per peer)."""
+        from aiohttp import web
+
+        try:
+            self.verifier.verify(request.headers, body)
+        except AuthError as e:
+            peer = e.sender if e.reason != "unauthenticated" else (request.remote or "unknown")
+            return web.Response(status=401, text=self._refuse(e.reason, e.detail, peer) + "\n")
+        return None
+
+    def _signed(self, payload: Any) -> Any:
+        from aiohttp import web
+
+        body = json.dumps(payload, separators=(",", ":")).encode()
+        return web.Response(body=body, content_type="application/json", headers=self.signer.headers(body))
+
+    def _refuse(self, reason: str, detail: str, peer: str | None = None) -> str:
         self.refused[reason] += 1
+        if peer is not None:
+            self.refused_by_peer[peer] += 1
         if reason not in self._logged:
             self._logged.add(reason)
             log.warning("refused input (%s): %s", reason, detail)
@@ -315,9 +345,10 @@ class Node:
         return web.json_response({"ok": True, "role": self.role, "id": self.id, "cluster": self.loaded.name, "pid": os.getpid()})
 
     async def _status(self, request: Any) -> Any:
-        from aiohttp import web
-
-        return web.json_response(self.status())
+        refusal = self._authenticate(request, b"")
+        if refusal is not None:
+            return refusal
+        return self._signed(self.status())
 
     async def _message(self, request: Any) -> Any:
         from aiohttp import web
@@ -325,7 +356,10 @@ class Node:
         try:
             body = await request.read()
         except web.HTTPRequestEntityTooLarge:
-            return web.Response(status=413, text=self._refuse("oversize", f"body over {MAX_MESSAGE_BYTES} bytes") + "\n")
+            return web.Response(status=413, text=self._refuse("oversize", f"body over {MAX_MESSAGE_BYTES} bytes", request.remote) + "\n")
+        refusal = self._authenticate(request, body)
+        if refusal is not None:
+            return refusal
         try:
             frames = self.transport.codec.decode_frames(body)
             for _src, dst, msg, tasks, _seq in frames:
@@ -334,7 +368,7 @@ class Node:
             status = 404 if e.reason.startswith("unknown ") else 400
             return web.Response(status=status, text=self._refuse(e.reason.split(":")[0], e.reason) + "\n")
         replies = self.transport.handle_frames(frames)
-        return web.json_response({"replies": replies})
+        return self._signed({"replies": replies})
 
     def _check(self, dst: Any, msg: Any, tasks: Any) -> None:
         """Refuse what the component must never see (raised as WireError, before anything changes)."""
@@ -376,6 +410,7 @@ class Node:
             "uptime": time.time() - self.started_at if self.started_at else 0.0,
             "tasks_known": len(self.store),
             "refused": dict(self.refused),
+            "refused_by_peer": dict(self.refused_by_peer),
             "refused_total": sum(self.refused.values()),
         }
         comp = self.component

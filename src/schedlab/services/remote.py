@@ -19,7 +19,8 @@ import time
 from typing import Any
 
 from schedlab.schedulers.megha import MeghaParams
-from schedlab.services.clusterfile import LoadedCluster
+from schedlab.services.auth import AuthError, Signer, Verifier
+from schedlab.services.clusterfile import LoadedCluster, require_secret
 from schedlab.services.embedded import parse_params
 from schedlab.services.messages import RecordEvents, SubmitJob, submit_address
 from schedlab.services.net import AmqpLink, Directory, NetTransport
@@ -62,10 +63,11 @@ class RemoteCluster:
         await self.close()
 
     async def connect(self, timeout: float = 5.0) -> None:
-        self.amqp = AmqpLink(self.loaded.broker)
+        secret = require_secret(self.loaded)
+        self.amqp = AmqpLink(self.loaded.broker, Signer(secret, "client"), Verifier(secret), self._refused)
         await self.amqp.connect(timeout)
         self.codec = Codec(None)
-        self.transport = NetTransport("client", Directory(self.loaded), self.codec, self.amqp)
+        self.transport = NetTransport("client", Directory(self.loaded), self.codec, self.amqp, secret=secret)
         self.rt = AsyncRuntime(self.transport, 0)
 
     async def close(self) -> None:
@@ -96,6 +98,11 @@ class RemoteCluster:
 
         await self.amqp.consume(queue, on_body, durable=False, exclusive=True)
         return records
+
+    def _refused(self, e: AuthError) -> None:
+        """A message on a run's queue that failed authentication: counted in every open run, never applied."""
+        for records in self.runs.values():
+            self._bad(records, f"refused ({e})")
 
     def _bad(self, records: RunRecords, reason: str) -> None:
         """A message on the run's queue that is not one of its records: counted in the run's summary, logged once."""
@@ -150,12 +157,23 @@ async def fetch_statuses(loaded: LoadedCluster, timeout: float = 3.0) -> list[di
 
     nodes = [("gm", g.id, g.url) for g in loaded.spec.gms] + [("lm", lm.id, lm.url) for lm in loaded.spec.lms]
     nodes += [("worker", h.id, h.url) for _lm, h in loaded.spec.hosts()]
+    secret = loaded.secret
+    signer = None if not secret else Signer(secret, "client")
+    verifier = None if not secret else Verifier(secret)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session:
 
         async def one(role: str, ident: int, url: str) -> dict[str, Any]:
             try:
-                async with session.get(url + "/v1/status") as resp:
-                    return json.loads(await resp.read())
+                async with session.get(url + "/v1/status", headers=None if signer is None else signer.headers(b"")) as resp:
+                    body = await resp.read()
+                    if resp.status != 200:
+                        return {"role": role, "id": ident, "url": url, "error": f"HTTP {resp.status}: {body.decode(errors='replace').strip()}"}
+                    if verifier is not None:
+                        try:
+                            verifier.verify(resp.headers, body)
+                        except AuthError as e:
+                            return {"role": role, "id": ident, "url": url, "error": f"answer refused: {e}"}
+                    return json.loads(body)
             except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as e:
                 return {"role": role, "id": ident, "url": url, "error": f"{type(e).__name__}: {e}" if str(e) else type(e).__name__}
 
