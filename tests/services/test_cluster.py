@@ -230,8 +230,8 @@ def test_forged_and_unsigned_broker_messages_are_refused_and_change_nothing(brok
             ch = await conn.channel()
             x = ch.default_exchange
             await x.publish(aio_pika.Message(job), routing_key=f"{loaded.name}.submit.0")  # unsigned
-            await x.publish(aio_pika.Message(job, headers=Signer("y" * 32, "client").headers(job)), routing_key=f"{loaded.name}.submit.0")
-            await x.publish(aio_pika.Message(done, headers=Signer("y" * 32, "host:0").headers(done)), routing_key=f"{loaded.name}.lm.0")
+            await x.publish(aio_pika.Message(Signer("y" * 32, "client").frame(job)), routing_key=f"{loaded.name}.submit.0")
+            await x.publish(aio_pika.Message(Signer("y" * 32, "host:0").frame(done)), routing_key=f"{loaded.name}.lm.0")
         finally:
             await conn.close()
         await asyncio.sleep(0.5)

@@ -81,10 +81,10 @@ class _LazyModes(dict):
 _MODES: dict[bool, Any] = _LazyModes()
 
 
-def _message(body: bytes, persistent: bool, headers: dict[str, str] | None = None) -> Any:
+def _message(body: bytes, persistent: bool) -> Any:
     import aio_pika
 
-    return aio_pika.Message(body, delivery_mode=_MODES[persistent], headers=headers)
+    return aio_pika.Message(body, delivery_mode=_MODES[persistent])
 
 
 def _log_ack_failure(task: asyncio.Task) -> None:
@@ -175,8 +175,9 @@ class AmqpLink:
         if exclusive:
 
             async def on_message(message: Any) -> None:
-                if self._authentic(message):
-                    on_body(message.body)
+                body = self._authentic(message)
+                if body is not None:
+                    on_body(body)
 
             self.queues[queue] = (q, await q.consume(on_message, no_ack=True))
             return
@@ -187,24 +188,25 @@ class AmqpLink:
         # are per channel, so one tracker serves every queue of the channel: handlers run in
         # delivery order, and a "multiple" ack of the latest covers exactly what was handled.
         async def on_ack_message(message: Any) -> None:
-            if self._authentic(message):
-                on_body(message.body)
+            body = self._authentic(message)
+            if body is not None:
+                on_body(body)
             if self._to_ack is None:
                 asyncio.get_running_loop().call_later(ACK_EVERY, self._ack_handled)
             self._to_ack = message
 
         self.queues[queue] = (q, await q.consume(on_ack_message))
 
-    def _authentic(self, message: Any) -> bool:
+    def _authentic(self, message: Any) -> bytes | None:
+        """The message's body if it is authentic (always, without a verifier), else None (reported)."""
         if self.verifier is None:
-            return True
+            return message.body
         try:
-            self.verifier.verify(message.headers or {}, message.body, fresh=not message.redelivered)
+            return self.verifier.unframe(message.body, fresh=not message.redelivered)[1]
         except AuthError as e:
             if self.on_refused is not None:
                 self.on_refused(e)
-            return False
-        return True
+            return None
 
     def _ack_handled(self) -> None:
         last, self._to_ack = self._to_ack, None
@@ -224,8 +226,8 @@ class AmqpLink:
                 return
             queue, body, persistent = item
             try:
-                headers = None if self.signer is None else self.signer.headers(body)
-                await exchange.publish(_message(body, persistent, headers), routing_key=queue)
+                data = body if self.signer is None else self.signer.frame(body)
+                await exchange.publish(_message(data, persistent), routing_key=queue)
                 self.published += 1
             except Exception as e:  # a lost update is healed by the next heartbeat; count and go on
                 self.publish_errors += 1
