@@ -694,3 +694,43 @@ def test_fair_sharing_on_a_gm_that_knows_only_its_own_tasks():
     (dst, msg), = rt.take()
     assert isinstance(msg, PreemptRequest) and msg.victim == 103 and msg.tid == 200
     assert fair.pending[1] == [-0.25, 0.25]  # GM 1 counts its pending preemption in its estimates
+
+
+def test_gm_requeues_a_lost_task_and_matches_it_again():
+    # GM 0 placed task 0 on worker 0 (p0, pos 1); the LM reports the worker failed: the GM believes
+    # it busy and sends the task elsewhere at once (its view has room)
+    from schedlab.schedulers.megha.messages import TaskLost
+
+    rt, _obs, tasks, _layout, shared = megha([0] * 8)
+    tasks.add_job(0.0, [5.0], None, None, 5.0)
+    gm = GlobalMaster(0, shared, rt.rng("gm0"))
+    gm.submit([0])
+    (dst, req), = rt.take()
+    (tid, p, pos), = req.items
+    gm.handlers()[TaskLost](TaskLost(tid, p, pos))
+    (dst2, again), = rt.take()
+    assert isinstance(again, LaunchRequest) and again.items[0][0] == 0 and again.items[0][1:] != (p, pos)
+    assert not gm.avail[p] >> pos & 1 and gm.counters()["tasks_lost"] == 1
+
+
+def test_lm_workers_down_relaunches_their_tasks_and_up_brings_them_back_empty():
+    from schedlab.schedulers.megha.messages import TaskLost
+
+    rt, _obs, tasks, layout, shared = megha([0] * 8)
+    for _ in range(2):
+        tasks.add_job(0.0, [5.0], None, None, 5.0)
+    lm = LocalMaster(0, shared)
+    lm.handlers()[LaunchRequest](LaunchRequest(1, [(0, 0, 1), (1, 1, 0)]))
+    rt.take()
+    lost = lm.workers_down([(0, 1)])
+    assert lost == [0] and 0 not in lm.running and 1 in lm.running
+    (dst, msg), = rt.take()
+    assert dst == ("gm", 1) and msg == TaskLost(0, 0, 1)
+    assert not lm.avail[0] >> 1 & 1  # down: not offered to anyone
+    lm.handlers()[LaunchRequest](LaunchRequest(0, [(5, 0, 1)]))
+    assert isinstance(rt.take()[0][1], LaunchRejected)
+    lm.workers_up([(0, 1)])
+    assert lm.avail[0] >> 1 & 1
+    lm.heartbeat()
+    sent = rt.take()
+    assert any(isinstance(m, StateUpdate) and 0 in m.bits and m.bits[0][0] >> 1 & 1 for _d, m in sent)

@@ -290,3 +290,42 @@ def test_the_readme_flow_init_up_status_submit_down(broker, tmp_path):
     assert r.returncode == 1 and "down" in r.stdout
     loaded = load_cluster(path)
     assert queues_of(loaded.name) == []
+
+
+def test_a_killed_worker_host_loses_no_task_and_rejoins_empty(broker, tmp_path):
+    # 1 GM, 1 LM, 2 worker hosts of 2 workers, lease 1 s. Long tasks fill the 4 workers and more
+    # wait; worker host 1 is SIGKILLed mid-run: its LM declares it down within the lease, its
+    # tasks go back to the GM and run on host 0; the host is started again, rejoins empty, and
+    # the next run uses it. Every task completes exactly once.
+    path = write_cluster(tmp_path, gms=1, lms=1, workers=4, hosts_per_lm=2, heartbeat=0.2)
+    path.write_text(path.read_text().replace("worker_lease: 2.0", "worker_lease: 1.0"))
+    trace = [job(0.0, [1.5] * 4), job(0.1, [0.3] * 4)]
+    after = [job(0.05 * i, [0.4] * 2) for i in range(6)]
+
+    async def body(loaded, procs):
+        async with RemoteCluster(loaded) as rc:
+            run = asyncio.create_task(replay(rc, trace, constraints=False, timeout=60))
+            await asyncio.sleep(0.6)
+            supervise.kill(path, "worker", 1)
+            first = await run
+            lost_statuses = {(st["role"], st["id"]): st for st in await fetch_statuses(loaded)}
+            await supervise.restart(loaded, path, "worker", 1, timeout=30)
+            await asyncio.sleep(1.0)  # its first beacon reaches the LM
+            second = await replay(rc, after, constraints=False, timeout=60)
+        statuses = {(st["role"], st["id"]): st for st in await fetch_statuses(loaded)}
+        return loaded, first, second, lost_statuses, statuses
+
+    loaded, first, second, lost, statuses = asyncio.run(_with_cluster(path, body))
+    c = first.summary["counters"]
+    assert c["lost_runs"] == 2 and c.get("duplicate_finishes", 0) == 0
+    assert_valid_schedule(first, loaded.cluster)
+    t = first.tasks
+    relaunched = t[t.starts == 2]
+    assert len(relaunched) == 2 and set(relaunched.worker) <= {0, 1}  # host 0's workers
+    # the lost runs end where the GM re-queued them: after the kill, not before
+    assert all(end > start for _t, _w, start, end in first.extra["preempted_runs"])
+    lm = lost["lm", 0]
+    assert lm["hosts_down"] == 1 and lm["tasks_relaunched"] == 2 and lm["hosts_down_now"] == [1]
+    assert_valid_schedule(second, loaded.cluster)
+    assert statuses["lm", 0]["hosts_rejoined"] == 1 and statuses["lm", 0]["hosts_down_now"] == []
+    assert statuses["worker", 1]["started"] > 0, "the restarted host got no work"

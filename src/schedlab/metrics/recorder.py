@@ -173,8 +173,8 @@ class Recorder:
             raise InvariantError(f"task {tid} finished twice")
         self.t_end[tid] = now
 
-    def task_preempted(self, tid: int, now: float) -> None:
-        """The running task was killed; it will be re-queued and start again."""
+    def task_preempted(self, tid: int, now: float, counter: str = "preemptions") -> None:
+        """The running task was killed (or its worker failed: ``counter="lost_runs"``); it will be re-queued and start again."""
         start = self.t_start[tid]
         if start != start or self.t_end[tid] == self.t_end[tid]:
             raise InvariantError(f"task {tid} preempted while not running")
@@ -182,7 +182,7 @@ class Recorder:
         self.t_start[tid] = _NAN
         self.t_worker[tid] = -1
         self.t_last_mark[tid] = now
-        self.counters["preemptions"] += 1
+        self.counters[counter] += 1
 
     def task_reported(self, tid: int, now: float) -> bool:
         """The scheduler learned the task finished; returns True when that completes its job."""

@@ -110,6 +110,7 @@ class ClusterSpec(_Model):
     broker: str | None = None
     secret: str | None = Field(None, min_length=16)
     seed: int = Field(0, ge=0)
+    worker_lease: float = Field(2.0, gt=0, le=3600)  # seconds without news from a worker host before its LM declares it down
     megha: dict[str, Any] = Field(default_factory=dict)
     resources: list[str] = Field(default_factory=lambda: ["slots"], min_length=1)
     gms: list[Endpoint] = Field(min_length=1)
@@ -319,6 +320,7 @@ def render_cluster(
         f"broker: {broker or DEFAULT_AMQP_URL}   # RabbitMQ: state updates, completions, job submission",
         f"secret: {secret}   # shared by every component; SCHEDLAB_CLUSTER_SECRET overrides",
         f"seed: {seed}                        # seeds the GMs' random worker choice",
+        "worker_lease: 2.0                # seconds of silence before an LM declares a worker host down and relaunches its tasks",
         "megha:                         # Megha's parameters (schedlab schedulers lists them)",
         f"  heartbeat: {heartbeat}             # seconds between LM state updates to the GMs",
         "  worker_choice: random",

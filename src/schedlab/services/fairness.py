@@ -29,7 +29,7 @@ in memory becomes messages here:
   answers: *killed* — the notice goes to the victim's GM, which re-queues the
   task; *already ended* — the notice is dropped (the task's completion reaches
   its GM as usual, and the LM ignores that completion since it already
-  vacated the task). Either way the task completes exactly once, and the
+  vacated the task: :func:`~.failures.screen_lm_completions`). Either way the task completes exactly once, and the
   preempting task runs on the room the victim left.
 """
 
@@ -47,7 +47,7 @@ from schedlab.schedulers.megha.partitions import Layout
 from schedlab.services.messages import HoldingsReport, KillTask, TaskKilled
 from schedlab.services.runtime import AsyncRuntime
 from schedlab.services.tasks import TaskStore
-from schedlab.workers.protocol import POOL_ADDRESS, TasksFinished
+from schedlab.workers.protocol import POOL_ADDRESS
 
 
 def user_assignment(params: MeghaParams, num_gms: int, seed: int) -> UserAssignment | None:
@@ -109,10 +109,8 @@ class HostWorkers:
         self.held: dict[int, tuple[Any, TaskPreempted]] = {}  # victim -> its TaskPreempted, until the kill is confirmed
         self.preemptions = 0
         self.too_late = 0
-        self.dropped_finishes = 0
         self.on_killed: Any = None  # called with each killed task (an LM process forgets it was launched)
         rt.before_send(TaskPreempted, self._hold)
-        rt.before_delivery(TasksFinished, self._screen_finished)
 
     def add(self, lm: LocalMaster, num_gms: int) -> None:
         """Serve ``lm`` (built with these workers) and give it its ledger feed."""
@@ -161,17 +159,6 @@ class HostWorkers:
             self.too_late += 1
         if self.forget_killed and msg.tid not in self.lms[lm_addr].running:
             self.store.forget((msg.tid,))
-
-    def _screen_finished(self, dst: Any, msg: TasksFinished) -> TasksFinished | None:
-        """An LM drops the completion of a task it no longer runs (it ended as its preemption was carried out)."""
-        lm = self.lms.get(dst)
-        if lm is None:
-            return msg
-        group = [item for item in msg.group if item[0] in lm.running]
-        if len(group) == len(msg.group):
-            return msg
-        self.dropped_finishes += len(msg.group) - len(group)
-        return TasksFinished(group) if group else None
 
     def counters(self) -> dict[str, int]:
         return {"preemptions": self.preemptions, "preemptions_too_late": self.too_late}

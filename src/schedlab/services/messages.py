@@ -5,7 +5,8 @@ entering a GM's queue (the engine calls ``GlobalMaster.submit``; a client
 sends :class:`SubmitJob`), the lifecycle events services send to the
 client that assembles a run's records (:class:`RecordEvents`), and fair
 sharing's run-wide truth and preemptions (:class:`HoldingsReport`,
-:class:`KillTask`, :class:`TaskKilled`; see :mod:`~.fairness`).
+:class:`KillTask`, :class:`TaskKilled`; see :mod:`~.fairness`), and worker
+hosts' leases (:class:`HostAlive`; see :mod:`~.failures`).
 """
 
 from __future__ import annotations
@@ -66,3 +67,13 @@ class TaskKilled:
 
     tid: int
     killed: bool
+
+
+@dataclass(slots=True)
+class HostAlive:
+    """Worker host → its LM, every ``worker_lease / 3`` s: I am up (``incarnation`` changes when I restart),
+    running these tasks."""
+
+    host: int
+    incarnation: int
+    running: list[tuple[int, int]] = field(default_factory=list)  # (tid, worker)

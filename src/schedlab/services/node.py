@@ -53,6 +53,7 @@ from schedlab.schedulers.megha.partitions import Layout, megha_topology
 from schedlab.services.auth import AuthError, Signer, Verifier
 from schedlab.services.clusterfile import LoadedCluster, require_secret
 from schedlab.services.embedded import GMFrontend, parse_params
+from schedlab.services.failures import GMPlacements, HostBeacon, HostMonitor, screen_lm_completions
 from schedlab.services.fairness import GMFairness, HostWorkers
 from schedlab.services.messages import KillTask, RecordEvents
 from schedlab.services.net import AmqpLink, Directory, LocalBus, NetTransport
@@ -165,6 +166,10 @@ class Node:
         self.duplicate_requests = 0
         self.last_heartbeat = 0.0  # LM: when it last sent its heartbeat round
         self.fair: GMFairness | None = None  # GM with fair sharing
+        self.placements: GMPlacements | None = None  # GM: where each task runs (failures)
+        self.monitor: HostMonitor | None = None  # LM: its worker hosts' leases
+        self.beacon: HostBeacon | None = None  # worker host: its lease
+        self.completions_dropped: Any = None
         self.workers: HostWorkers | None = None  # LM with fair sharing: preemptions as kills on the hosts
 
     # -- life cycle -------------------------------------------------------------------------------
@@ -195,6 +200,7 @@ class Node:
                     from schedlab.schedulers.megha.compat import AuthorsGM as gm_cls  # type: ignore[assignment]
                 gm = self.component = gm_cls(self.id, shared, rt.rng(f"megha:gm:{self.id}"))
                 GMFrontend(self.id, rt, gm, self.store)
+                self.placements = GMPlacements(rt, gm, publisher.emit)
                 if fair:
                     self.fair = GMFairness(rt, [gm], p, layout, cl, self.store)
                 rt.after_delivery(TasksFinished, lambda _dst, msg: self.store.forget(t for t, _w in msg.group))
@@ -209,6 +215,10 @@ class Node:
                 rt.after_delivery(TasksFinished, lambda _dst, msg: self.store.forget(t for t, _w in msg.group))
                 rt.after_delivery(LaunchRequest, lambda _dst, msg: self._accepted(msg, lm))
                 rt.before_delivery(LaunchRequest, self._screen_launches)
+                self.completions_dropped = screen_lm_completions(rt, [lm])
+                mine = {h: list(ws) for h, ws in loaded.workers_of_host.items() if loaded.hosts[h][0] == self.id}
+                self.monitor = HostMonitor(rt, lm, mine, loaded.spec.worker_lease)
+                self.monitor.on_lost = self.launched_ids.discard
                 if workers is not None:
                     workers.add(lm, layout.num_gms)
                     workers.on_killed = self.launched_ids.discard  # its relaunch is not a repeat
@@ -217,7 +227,10 @@ class Node:
                 queues = [self.address]
                 self._heartbeat_timer = rt.loop.call_later(p.heartbeat, self._heartbeat)
         else:
-            self.component = WorkerHost(self.address, rt, cl, loaded.workers_of_host[self.id], self.store, publisher.emit, forget_finished=True)
+            host = self.component = WorkerHost(self.address, rt, cl, loaded.workers_of_host[self.id], self.store, publisher.emit,
+                                               forget_finished=True)
+            self.beacon = HostBeacon(rt, self.id, loaded.hosts[self.id][0], lambda: [(t, e[0]) for t, e in host.active.items()],
+                                     loaded.spec.worker_lease / 3)
         for addr in queues:
             await self.amqp.consume(transport.directory.queue(addr), self._on_amqp)
         await self._serve_http()
@@ -295,6 +308,9 @@ class Node:
             self._heartbeat_timer.cancel()
         if self.fair is not None:
             self.fair.stop()
+        for watcher in (self.monitor, self.beacon):
+            if watcher is not None:
+                watcher.stop()
         if isinstance(self.component, WorkerHost):
             self.component.stop()
         if self.publisher is not None and self.publisher.pending:
@@ -419,6 +435,8 @@ class Node:
             if self.fair is not None:
                 out.update(self.fair.counters())
                 out["holdings_reports"] = self.fair.reports
+            if self.placements is not None:
+                out.update(self.placements.counters())
             if self.last_update:
                 out["last_heartbeat_age"] = time.time() - min(self.last_update.values())
         elif self.role == "lm":
@@ -426,6 +444,10 @@ class Node:
                         "duplicate_requests": self.duplicate_requests})
             if self.workers is not None:
                 out.update(self.workers.counters())
+            if self.monitor is not None:
+                out.update(self.monitor.counters())
+                out["hosts_down_now"] = sorted(self.monitor.down)
+            out["completions_dropped"] = self.completions_dropped() if self.completions_dropped else 0
             out["lent_workers"] = sum(1 for _t, (p, _pos, g) in comp.running.items() if self.layout.owner[p] != g)
             if self.last_heartbeat:
                 out["last_heartbeat_age"] = time.time() - self.last_heartbeat

@@ -8,7 +8,9 @@ as a small event tagged with the task's run (:mod:`~.tasks` ids):
   allocation-phase marks and the completions the GM learns (``reported``);
 * a worker host: ``started`` (on which worker), ``preempted`` (killed for
   fair sharing; the task starts again later) and ``finished`` (with the
-  task's outcome: status, exit code, output tails, CPU seconds).
+  task's outcome: status, exit code, output tails, CPU seconds);
+* a GM: ``lost`` — the worker running the task failed and the GM re-queued it
+  (:mod:`~.failures`).
 
 The client that submitted the run collects them in :class:`RunRecords`. Events
 of one task may arrive out of order (they come from different processes and
@@ -40,10 +42,10 @@ from schedlab.metrics.recorder import COMMUNICATION, Recorder
 from schedlab.services.tasks import global_id, split_id
 from schedlab.workload.model import TaskTable
 
-MARK, STARTED, PREEMPTED, FINISHED, REPORTED = "mark", "started", "preempted", "finished", "reported"
-_ORDER = {MARK: 0, STARTED: 1, PREEMPTED: 2, FINISHED: 3, REPORTED: 4}
-_DUPLICATE = {MARK: "late_marks", STARTED: "duplicate_starts", PREEMPTED: "late_preemptions", FINISHED: "duplicate_finishes",
-              REPORTED: "duplicate_reports"}
+MARK, STARTED, PREEMPTED, LOST, FINISHED, REPORTED = "mark", "started", "preempted", "lost", "finished", "reported"
+_ORDER = {MARK: 0, STARTED: 1, PREEMPTED: 2, LOST: 2, FINISHED: 3, REPORTED: 4}
+_DUPLICATE = {MARK: "late_marks", STARTED: "duplicate_starts", PREEMPTED: "late_preemptions", LOST: "late_losses",
+              FINISHED: "duplicate_finishes", REPORTED: "duplicate_reports"}
 
 Event = tuple  # (kind, local tid, time, value): value = component | worker | outcome dict | worker
 Emit = Callable[[int, Event], None]  # emit(run, event)
@@ -138,7 +140,7 @@ class RunRecords:
         self._applied.add(local)
         rec = self.recorder
         events = sorted(self._events.pop(local), key=lambda e: (e[2], _ORDER[e[0]]))
-        started = False
+        started = finished = False
         origin = self.origin
         for kind, _tid, stamp, value in events:
             t = stamp - origin
@@ -151,15 +153,17 @@ class RunRecords:
                     continue
                 started = True
                 rec.task_started(local, t, value, COMMUNICATION)
-            elif kind == PREEMPTED:
-                if started:  # killed by a fair-sharing preemption: the run ends, the task starts again later
-                    rec.task_preempted(local, t)
+            elif kind in (PREEMPTED, LOST):
+                # killed by a fair-sharing preemption, or its worker failed: the run ends, the task starts again later
+                if started and not finished:
+                    rec.task_preempted(local, t, "preemptions" if kind == PREEMPTED else "lost_runs")
                     started = False
             elif kind == FINISHED:
                 if not started:  # a finish without a start event: the worker's start was lost
                     rec.task_started(local, t, -1, COMMUNICATION)
                     started = True
                 rec.task_finished(local, t)
+                finished = True
                 if isinstance(value, dict):
                     self.outcomes[local] = value
             else:

@@ -164,7 +164,6 @@ async def up(loaded: LoadedCluster, cluster_file: str | os.PathLike, timeout: fl
     ``embedded``: one process (``serve all``) runs every component, which then
     talk without sockets (:class:`~schedlab.services.net.LocalBus`).
     """
-    import aiohttp
 
     live = running_pids(cluster_file)
     if live:
@@ -174,22 +173,60 @@ async def up(loaded: LoadedCluster, cluster_file: str | os.PathLike, timeout: fl
         if not _port_free(ep.host, ep.port):
             raise InputError(str(cluster_file), f"{role} {ident}: port {ep.host}:{ep.port} is already in use")
     await check_broker(loaded)
+    procs: list[Proc] = []
+    for role, ident, ep in [("all", 0, None)] if embedded else comps:
+        pid, log = _spawn(cluster_file, role, ident)
+        if ep is None:  # the one process answers on every component's port
+            procs += [Proc(r, i, e.url, pid, log) for r, i, e in comps]
+        else:
+            procs.append(Proc(role, ident, ep.url, pid, log))
+    await _wait_healthy(loaded, cluster_file, procs, timeout)
+    return procs
+
+
+def _spawn(cluster_file: str | os.PathLike, role: str, ident: int) -> tuple[int, Path]:
+    """Start ``schedlab serve ROLE --id IDENT`` in the background; its pid file and log in the run folder."""
     d = run_dir(cluster_file)
     d.mkdir(parents=True, exist_ok=True)
-    procs: list[Proc] = []
+    log = d / f"{role}-{ident}.log"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    for role, ident, ep in [("all", 0, None)] if embedded else comps:
-        log = d / f"{role}-{ident}.log"
-        with open(log, "ab") as out:
-            child = subprocess.Popen(
-                [sys.executable, "-m", "schedlab", "serve", role, "--cluster", str(cluster_file), "--id", str(ident)],
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env,
-            )
-        (d / f"{role}-{ident}.pid").write_text(f"{child.pid}\n")
-        if ep is None:  # the one process answers on every component's port
-            procs += [Proc(r, i, e.url, child.pid, log) for r, i, e in comps]
-        else:
-            procs.append(Proc(role, ident, ep.url, child.pid, log))
+    with open(log, "ab") as out:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "schedlab", "serve", role, "--cluster", str(cluster_file), "--id", str(ident)],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env,
+        )
+    (d / f"{role}-{ident}.pid").write_text(f"{child.pid}\n")
+    return child.pid, log
+
+
+def kill(cluster_file: str | os.PathLike, role: str, ident: int, sig: int = signal.SIGKILL) -> int:
+    """Send ``sig`` (default: SIGKILL, a crash) to one component's process; returns its pid."""
+    f = run_dir(cluster_file) / f"{role}-{ident}.pid"
+    try:
+        pid = int(f.read_text().strip())
+    except (OSError, ValueError):
+        raise InputError(str(cluster_file), f"{role} {ident} is not running from this file") from None
+    os.kill(pid, sig)
+    return pid
+
+
+async def restart(loaded: LoadedCluster, cluster_file: str | os.PathLike, role: str, ident: int, timeout: float = HEALTH_TIMEOUT) -> Proc:
+    """Start one component again (after it died) and wait until it is healthy."""
+    ep = {(r, i): e for r, i, e in components(loaded)}.get((role, ident))
+    if ep is None:
+        raise InputError(str(cluster_file), f"no {role} {ident} in this cluster")
+    deadline = time.monotonic() + 5.0
+    while not _port_free(ep.host, ep.port) and time.monotonic() < deadline:  # the dead process's socket
+        await asyncio.sleep(0.05)
+    pid, log = _spawn(cluster_file, role, ident)
+    proc = Proc(role, ident, ep.url, pid, log)
+    await _wait_healthy(loaded, cluster_file, [proc], timeout)
+    return proc
+
+
+async def _wait_healthy(loaded: LoadedCluster, cluster_file: str | os.PathLike, procs: list[Proc], timeout: float) -> None:
+    import aiohttp
+
     deadline = time.monotonic() + timeout
     pending = list(procs)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=1.0)) as session:
@@ -206,7 +243,6 @@ async def up(loaded: LoadedCluster, cluster_file: str | os.PathLike, timeout: fl
                 raise InputError(str(cluster_file), f"not healthy after {timeout:.0f} s: {names} (see {pending[0].log})")
             if pending:
                 await asyncio.sleep(0.1)
-    return procs
 
 
 async def down(loaded: LoadedCluster, cluster_file: str | os.PathLike, quiet: bool = False, delete_queues: bool = True) -> list[str]:

@@ -42,10 +42,18 @@ from schedlab.schedulers.megha.messages import (
     PreemptRejected,
     PreemptRequest,
     StateUpdate,
+    TaskLost,
     TaskPreempted,
 )
 from schedlab.services.execution import TaskSpec
-from schedlab.services.messages import HoldingsReport, KillTask, RecordEvents, SubmitJob, TaskKilled
+from schedlab.services.messages import (
+    HoldingsReport,
+    HostAlive,
+    KillTask,
+    RecordEvents,
+    SubmitJob,
+    TaskKilled,
+)
 from schedlab.services.tasks import TaskStore
 from schedlab.workers.protocol import LaunchBatch, LaunchTask, TaskFinished, TasksFinished
 
@@ -207,6 +215,18 @@ def _holdings_msg(w: HoldingsReportW) -> HoldingsReport:
     return HoldingsReport(w.lm, events)
 
 
+class TaskLostW(_Body):
+    tid: int = Field(ge=0)
+    p: int = Field(ge=0)
+    pos: int = Field(ge=0)
+
+
+class HostAliveW(_Body):
+    host: int = Field(ge=0)
+    incarnation: int = Field(ge=0)
+    running: list[tuple[int, int]] = Field(default_factory=list, max_length=MAX_ITEMS)  # (tid, worker)
+
+
 class Envelope(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -343,6 +363,9 @@ SCHEMAS["HoldingsReport"] = (HoldingsReportW, _holdings_body, _holdings_msg)
 SCHEMAS["KillTask"] = (KillTaskW, lambda m: {"tid": m.tid, "worker": m.worker, "reply_to": address_str(m.reply_to)},
                        lambda w: KillTask(w.tid, w.worker, parse_address(w.reply_to)))
 SCHEMAS["TaskKilled"] = (TaskKilledW, lambda m: {"tid": m.tid, "killed": m.killed}, lambda w: TaskKilled(w.tid, w.killed))
+SCHEMAS["TaskLost"] = (TaskLostW, lambda m: {"tid": m.tid, "p": m.p, "pos": m.pos}, lambda w: TaskLost(w.tid, w.p, w.pos))
+SCHEMAS["HostAlive"] = (HostAliveW, lambda m: {"host": m.host, "incarnation": m.incarnation, "running": m.running},
+                        lambda w: HostAlive(w.host, w.incarnation, [tuple(x) for x in w.running]))
 SCHEMAS["RecordEvents"] = (RecordEventsW, lambda m: {"run": m.run, "events": m.events}, lambda w: RecordEvents(w.run, [tuple(e) for e in w.events]))
 
 # which tasks a message names, for attaching their descriptions

@@ -295,13 +295,8 @@ class FairSharing:
                 gm._forget(msg.p, msg.pos, msg.tid)
         else:
             gm._give_back(msg.p, msg.pos, msg.tid)
-        # Re-queued as a new request: matched at once if the view has room (never left
-        # waiting beside an available worker), and the room it left may serve others.
-        m = gm._match(msg.tid)
-        if m is None:
-            gm._enqueue(msg.tid)
-        else:
-            gm._add_request(out, msg.tid, m[0], m[1])
+        # Re-queued as a new request; the room it left may serve others.
+        gm._request_again(msg.tid, out)
         if not gm.slot_mode and gm.waiting_count():
             gm._refill(msg.p, msg.pos, out)
 

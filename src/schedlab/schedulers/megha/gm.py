@@ -45,6 +45,7 @@ from schedlab.schedulers.megha.messages import (
     LaunchRequest,
     PreemptRejected,
     StateUpdate,
+    TaskLost,
     TaskPreempted,
 )
 from schedlab.schedulers.waiting import WaitingClasses
@@ -109,6 +110,7 @@ class GlobalMaster(Component):
         self.requests_sent = 0
         self.repartition_requests = 0
         self.rejections = 0
+        self.lost = 0  # tasks re-queued because their worker failed (real clusters only)
         self.fairness = None  # set by MeghaScheduler when fair sharing is on
 
     def handlers(self):
@@ -118,6 +120,7 @@ class GlobalMaster(Component):
             LaunchRejected: self._in_rejected,
             PreemptRejected: self._in_preempt_rejected,
             TaskPreempted: self._in_preempted,
+            TaskLost: self._in_lost,
         }
 
     # -- inputs go through the processor (serial, with costs) -------------------------------------
@@ -139,6 +142,9 @@ class GlobalMaster(Component):
 
     def _in_preempted(self, msg: TaskPreempted) -> None:
         self.proc.handle(self._on_preempted, msg)
+
+    def _in_lost(self, msg: TaskLost) -> None:
+        self.proc.handle(self._on_lost, msg)
 
     def _charge(self, tasks: int = 0, workers: int = 0) -> None:
         if self.costly:
@@ -460,10 +466,32 @@ class GlobalMaster(Component):
             self.fairness.preempted(self, msg, out)
         self._dispatch(out)
 
+    # -- failures ------------------------------------------------------------------------------------
+    def _on_lost(self, msg: TaskLost) -> None:
+        """The worker running our task failed: it is not ours any more (believe it busy until the LM says
+        otherwise), and the task is a new request — matched now if the view has room, else queued."""
+        out: dict = {}
+        self.lost += 1
+        self._forget(msg.p, msg.pos, msg.tid)
+        self._request_again(msg.tid, out)
+        self._dispatch(out)
+
+    def _request_again(self, tid: int, out: dict) -> None:
+        """A task back in this GM's hands is a new request: matched now if the view has room (never left
+        waiting beside an available worker), else queued."""
+        m = self._match(tid)
+        if m is None:
+            self._enqueue(tid)
+        else:
+            self._add_request(out, tid, m[0], m[1])
+
     # -- observation ---------------------------------------------------------------------------------
     def counters(self) -> dict[str, int]:
-        return {
+        out = {
             "requests": self.requests_sent,
             "repartition_requests": self.repartition_requests,
             "rejected_requests": self.rejections,
         }
+        if self.lost:
+            out["tasks_lost"] = self.lost
+        return out

@@ -44,6 +44,7 @@ from schedlab.schedulers.megha.messages import (
     PreemptRejected,
     PreemptRequest,
     StateUpdate,
+    TaskLost,
     TaskPreempted,
 )
 from schedlab.sim.processor import Processor
@@ -319,6 +320,35 @@ class LocalMaster(Component):
                 self.updates_sent += 1
                 self.update_entries += sum((a | b).bit_count() for a, b in upd.bits.values()) + sum(len(v) for v in upd.free.values())
                 self.proc.send(self.gm_addr[g], upd)
+
+    # -- worker failures (real clusters: the services detect them) -----------------------------------
+    def workers_down(self, positions: list[tuple[int, int]]) -> list[int]:
+        """These workers failed: each task running there is vacated and its GM told to re-queue it
+        (:class:`TaskLost`); the workers stay unavailable — to every GM, through the usual state
+        updates — until :meth:`workers_up`. Returns the lost tasks."""
+        down = set(positions)
+        lost = [(tid, where) for tid, where in self.running.items() if where[:2] in down]
+        for tid, (p, pos, gm) in lost:
+            self._vacate(tid)
+            self.proc.send(self.gm_addr[gm], TaskLost(tid, p, pos))
+        for p, pos in positions:
+            bit = 1 << pos
+            self.avail[p] &= ~bit
+            if not self.slot_mode:
+                self.free[p][pos] = [0.0] * len(self.free[p][pos])
+            self._note(p, bit, -1)
+        return [tid for tid, _w in lost]
+
+    def workers_up(self, positions: list[tuple[int, int]]) -> None:
+        """These workers are back, empty (a restarted worker runs nothing)."""
+        cap = self.sh.cluster.capacity
+        for p, pos in positions:
+            bit = 1 << pos
+            self.avail[p] |= bit
+            if not self.slot_mode:
+                assert cap is not None
+                self.free[p][pos] = [float(c) for c in cap[self.layout.order[p][pos]]]
+            self._note(p, bit, -1)
 
     # -- preemption (fair sharing, Algorithm 2) ------------------------------------------------------
     def _on_preempt(self, msg: PreemptRequest) -> None:

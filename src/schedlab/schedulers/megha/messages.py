@@ -72,3 +72,13 @@ class TaskPreempted:
     p: int
     pos: int
     by_gm: int
+
+
+@dataclass(slots=True)
+class TaskLost:
+    """LM → the task's GM: the worker at (p, pos) failed with your task on it; re-queue it (Megha paper IV:
+    the LM relaunches a failed worker's tasks from its active-task list)."""
+
+    tid: int
+    p: int
+    pos: int

@@ -1,0 +1,219 @@
+"""Worker hosts that fail: leases, lost tasks relaunched, hosts that come back empty — with no task run twice.
+
+Megha paper, Section IV (last paragraphs): a failed worker is restarted and
+its LM relaunches its tasks from its active-task list. Here:
+
+* **Lease.** Every worker host tells its LM it is alive every
+  ``worker_lease / 3`` seconds (:class:`HostBeacon` →
+  :class:`~schedlab.services.messages.HostAlive`, through the broker, with an
+  incarnation drawn when the process starts and the tasks it runs). An LM that
+  hears nothing from a host for ``worker_lease`` seconds declares it down
+  (:class:`HostMonitor`): the simulator's LM code vacates every task on its
+  workers and tells each task's GM (``LocalMaster.workers_down`` →
+  ``TaskLost``), and the GM re-queues it as a new request — the relaunch. The
+  workers stay unavailable to every GM, through the usual state updates.
+* **Rejoin.** A host heard from again after it was declared down — restarted
+  (a new incarnation: it runs nothing) or back from a partition (the same
+  incarnation, perhaps still running the lost tasks) — has whatever it still
+  runs killed (those tasks were relaunched) and its workers come back empty
+  (``workers_up``). A host that restarts *within* its lease is noticed by its
+  new incarnation and handled the same way.
+* **Exactly once.** A lost task can still end on a host that was only cut off
+  and report its completion. The LM drops completions of tasks it does not run
+  on that worker (:func:`screen_lm_completions`); each GM remembers the worker
+  it placed each task on and drops a completion from any other worker — the
+  lost run's — and a ``TaskLost`` for a task that already completed
+  (:class:`GMPlacements`). So a task completes once, and is re-queued only if
+  it had not completed.
+* **Records.** A GM that accepts a ``TaskLost`` emits a ``lost`` event: the
+  run's records end the lost run there, like a preemption's, and count it
+  (``lost_runs``).
+
+Choices: the lease is the cluster file's ``worker_lease`` (default 2 s, so
+tasks are relaunched within about 2.7 s of a crash); a host's first beacon
+goes out at once, so a host is never declared down before it could speak;
+an LM counts a host alive from its own start (a host that never comes up is
+declared down after one lease).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from schedlab.schedulers.megha.gm import GlobalMaster, lm_address
+from schedlab.schedulers.megha.lm import LocalMaster
+from schedlab.schedulers.megha.messages import LaunchRequest, PreemptRequest, TaskLost
+from schedlab.services.messages import HostAlive, KillTask, TaskKilled
+from schedlab.services.records import LOST, Emit
+from schedlab.services.runtime import AsyncRuntime
+from schedlab.services.tasks import split_id
+from schedlab.workers.protocol import POOL_ADDRESS, TasksFinished
+
+log = logging.getLogger("schedlab.services.failures")
+
+
+class HostBeacon:
+    """A worker host's side of its lease: ``HostAlive`` to its LM every ``every`` seconds."""
+
+    def __init__(self, rt: AsyncRuntime, host: int, lm: int, running: Callable[[], list[tuple[int, int]]], every: float) -> None:
+        self.rt = rt
+        self.host = host
+        self.lm = lm_address(lm)
+        self.running = running
+        self.every = every
+        self.incarnation = secrets.randbits(31)
+        self._timer = rt.loop.call_soon(self._beat)
+
+    def _beat(self) -> None:
+        self.rt._guarded(lambda: self.rt.send(self.lm, HostAlive(self.host, self.incarnation, self.running())), ())
+        self._timer = self.rt.loop.call_later(self.every, self._beat)
+
+    def stop(self) -> None:
+        self._timer.cancel()
+
+
+class HostMonitor:
+    """An LM's side: which of its worker hosts are up, and what happens when one stops answering."""
+
+    def __init__(self, rt: AsyncRuntime, lm: LocalMaster, workers_of_host: dict[int, list[int]], lease: float) -> None:
+        self.rt = rt
+        self.lm = lm
+        self.lease = lease
+        where = lm.layout.where
+        self.positions = {h: [where[w] for w in ws] for h, ws in workers_of_host.items()}
+        now = rt.now()
+        self.last: dict[int, float] = {h: now for h in self.positions}  # alive from the LM's own start
+        self.incarnation: dict[int, int] = {}
+        self.down: set[int] = set()
+        self.hosts_down = 0
+        self.hosts_rejoined = 0
+        self.tasks_relaunched = 0
+        self.zombie_kills = 0
+        self.on_lost: Callable[[int], None] | None = None  # each lost task (an LM process forgets it was launched)
+        rt.add_handler(lm.address, HostAlive, self._on_alive)
+        if not rt.accepts(lm.address, TaskKilled):
+            rt.add_handler(lm.address, TaskKilled, lambda _msg: None)  # kills of lost runs: nothing to do after
+        self._timer = rt.loop.call_later(lease / 3, self._check)
+
+    def _on_alive(self, msg: HostAlive) -> None:
+        h = msg.host
+        if h not in self.positions:
+            return
+        self.last[h] = self.rt.now()
+        known = self.incarnation.get(h)
+        self.incarnation[h] = msg.incarnation
+        if h not in self.down and known is not None and known != msg.incarnation:
+            self._declare_down(h, "restarted")  # died and came back within its lease: its tasks are gone
+        if h in self.down:
+            self._rejoin(h, msg)
+
+    def _check(self) -> None:
+        now = self.rt.now()
+        for h, t in self.last.items():
+            if h not in self.down and now - t > self.lease:
+                self.rt._guarded(self._declare_down, (h, f"silent for {now - t:.1f} s"))
+        self._timer = self.rt.loop.call_later(self.lease / 3, self._check)
+
+    def _declare_down(self, h: int, why: str) -> None:
+        self.down.add(h)
+        self.hosts_down += 1
+        lost = self.lm.workers_down(self.positions[h])
+        self.tasks_relaunched += len(lost)
+        if self.on_lost is not None:
+            for tid in lost:
+                self.on_lost(tid)  # its relaunch is a new launch, not a repeat
+        log.warning("worker host %d down (%s): %d task(s) to relaunch", h, why, len(lost))
+
+    def _rejoin(self, h: int, msg: HostAlive) -> None:
+        for tid, worker in msg.running:  # lost runs still going (a partition, not a crash): stop them
+            self.zombie_kills += 1
+            self.rt.send(POOL_ADDRESS, KillTask(tid, worker, self.lm.address))
+        self.down.discard(h)
+        self.hosts_rejoined += 1
+        self.lm.workers_up(self.positions[h])
+        log.warning("worker host %d back (%d lost run(s) stopped)", h, len(msg.running))
+
+    def stop(self) -> None:
+        self._timer.cancel()
+
+    def counters(self) -> dict[str, int]:
+        return {"hosts_down": self.hosts_down, "hosts_rejoined": self.hosts_rejoined, "tasks_relaunched": self.tasks_relaunched,
+                "lost_runs_stopped": self.zombie_kills}
+
+
+def screen_lm_completions(rt: AsyncRuntime, lms: list[LocalMaster]) -> Callable[[], int]:
+    """LMs drop completions of tasks they do not run on that worker (a lost or preempted run ending late).
+
+    Returns a function giving how many were dropped.
+    """
+    by_address = {lm.address: lm for lm in lms}
+    dropped = [0]
+
+    def screen(dst: Any, msg: TasksFinished) -> TasksFinished | None:
+        lm = by_address.get(dst)
+        if lm is None:
+            return msg
+        running, order = lm.running, lm.layout.order
+        group = [(tid, w) for tid, w in msg.group if (where := running.get(tid)) is not None and order[where[0]][where[1]] == w]
+        if len(group) == len(msg.group):
+            return msg
+        dropped[0] += len(msg.group) - len(group)
+        return TasksFinished(group) if group else None
+
+    rt.before_delivery(TasksFinished, screen)
+    return lambda: dropped[0]
+
+
+class GMPlacements:
+    """A GM process remembers where it placed each task: completions from elsewhere, and losses of tasks
+    already completed, are dropped; an accepted loss is recorded."""
+
+    def __init__(self, rt: AsyncRuntime, gm: GlobalMaster, emit: Emit) -> None:
+        self.rt = rt
+        self.gm = gm
+        self.emit = emit
+        self.placed: dict[int, int] = {}  # tid -> worker of its current run
+        self.dropped_completions = 0
+        self.dropped_losses = 0
+        order = gm.layout.order
+        rt.before_send(LaunchRequest, self._launching)
+        rt.before_send(PreemptRequest, self._preempting)
+        rt.before_delivery(TasksFinished, self._finished)
+        rt.before_delivery(TaskLost, self._lost)
+        self.order = order
+
+    def _launching(self, _dst: Any, msg: LaunchRequest) -> LaunchRequest:
+        order = self.order
+        for tid, p, pos in msg.items:
+            self.placed[tid] = order[p][pos]
+        return msg
+
+    def _preempting(self, _dst: Any, msg: PreemptRequest) -> PreemptRequest:
+        self.placed[msg.tid] = self.order[msg.p][msg.pos]
+        return msg
+
+    def _finished(self, _dst: Any, msg: TasksFinished) -> TasksFinished | None:
+        placed = self.placed
+        group = [(tid, w) for tid, w in msg.group if placed.get(tid) == w]
+        for tid, _w in group:
+            del placed[tid]
+        if len(group) == len(msg.group):
+            return msg
+        self.dropped_completions += len(msg.group) - len(group)
+        return TasksFinished(group) if group else None
+
+    def _lost(self, _dst: Any, msg: TaskLost) -> TaskLost | None:
+        worker = self.placed.get(msg.tid)
+        if worker is None or worker != self.order[msg.p][msg.pos]:
+            self.dropped_losses += 1  # completed already, or already relaunched elsewhere
+            return None
+        del self.placed[msg.tid]
+        run, local = split_id(msg.tid)
+        self.emit(run, (LOST, local, self.rt.now(), worker))
+        return msg
+
+    def counters(self) -> dict[str, int]:
+        return {"completions_dropped": self.dropped_completions, "losses_dropped": self.dropped_losses}
