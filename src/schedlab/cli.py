@@ -26,6 +26,7 @@ from schedlab.edge.cli import app as _edge_app
 from schedlab.errors import InputError, InvariantError
 from schedlab.grid.cli import app as _grid_app
 from schedlab.locality.cli import app as _locality_app
+from schedlab.services.cli import chaos_cmd as _chaos_cmd
 from schedlab.services.cli import cluster_app as _cluster_app
 from schedlab.services.cli import serve_cmd as _serve_cmd
 from schedlab.services.cli import submit_cmd as _submit_cmd
@@ -50,6 +51,7 @@ app.add_typer(_grid_app, name="grid")
 app.add_typer(_cluster_app, name="cluster")
 app.command("serve")(_serve_cmd)
 app.command("submit")(_submit_cmd)
+app.command("chaos")(_chaos_cmd)
 
 # Piped output gets a fixed, roomy width so tables are never cut to 80 columns.
 out = Console(width=None if sys.stdout.isatty() else 140)

@@ -329,3 +329,29 @@ def test_a_killed_worker_host_loses_no_task_and_rejoins_empty(broker, tmp_path):
     assert_valid_schedule(second, loaded.cluster)
     assert statuses["lm", 0]["hosts_rejoined"] == 1 and statuses["lm", 0]["hosts_down_now"] == []
     assert statuses["worker", 1]["started"] > 0, "the restarted host got no work"
+
+
+def test_chaos_kills_worker_hosts_during_a_replay_and_every_task_completes_once(broker, tmp_path, capsys):
+    from schedlab.cli import main
+
+    path = write_cluster(tmp_path, gms=1, lms=1, workers=6, hosts_per_lm=3, heartbeat=0.2)
+    path.write_text(path.read_text().replace("worker_lease: 2.0", "worker_lease: 1.0"))
+    trace = tmp_path / "t.tr"
+    trace.write_text("".join(f"{0.25 * i:.2f} 2 1 1 1\n" for i in range(24)))  # 1 s tasks: kills land mid-run
+    loaded = load_cluster(path)
+    asyncio.run(supervise.up(loaded, path, timeout=60))
+    try:
+        summary = tmp_path / "chaos.json"
+        rc = main(["chaos", "--cluster", str(path), "--trace", str(trace), "--kill", "worker", "--every", "1.5", "--restart-after", "0.5",
+                   "--seed", "1", "--no-constraints", "--timeout", "60", "--summary-json", str(summary)])
+        out = capsys.readouterr().out
+        assert rc == 0, out
+        assert "every task completed exactly once" in out
+        s = json.loads(summary.read_text())
+        assert s["chaos"]["ok"] and len(s["chaos"]["kills"]) >= 2
+        assert s["counters"]["tasks_unfinished"] == 0 and s["tasks"] == 48
+        assert all(k["healthy_after"] is not None for k in s["chaos"]["kills"])
+    finally:
+        asyncio.run(supervise.down(loaded, path))
+    assert main(["chaos", "--cluster", str(path), "--trace", str(trace), "--kill", "gm"]) == 2
+    assert "GM recovery is not built yet" in capsys.readouterr().err

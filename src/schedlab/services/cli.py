@@ -268,6 +268,52 @@ def submit_cmd(
         raise typer.Exit(1)
 
 
+def chaos_cmd(
+    cluster: Annotated[Path, typer.Option("--cluster", "-c", help="Cluster file of a running cluster (schedlab cluster up).")],
+    trace: Annotated[str, typer.Option("--trace", "-t", help="Trace to replay meanwhile: google, syn_250, … or a file.")],
+    kill: Annotated[str, typer.Option("--kill", help="Roles to kill, comma-separated (today: worker).")] = "worker",
+    every: Annotated[float, typer.Option("--every", help="Seconds between kills.")] = 5.0,
+    restart_after: Annotated[float, typer.Option("--restart-after", help="Seconds a killed component stays down.")] = 1.0,
+    max_jobs: Annotated[int | None, typer.Option("--max-jobs", help="Replay only the first N jobs.")] = None,
+    speedup: Annotated[float, typer.Option("--speedup", help="Replay K times faster.")] = 1.0,
+    seed: Annotated[int, typer.Option("--seed", help="Which components die, and the request draws.")] = 0,
+    constraints: Annotated[bool, typer.Option("--constraints/--no-constraints", help="Synthesise task constraints as the papers do.")] = True,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Give up waiting for completions after this many seconds.")] = None,
+    summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the run's summary JSON, with the campaign under 'chaos'.", callback=output_file)] = None,
+) -> None:
+    """Replay a trace on a running cluster while killing and restarting its components; exit 1 if a task was lost or duplicated.
+
+    Example: schedlab chaos --cluster demo.yaml --trace google --max-jobs 200 --speedup 20 --kill worker --every 5
+    """
+    from schedlab.services.chaos import check_roles, run_chaos
+
+    roles = check_roles([r.strip() for r in kill.split(",") if r.strip()])
+    if not every > 0:
+        raise InputError("--every", f"must be > 0, got {every}")
+    if restart_after < 0:
+        raise InputError("--restart-after", f"must be >= 0, got {restart_after}")
+    if not speedup > 0:
+        raise InputError("--speedup", f"must be > 0, got {speedup}")
+    loaded = _load(cluster)
+    report = asyncio.run(run_chaos(loaded, cluster, trace, roles=roles, every=every, restart_after=restart_after, seed=seed,
+                                   max_jobs=max_jobs, speedup=speedup, constraints=constraints, timeout=timeout))
+    t = Table("killed", "at (s)", "healthy after (s)", "lost runs", "re-queued after (s, max)", "restarted after (s, max)", title="chaos", title_justify="left")
+    for k in report.kills:
+        t.add_row(f"{k.role} {k.id}", f"{k.killed_at:.1f}", "-" if k.healthy_after is None else f"{k.healthy_after:.1f}", str(k.lost_runs),
+                  f"{max(k.detection):.2f}" if k.detection else "-", f"{max(k.relaunch):.2f}" if k.relaunch else "-")
+    out.print(t)
+    s = report.result.summary
+    verdict = "every task completed exactly once" if report.ok else f"{report.lost} task(s) lost, {report.duplicated} duplicated"
+    out.print(f"tasks {s['tasks']}  kills {len(report.kills)}  lost runs {s['counters'].get('lost_runs', 0)}  {verdict}", highlight=False)
+    if summary_json is not None:
+        from schedlab.metrics.export import write_json
+
+        s = dict(s, chaos={"kills": [vars(k) for k in report.kills], "lost": report.lost, "duplicated": report.duplicated, "ok": report.ok})
+        write_json(summary_json, s)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
 async def _replay(path: Path, trace: str, max_jobs: int | None, speedup: float, task: str, cpus: float, seed: int, constraints: bool,
                   embedded: bool, timeout: float | None) -> Any:
     from schedlab.services.client import Client

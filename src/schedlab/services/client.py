@@ -200,7 +200,7 @@ async def replay(
         }
     )
     return Result(summary, tdf, jdf, udf, extra={"outcomes": records.outcomes, "requests": list(records.tasks.request),
-                                                "preempted_runs": list(records.recorder.preempted_runs)})
+                                                "preempted_runs": list(records.recorder.preempted_runs), "origin": records.origin})
 
 
 class Client:

@@ -18,6 +18,14 @@ its LM relaunches its tasks from its active-task list. Here:
   runs killed (those tasks were relaunched) and its workers come back empty
   (``workers_up``). A host that restarts *within* its lease is noticed by its
   new incarnation and handled the same way.
+* **No launch reaches the wrong process.** Launches to a worker host carry
+  the incarnation the LM knew when it sent them; a restarted host refuses
+  older ones (409) — an HTTP retry of a launch to a host that died would
+  otherwise start, on its successor, a task the LM had already handed back.
+* **One witness of task ends.** A host reports ends only to the LM that
+  launched the tasks (:class:`CompletionRelay`), which records them and tells
+  the GM: a host dying between a report to the LM and one to the GM can no
+  longer leave the GM waiting for a task the LM believes ended.
 * **Exactly once.** A lost task can still end on a host that was only cut off
   and report its completion. The LM drops completions of tasks it does not run
   on that worker (:func:`screen_lm_completions`); each GM remembers the worker
@@ -46,8 +54,8 @@ from typing import Any
 from schedlab.schedulers.megha.gm import GlobalMaster, lm_address
 from schedlab.schedulers.megha.lm import LocalMaster
 from schedlab.schedulers.megha.messages import LaunchRequest, PreemptRequest, TaskLost
-from schedlab.services.messages import HostAlive, KillTask, TaskKilled
-from schedlab.services.records import LOST, Emit
+from schedlab.services.messages import HostAlive, HostFinished, KillTask, TaskKilled
+from schedlab.services.records import FINISHED, LOST, Emit
 from schedlab.services.runtime import AsyncRuntime
 from schedlab.services.tasks import split_id
 from schedlab.workers.protocol import POOL_ADDRESS, TasksFinished
@@ -142,6 +150,45 @@ class HostMonitor:
     def counters(self) -> dict[str, int]:
         return {"hosts_down": self.hosts_down, "hosts_rejoined": self.hosts_rejoined, "tasks_relaunched": self.tasks_relaunched,
                 "lost_runs_stopped": self.zombie_kills}
+
+
+class CompletionRelay:
+    """LMs are the one witness of task ends: a host's ``HostFinished`` goes to the LM that launched the tasks,
+    which records each end, applies it, and tells the task's GM (the rest of ``reply_to``).
+
+    Were the host to tell the LM and the GM separately, a host dying between the two messages would
+    leave the LM believing the task ended and the GM waiting for it for ever (found by the chaos
+    campaign). Ends of tasks the LM does not run on that worker — a lost or preempted run ending
+    late — are dropped here, before they are recorded.
+    """
+
+    def __init__(self, rt: AsyncRuntime, lms: list[LocalMaster], emit: Emit) -> None:
+        self.rt = rt
+        self.emit = emit
+        self.lms = {lm.address: lm for lm in lms}
+        self.dropped = 0
+        for addr in self.lms:
+            rt.add_handler(addr, HostFinished, lambda msg, a=addr: self._on_finished(a, msg))
+
+    def _on_finished(self, addr: Any, msg: HostFinished) -> None:
+        lm = self.lms[addr]
+        running, order = lm.running, lm.layout.order
+        group = []
+        for (tid, w), (started, ended, outcome) in zip(msg.group, msg.runs, strict=True):
+            where = running.get(tid)
+            if where is None or order[where[0]][where[1]] != w:
+                self.dropped += 1
+                continue
+            group.append((tid, w))
+            run, local = split_id(tid)
+            self.emit(run, (FINISHED, local, ended, {**outcome, "worker": w, "started_at": started}))
+        if not group:
+            return
+        done = TasksFinished(group)
+        self.rt.deliver(addr, done)
+        for other in msg.reply_to:
+            if other != addr:
+                self.rt.send(other, done)
 
 
 def screen_lm_completions(rt: AsyncRuntime, lms: list[LocalMaster]) -> Callable[[], int]:

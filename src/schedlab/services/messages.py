@@ -77,3 +77,14 @@ class HostAlive:
     host: int
     incarnation: int
     running: list[tuple[int, int]] = field(default_factory=list)  # (tid, worker)
+
+
+@dataclass(slots=True)
+class HostFinished:
+    """Worker host → the LM that launched them: these ``(tid, worker)`` ended; ``runs[k] = (started, ended,
+    outcome)``. The LM records them and tells the rest of ``reply_to`` (the GMs) — one witness, so the LM
+    and the GM can never disagree on whether a task ended (:mod:`~.failures`)."""
+
+    group: list[tuple[int, int]]
+    reply_to: tuple
+    runs: list[tuple[float, float, dict]] = field(default_factory=list)

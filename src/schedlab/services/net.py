@@ -344,6 +344,7 @@ class NetTransport:
                  secret: str | None = None) -> None:
         self.identity = identity
         self.signer = None if secret is None else Signer(secret, identity)
+        self.incarnation_of: Callable[[Address], int | None] | None = None  # an LM: its worker hosts' current incarnations
         self.verifier = None if secret is None else Verifier(secret)
         self.directory = directory
         self.codec = codec
@@ -391,7 +392,12 @@ class NetTransport:
             url = self.directory.url(dst)
             if url is None:
                 raise KeyError(f"no HTTP endpoint for {dst!r}")
-            self._http_out[url].append(self.codec.envelope(self.identity, dst, msg))
+            env = self.codec.envelope(self.identity, dst, msg)
+            if self.incarnation_of is not None:
+                inc = self.incarnation_of(dst)
+                if inc is not None:  # stamped now: a retry must not reach a process that started since
+                    env["inc"] = inc
+            self._http_out[url].append(env)
             self._kick(url)
             return
         if self.amqp is None:
@@ -461,7 +467,7 @@ class NetTransport:
 
     def _deliver_reply(self, env: dict) -> None:
         try:
-            src, dst, msg, tasks, seq = self.codec.decode_frames(json.dumps([env]).encode())[0]
+            src, dst, msg, tasks, seq, _inc = self.codec.decode_frames(json.dumps([env]).encode())[0]
         except WireError as e:
             self.counters["bad_replies"] += 1
             log.error("bad reply: %s", e.reason)
@@ -484,7 +490,7 @@ class NetTransport:
             for reply in self.handle_frames([frame]):
                 sender._deliver_reply(reply)
             return
-        src, dst, msg, tasks, seq = frame
+        src, dst, msg, tasks, seq, _inc = frame
         self.codec.file(tasks)
         self.receive(src, dst, msg, seq)
 
@@ -497,7 +503,7 @@ class NetTransport:
     def handle_frames(self, frames: list[tuple[Any, Any, Any, Any, Any]]) -> list[dict]:
         """Deliver a request's messages now; return what the handlers sent back to the requester."""
         replies: list[dict] = []
-        for src, dst, msg, tasks, _seq in frames:
+        for src, dst, msg, tasks, _seq, _inc in frames:
             self.codec.file(tasks)
             rt = self.local[dst]
             self.capture = cap = _Capture(src)

@@ -53,7 +53,13 @@ from schedlab.schedulers.megha.partitions import Layout, megha_topology
 from schedlab.services.auth import AuthError, Signer, Verifier
 from schedlab.services.clusterfile import LoadedCluster, require_secret
 from schedlab.services.embedded import GMFrontend, parse_params
-from schedlab.services.failures import GMPlacements, HostBeacon, HostMonitor, screen_lm_completions
+from schedlab.services.failures import (
+    CompletionRelay,
+    GMPlacements,
+    HostBeacon,
+    HostMonitor,
+    screen_lm_completions,
+)
 from schedlab.services.fairness import GMFairness, HostWorkers
 from schedlab.services.messages import KillTask, RecordEvents
 from schedlab.services.net import AmqpLink, Directory, LocalBus, NetTransport
@@ -170,6 +176,7 @@ class Node:
         self.monitor: HostMonitor | None = None  # LM: its worker hosts' leases
         self.beacon: HostBeacon | None = None  # worker host: its lease
         self.completions_dropped: Any = None
+        self.relay: Any = None  # LM: hosts' task ends, recorded and passed on to the GMs
         self.workers: HostWorkers | None = None  # LM with fair sharing: preemptions as kills on the hosts
 
     # -- life cycle -------------------------------------------------------------------------------
@@ -216,9 +223,11 @@ class Node:
                 rt.after_delivery(LaunchRequest, lambda _dst, msg: self._accepted(msg, lm))
                 rt.before_delivery(LaunchRequest, self._screen_launches)
                 self.completions_dropped = screen_lm_completions(rt, [lm])
+                self.relay = CompletionRelay(rt, [lm], publisher.emit)
                 mine = {h: list(ws) for h, ws in loaded.workers_of_host.items() if loaded.hosts[h][0] == self.id}
                 self.monitor = HostMonitor(rt, lm, mine, loaded.spec.worker_lease)
                 self.monitor.on_lost = self.launched_ids.discard
+                transport.incarnation_of = lambda dst: self.monitor.incarnation.get(dst[1]) if dst[0] == "host" else None
                 if workers is not None:
                     workers.add(lm, layout.num_gms)
                     workers.on_killed = self.launched_ids.discard  # its relaunch is not a repeat
@@ -378,8 +387,11 @@ class Node:
             return refusal
         try:
             frames = self.transport.codec.decode_frames(body)
-            for _src, dst, msg, tasks, _seq in frames:
+            for _src, dst, msg, tasks, _seq, inc in frames:
                 self._check(dst, msg, tasks)
+                if inc is not None and self.beacon is not None and inc != self.beacon.incarnation:
+                    return web.Response(status=409, text=self._refuse(
+                        "stale launch", f"meant for incarnation {inc}; this host restarted as {self.beacon.incarnation}") + "\n")
         except WireError as e:
             status = 404 if e.reason.startswith("unknown ") else 400
             return web.Response(status=status, text=self._refuse(e.reason.split(":")[0], e.reason) + "\n")
@@ -447,7 +459,7 @@ class Node:
             if self.monitor is not None:
                 out.update(self.monitor.counters())
                 out["hosts_down_now"] = sorted(self.monitor.down)
-            out["completions_dropped"] = self.completions_dropped() if self.completions_dropped else 0
+            out["completions_dropped"] = (self.completions_dropped() if self.completions_dropped else 0) + self.relay.dropped
             out["lent_workers"] = sum(1 for _t, (p, _pos, g) in comp.running.items() if self.layout.owner[p] != g)
             if self.last_heartbeat:
                 out["last_heartbeat_age"] = time.time() - self.last_heartbeat

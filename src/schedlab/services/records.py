@@ -6,9 +6,11 @@ as a small event tagged with the task's run (:mod:`~.tasks` ids):
 * a GM or LM, through :class:`EventObserver` (the
   :class:`~schedlab.metrics.observer.Observer` the decision code reports to):
   allocation-phase marks and the completions the GM learns (``reported``);
-* a worker host: ``started`` (on which worker), ``preempted`` (killed for
-  fair sharing; the task starts again later) and ``finished`` (with the
-  task's outcome: status, exit code, output tails, CPU seconds);
+* a worker host: ``started`` (on which worker) and ``preempted`` (killed for
+  fair sharing; the task starts again later);
+* an LM: ``finished``, when the host that ran the task reports its end (with
+  the outcome — status, exit code, output tails, CPU seconds — the worker and
+  the start, so a start event lost with a dead host is not missed);
 * a GM: ``lost`` — the worker running the task failed and the GM re-queued it
   (:mod:`~.failures`).
 
@@ -118,8 +120,10 @@ class RunRecords:
         if not 0 <= local < self.recorder.num_tasks or kind not in _ORDER:
             self.counters["unknown_task_events"] += 1
             return
-        if local in self._applied:  # the task's record is complete: anything more is a duplicate
+        if local in self._applied:  # the task's record is complete: anything more is late or a duplicate
             key = _DUPLICATE[kind]
+            if kind == STARTED and abs(self.recorder.t_start[local] - (ev[2] - self.origin)) < 1e-6:
+                key = "late_starts"  # the start of the recorded run, overtaken by its end (which carries it)
             self.counters[key] = self.counters.get(key, 0) + 1
             return
         if kind == FINISHED:
@@ -159,8 +163,10 @@ class RunRecords:
                     rec.task_preempted(local, t, "preemptions" if kind == PREEMPTED else "lost_runs")
                     started = False
             elif kind == FINISHED:
-                if not started:  # a finish without a start event: the worker's start was lost
-                    rec.task_started(local, t, -1, COMMUNICATION)
+                if not started:  # its host's start event was lost (the host died): the end carries the start
+                    start = value.get("started_at") if isinstance(value, dict) else None
+                    worker = value.get("worker", -1) if isinstance(value, dict) else -1
+                    rec.task_started(local, t if start is None else min(t, start - origin), worker, COMMUNICATION)
                     started = True
                 rec.task_finished(local, t)
                 finished = True

@@ -49,6 +49,7 @@ from schedlab.services.execution import TaskSpec
 from schedlab.services.messages import (
     HoldingsReport,
     HostAlive,
+    HostFinished,
     KillTask,
     RecordEvents,
     SubmitJob,
@@ -227,6 +228,12 @@ class HostAliveW(_Body):
     running: list[tuple[int, int]] = Field(default_factory=list, max_length=MAX_ITEMS)  # (tid, worker)
 
 
+class HostFinishedW(_Body):
+    group: list[tuple[int, int]] = Field(max_length=MAX_ITEMS)
+    reply_to: list[str] = Field(max_length=16)
+    runs: list[tuple[float, float, dict[str, Any]]] = Field(max_length=MAX_ITEMS)
+
+
 class Envelope(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -236,6 +243,7 @@ class Envelope(BaseModel):
     dst: str = Field(max_length=128)
     body: dict[str, Any]
     seq: tuple[int, int] | None = None  # (sender incarnation, number) on links delivered in order
+    inc: int | None = None  # to a worker host: the incarnation the sender meant (a restarted host refuses older launches)
 
 
 # -- addresses ---------------------------------------------------------------------------------------
@@ -366,6 +374,11 @@ SCHEMAS["TaskKilled"] = (TaskKilledW, lambda m: {"tid": m.tid, "killed": m.kille
 SCHEMAS["TaskLost"] = (TaskLostW, lambda m: {"tid": m.tid, "p": m.p, "pos": m.pos}, lambda w: TaskLost(w.tid, w.p, w.pos))
 SCHEMAS["HostAlive"] = (HostAliveW, lambda m: {"host": m.host, "incarnation": m.incarnation, "running": m.running},
                         lambda w: HostAlive(w.host, w.incarnation, [tuple(x) for x in w.running]))
+SCHEMAS["HostFinished"] = (
+    HostFinishedW,
+    lambda m: {"group": m.group, "reply_to": [address_str(a) for a in m.reply_to], "runs": m.runs},
+    lambda w: HostFinished([tuple(g) for g in w.group], tuple(parse_address(a) for a in w.reply_to), [tuple(r) for r in w.runs]),
+)
 SCHEMAS["RecordEvents"] = (RecordEventsW, lambda m: {"run": m.run, "events": m.events}, lambda w: RecordEvents(w.run, [tuple(e) for e in w.events]))
 
 # which tasks a message names, for attaching their descriptions
@@ -452,7 +465,7 @@ class Codec:
     def decode_frames(self, data: bytes) -> list[tuple[Any, Any, Any, Any]]:
         """A JSON list of envelopes (an HTTP body): every one is checked before any is filed or used.
 
-        Returns ``(src, dst, message, tasks, seq)`` per envelope; the caller files
+        Returns ``(src, dst, message, tasks, seq, inc)`` per envelope; the caller files
         ``tasks`` (:meth:`file`) once it has accepted the whole request.
         """
         if len(data) > self.max_bytes:
@@ -469,16 +482,16 @@ class Codec:
                 env = Envelope.model_validate(frame)
             except ValidationError as e:
                 raise WireError(f"envelope {k}: {_first_error(e)}") from None
-            out.append((*self._open(env, file=False), env.seq))
+            out.append((*self._open(env, file=False), env.seq, env.inc))
         return out
 
     def decode_envelope(self, env: dict) -> tuple[Any, Any, Any, Any, Any]:
-        """One envelope given as a dict (from a component in the same process): ``(src, dst, message, tasks, seq)``."""
+        """One envelope given as a dict (from a component in the same process): ``(src, dst, message, tasks, seq, inc)``."""
         try:
             e = Envelope.model_validate(env)
         except ValidationError as err:
             raise WireError(f"malformed envelope: {_first_error(err)}") from None
-        return (*self._open(e, file=False), e.seq)
+        return (*self._open(e, file=False), e.seq, e.inc)
 
     def file(self, tasks: Any) -> None:
         if tasks and self.store is not None:

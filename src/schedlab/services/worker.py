@@ -30,12 +30,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from schedlab.cluster.model import Cluster
-from schedlab.services.messages import KillTask, TaskKilled
+from schedlab.services.messages import HostFinished, KillTask, TaskKilled
 from schedlab.services.records import FINISHED, PREEMPTED, STARTED, Emit
 from schedlab.services.runtime import AsyncRuntime
 from schedlab.services.tasks import RecentIds, TaskStore, split_id
 from schedlab.sim.runtime import Component
-from schedlab.workers.protocol import LaunchBatch, LaunchTask, TaskFinished, TasksFinished
+from schedlab.workers.protocol import LaunchBatch, LaunchTask, TaskFinished
 
 log = logging.getLogger("schedlab.services.worker")
 EPS = 1e-9
@@ -69,6 +69,7 @@ class WorkerHost(Component):
         self.refused_launches = 0
         self.duplicate_launches = 0
         self.preempted = 0
+        self.started_at: dict[int, float] = {}
         self.done = RecentIds()  # tasks that ran here: a launch delivered again must not run them twice
 
     def handlers(self):
@@ -116,6 +117,7 @@ class WorkerHost(Component):
         now = self.rt.now()
         run, local = split_id(tid)
         self.emit(run, (STARTED, local, now, worker))
+        self.started_at[tid] = now
         self.started += 1
         spec = tasks.spec.get(tid)
         if spec is None or spec.kind == "sleep":
@@ -144,15 +146,18 @@ class WorkerHost(Component):
         self._release(tid, worker)
         self.done.add(tid)
         self.finished += 1
-        run, local = split_id(tid)
-        self.emit(run, (FINISHED, local, self.rt.now(), outcome))
+        started = self.started_at.pop(tid, 0.0)
+        now = self.rt.now()
         if self.forget_finished:
             self.tasks.forget((tid,))
         if not batch:
+            run, local = split_id(tid)
+            self.emit(run, (FINISHED, local, now, outcome))
             for addr in reply_to:
                 self.rt.send(addr, TaskFinished(tid, worker))
             return
-        self._outbox.setdefault(reply_to, []).append((tid, worker))
+        # the LM that launched it records the end and tells the GM (HostFinished): one witness
+        self._outbox.setdefault(reply_to, []).append((tid, worker, started, now, outcome))
         if not self._flush_scheduled:
             self._flush_scheduled = True
             self.rt.loop.call_soon(self._flush)
@@ -169,10 +174,10 @@ class WorkerHost(Component):
     def _flush(self) -> None:
         self._flush_scheduled = False
         out, self._outbox = self._outbox, {}
-        for reply_to, group in out.items():
-            msg = TasksFinished(group)
-            for addr in reply_to:
-                self.rt.send(addr, msg)
+        for reply_to, ended in out.items():
+            group = [(tid, w) for tid, w, _s, _e, _o in ended]
+            runs = [(s, e, o) for _t, _w, s, e, o in ended]
+            self.rt.send(reply_to[0], HostFinished(group, reply_to, runs))
 
     # -- control ----------------------------------------------------------------------------------
     def _on_kill(self, msg: KillTask) -> None:
@@ -193,6 +198,7 @@ class WorkerHost(Component):
         worker, _reply_to, handle = entry
         handle.cancel()
         self._release(tid, worker)
+        self.started_at.pop(tid, None)
         if self.forget_finished:
             self.tasks.forget((tid,))
         return True

@@ -1,0 +1,128 @@
+"""A fault campaign against a live local cluster: replay a trace while killing and restarting components.
+
+``schedlab chaos --cluster FILE --trace T --kill worker --every 5`` replays the
+trace on the running cluster (started with ``cluster up``) and, every
+``every`` seconds until the replay ends, SIGKILLs one component of the chosen
+roles (drawn with ``seed``), waits ``restart_after`` seconds and starts it
+again (waiting until it is healthy). It then reports each kill — what, when,
+how long the component took to be healthy again — and, from the run's own
+records, what the failure cost: the runs lost (ended by the GM's re-queue),
+how long after the kill each was re-queued (detection) and started again
+(relaunch). The verdict is the invariant of the faults work: every submitted
+task completed exactly once from the user's side (none unfinished, no
+duplicate start, finish or report); the command exits 1 otherwise.
+
+Roles that can be killed today: ``worker`` (worker hosts: lease, relaunch,
+rejoin — :mod:`~.failures`). GMs, LMs and the broker are refused with a
+clear message until their recovery exists: killing them now would lose work
+by design, which is not what a campaign should measure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from schedlab.errors import InputError
+from schedlab.services import supervise
+from schedlab.services.clusterfile import LoadedCluster
+
+KILLABLE = ("worker",)
+NOT_YET = {"gm": "GM recovery", "lm": "LM failover", "broker": "broker restarts"}
+
+
+@dataclass
+class Kill:
+    role: str
+    id: int
+    killed_at: float  # seconds since the replay started (the run's own clock)
+    healthy_after: float | None = None  # seconds from the kill until it answered again
+    lost_runs: int = 0
+    detection: list[float] = field(default_factory=list)  # kill → each lost run re-queued, seconds
+    relaunch: list[float] = field(default_factory=list)  # kill → each lost task started again, seconds
+
+
+@dataclass
+class ChaosReport:
+    result: Any
+    kills: list[Kill]
+    lost: int  # tasks that never completed
+    duplicated: int  # duplicate starts, finishes and reports seen by the client
+
+    @property
+    def ok(self) -> bool:
+        return self.lost == 0 and self.duplicated == 0
+
+
+def check_roles(roles: list[str]) -> list[str]:
+    for r in roles:
+        if r in NOT_YET:
+            raise InputError("--kill", f"{r}: {NOT_YET[r]} is not built yet (killable now: {', '.join(KILLABLE)})")
+        if r not in KILLABLE:
+            raise InputError("--kill", f"unknown role {r!r} (killable: {', '.join(KILLABLE)})")
+    if not roles:
+        raise InputError("--kill", "give at least one role")
+    return roles
+
+
+async def run_chaos(loaded: LoadedCluster, cluster_file: str | os.PathLike, trace: Any, *, roles: list[str], every: float,
+                    restart_after: float = 1.0, seed: int = 0, **replay_kw: Any) -> ChaosReport:
+    """Replay ``trace`` on the running cluster while killing and restarting components (see the module)."""
+    from schedlab.services.client import replay
+    from schedlab.services.remote import RemoteCluster
+
+    check_roles(roles)
+    if not every > 0 or restart_after < 0:
+        raise InputError("--every", "must be > 0 (and --restart-after >= 0)")
+    if not supervise.running_pids(cluster_file):
+        raise InputError(str(cluster_file), "the cluster is not running (schedlab cluster up first)")
+    targets = [(role, ident) for role, ident, _ep in supervise.components(loaded) if role in roles]
+    rng = random.Random(seed)
+    kills: list[Kill] = []
+    async with RemoteCluster(loaded) as rc:
+        run = asyncio.create_task(replay(rc, trace, **replay_kw))
+        t0 = time.time()
+        try:
+            while True:
+                done, _ = await asyncio.wait({run}, timeout=every)
+                if done:
+                    break
+                role, ident = rng.choice(targets)
+                k = Kill(role, ident, time.time())
+                supervise.kill(cluster_file, role, ident)
+                kills.append(k)
+                await asyncio.sleep(restart_after)
+                await supervise.restart(loaded, cluster_file, role, ident, timeout=60)
+                k.healthy_after = time.time() - k.killed_at
+            result = run.result()
+        except BaseException:
+            run.cancel()
+            raise
+    origin = result.extra.get("origin", t0)
+    _attribute(result, kills, origin)
+    c = result.summary["counters"]
+    duplicated = sum(int(c.get(k, 0)) for k in ("duplicate_starts", "duplicate_finishes", "duplicate_reports"))
+    return ChaosReport(result, kills, int(c["tasks_unfinished"]), duplicated)
+
+
+def _attribute(result: Any, kills: list[Kill], origin: float) -> None:
+    """Each lost run to the latest kill before its end; its detection and relaunch delays from that kill."""
+    if not kills:
+        return
+    t = result.tasks.set_index("task")
+    for k in kills:
+        k.killed_at -= origin  # on the run's clock
+    for tid, _worker, _start, end in result.extra.get("preempted_runs", []):
+        before = [k for k in kills if k.killed_at <= end]
+        if not before:
+            continue
+        k = before[-1]
+        k.lost_runs += 1
+        k.detection.append(end - k.killed_at)
+        start = t.at[tid, "start"]
+        if start == start:
+            k.relaunch.append(float(start) - k.killed_at)
