@@ -43,7 +43,7 @@ from schedlab.services.inproc import InProcTransport
 from schedlab.services.messages import SubmitJob, submit_address
 from schedlab.services.records import EventObserver, RecordsHub, RunRecords
 from schedlab.services.runtime import AsyncRuntime
-from schedlab.services.tasks import TaskStore
+from schedlab.services.tasks import RecentIds, TaskStore
 from schedlab.services.worker import WorkerHost
 from schedlab.sim.runtime import Component
 from schedlab.workers.protocol import POOL_ADDRESS
@@ -58,11 +58,17 @@ class GMFrontend(Component):
         self.store = store
         self.jobs = 0
         self.tasks = 0
+        self.duplicates = 0
+        self.seen = RecentIds()
 
     def handlers(self):
         return {SubmitJob: self._on_submit}
 
     def _on_submit(self, msg: SubmitJob) -> None:
+        if msg.jid in self.seen:  # the broker delivered it again (a link dropped before it was acknowledged)
+            self.duplicates += 1
+            return
+        self.seen.add(msg.jid)
         self.store.add_job(msg.jid, self.rt.now(), msg.tids, msg.durations, msg.masks, msg.requests, msg.specs, msg.user)
         self.jobs += 1
         self.tasks += len(msg.tids)

@@ -53,7 +53,12 @@ from typing import Any
 
 from schedlab.schedulers.megha.gm import GlobalMaster, lm_address
 from schedlab.schedulers.megha.lm import LocalMaster
-from schedlab.schedulers.megha.messages import LaunchRequest, PreemptRequest, TaskLost
+from schedlab.schedulers.megha.messages import (
+    LaunchRequest,
+    PreemptRequest,
+    TaskLost,
+    TaskPreempted,
+)
 from schedlab.services.messages import HostAlive, HostFinished, KillTask, TaskKilled
 from schedlab.services.records import FINISHED, LOST, Emit
 from schedlab.services.runtime import AsyncRuntime
@@ -230,6 +235,7 @@ class GMPlacements:
         rt.before_send(PreemptRequest, self._preempting)
         rt.before_delivery(TasksFinished, self._finished)
         rt.before_delivery(TaskLost, self._lost)
+        rt.before_delivery(TaskPreempted, self._preempted)
         self.order = order
 
     def _launching(self, _dst: Any, msg: LaunchRequest) -> LaunchRequest:
@@ -260,6 +266,14 @@ class GMPlacements:
         del self.placed[msg.tid]
         run, local = split_id(msg.tid)
         self.emit(run, (LOST, local, self.rt.now(), worker))
+        return msg
+
+    def _preempted(self, _dst: Any, msg: TaskPreempted) -> TaskPreempted | None:
+        """A preemption notice applies once (the broker may deliver it again)."""
+        if self.placed.get(msg.tid) != self.order[msg.p][msg.pos]:
+            self.dropped_losses += 1
+            return None
+        del self.placed[msg.tid]
         return msg
 
     def counters(self) -> dict[str, int]:

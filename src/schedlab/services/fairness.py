@@ -185,7 +185,8 @@ class GMFairness:
         for ev in msg.events:
             kind = ev[0]
             if kind == "launch":
-                f.record_launch(ev[1], ev[2], ev[3], ev[4], ev[5])
+                if ev[1] not in f.info:  # a report delivered twice applies once
+                    f.record_launch(ev[1], ev[2], ev[3], ev[4], ev[5])
             elif kind == "vacate":
                 f.record_vacate(ev[1])
             else:

@@ -2,8 +2,9 @@
 
 As in the Megha paper's prototype (Section V-D):
 
-* **HTTP** carries launch and preemption requests (GM → LM) and task launches
-  and kills (LM → worker host). A request is answered synchronously: whatever the
+* **HTTP** carries launch and preemption requests (GM → LM), task launches
+  and kills (LM → worker host) and worker hosts' beacons (host → LM: a
+  broker outage must not look like dead hosts). A request is answered synchronously: whatever the
   receiver sends back to the requester while handling it — a
   :class:`~schedlab.schedulers.megha.messages.LaunchRejected`, a piggybacked
   :class:`~schedlab.schedulers.megha.messages.StateUpdate` — travels in the
@@ -43,6 +44,7 @@ import contextlib
 import json
 import logging
 import secrets
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
@@ -55,7 +57,7 @@ from schedlab.workers.protocol import POOL_ADDRESS
 
 log = logging.getLogger("schedlab.services.net")
 
-HTTP_TYPES = frozenset({"LaunchRequest", "PreemptRequest", "LaunchBatch", "LaunchTask", "KillTask"})
+HTTP_TYPES = frozenset({"LaunchRequest", "PreemptRequest", "LaunchBatch", "LaunchTask", "KillTask", "HostAlive"})
 HTTP_PATH = "/v1/message"
 HTTP_TIMEOUT = 10.0
 HTTP_RETRIES = 5
@@ -64,6 +66,11 @@ ORDERED_LINKS = frozenset({("lm", "gm")})  # (sender kind, receiver kind) delive
 
 
 ACK_EVERY = 0.005  # seconds: handled messages are acknowledged together
+# Broker messages that need not survive a broker restart: a lost state update or beacon is
+# superseded by the next one. Everything else (jobs, completions, losses, holdings, records) is
+# persistent in durable queues.
+TRANSIENT_TYPES = frozenset({"StateUpdate", "HostAlive"})
+RUN_QUEUE_EXPIRES_MS = 600_000  # a client's run queue outlives a broker restart, not a dead client (10 min)
 
 
 def _modes() -> dict[bool, Any]:
@@ -138,7 +145,10 @@ class AmqpLink:
         self._out: asyncio.Queue[tuple[str, bytes, bool] | None] = asyncio.Queue()
         self._publisher: asyncio.Task | None = None
         self.published = 0
-        self.publish_errors = 0
+        self.publish_errors = 0  # messages given up (only when closing during an outage)
+        self.publish_retries = 0
+        self._outage: float | None = None
+        self._closing = False
         self.queues: dict[str, Any] = {}
         self._to_ack: Any = None  # the latest message handled and not yet acknowledged
 
@@ -166,12 +176,17 @@ class AmqpLink:
     async def consume(self, queue: str, on_body: Callable[[bytes], None], *, durable: bool = True, exclusive: bool = False) -> None:
         """Deliver every message of ``queue`` to ``on_body``.
 
-        A durable queue's messages are acknowledged once handled (a service that
-        dies before that gets them again when it comes back); an exclusive
-        queue — a client's own run records — is consumed without acknowledgements,
-        which would only cost the client time: it dies with its client.
+        A service's queue is durable and its messages are acknowledged once
+        handled (a service that dies before that gets them again when it comes
+        back; the handlers take a message twice without harm). A client's own
+        run queue (``exclusive``) is durable too — it must outlive a broker
+        restart — but expires 10 minutes after its client stops consuming; it is
+        consumed without acknowledgements, which would only cost the client time.
         """
-        q = await self.channel.declare_queue(queue, durable=durable, exclusive=exclusive, auto_delete=exclusive)
+        if exclusive:  # a client's run records: kept through a broker restart, expired if the client is gone
+            q = await self.channel.declare_queue(queue, durable=True, arguments={"x-expires": RUN_QUEUE_EXPIRES_MS})
+        else:
+            q = await self.channel.declare_queue(queue, durable=durable)
         if exclusive:
 
             async def on_message(message: Any) -> None:
@@ -218,20 +233,40 @@ class AmqpLink:
         self._out.put_nowait((queue, body, persistent))
 
     async def _publish_loop(self) -> None:
-        """Publish in order, one message after the other (the broker confirms each)."""
-        exchange = self.channel.default_exchange
+        """Publish in order, one message after the other (the broker confirms each).
+
+        While the broker is away (restarting, unreachable) the message waits and
+        is tried again with a growing pause — nothing queued is dropped — while
+        aio-pika's robust connection reconnects and restores the consumers. Each
+        try is signed afresh (a long outage would otherwise make it stale).
+        """
         while True:
             item = await self._out.get()
             if item is None:
                 return
             queue, body, persistent = item
-            try:
-                data = body if self.signer is None else self.signer.frame(body)
-                await exchange.publish(_message(data, persistent), routing_key=queue)
-                self.published += 1
-            except Exception as e:  # a lost update is healed by the next heartbeat; count and go on
-                self.publish_errors += 1
-                log.warning("publish to %s failed: %s", queue, e)
+            delay = 0.05
+            while True:
+                try:
+                    data = body if self.signer is None else self.signer.frame(body)
+                    await self.channel.default_exchange.publish(_message(data, persistent), routing_key=queue)
+                    self.published += 1
+                    if self._outage is not None:
+                        log.warning("broker back after %.1f s: publishing again", time.monotonic() - self._outage)
+                        self._outage = None
+                    break
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:
+                    self.publish_retries += 1
+                    if self._outage is None:
+                        self._outage = time.monotonic()
+                        log.warning("publish to %s failed (%s): holding messages until the broker is back", queue, e)
+                    if self._closing:
+                        self.publish_errors += 1
+                        break
+                    await asyncio.sleep(delay)
+                    delay = min(2 * delay, 2.0)
 
     async def drain(self, timeout: float = 5.0) -> None:
         """Wait until everything queued so far has been published."""
@@ -252,6 +287,7 @@ class AmqpLink:
                 log.debug("queue %s: %s", name, e)
 
     async def close(self) -> None:
+        self._closing = True
         if self._publisher is not None:
             await self.drain(2.0)
             self._out.put_nowait(None)
@@ -280,10 +316,14 @@ class InOrder:
         if st is None or st[0] != incarnation:
             if st is not None:  # the sender restarted: what it sent before comes first
                 self._flush(key, skip=True)
-            st = self.links[key] = [incarnation, n, {}, None]
+            st = self.links[key] = [incarnation, n, {}, None, set()]  # [.., skipped numbers]
         if n < st[1]:
-            self.counters["late_after_gap"] += 1
-            deliver()
+            if n in st[4]:  # skipped when its gap timed out: late, deliver it now
+                st[4].discard(n)
+                self.counters["late_after_gap"] += 1
+                deliver()
+            else:  # delivered already (the broker redelivers what was not acknowledged when a link dropped)
+                self.counters["duplicates_dropped"] += 1
             return
         st[2][n] = deliver
         self._drain(st)
@@ -310,6 +350,11 @@ class InOrder:
         while held:
             first = min(held)
             self.counters["gaps_skipped"] += first - st[1]
+            skipped = st[4]
+            skipped.update(range(st[1], first))
+            if len(skipped) > 100_000:  # bounded: the oldest gaps are given up
+                for n in sorted(skipped)[: len(skipped) - 100_000]:
+                    skipped.discard(n)
             st[1] = first
             self._drain(st)
 
@@ -345,6 +390,7 @@ class NetTransport:
         self.identity = identity
         self.signer = None if secret is None else Signer(secret, identity)
         self.incarnation_of: Callable[[Address], int | None] | None = None  # an LM: its worker hosts' current incarnations
+        self._launches = 0
         self.verifier = None if secret is None else Verifier(secret)
         self.directory = directory
         self.codec = codec
@@ -397,13 +443,16 @@ class NetTransport:
                 inc = self.incarnation_of(dst)
                 if inc is not None:  # stamped now: a retry must not reach a process that started since
                     env["inc"] = inc
+                if name in ("LaunchBatch", "LaunchTask"):  # a retry repeats it; a relaunch is a new launch
+                    self._launches += 1
+                    env["bid"] = self.incarnation << 32 | self._launches
             self._http_out[url].append(env)
             self._kick(url)
             return
         if self.amqp is None:
             raise KeyError(f"{name} to {dst!r} needs the broker, and this process has none")
         data = self.codec.encode(self.identity, dst, msg, self._seq(dst))
-        self.amqp.publish(self.directory.queue(dst), data, persistent=name == "SubmitJob")
+        self.amqp.publish(self.directory.queue(dst), data, persistent=name not in TRANSIENT_TYPES)
 
     # -- HTTP client ------------------------------------------------------------------------------
     def _kick(self, url: str) -> None:

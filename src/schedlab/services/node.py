@@ -169,6 +169,7 @@ class Node:
         self._stop = asyncio.Event()
         self.last_update: dict[int, float] = {}  # GM: when each LM's last state update arrived
         self.launched_ids = RecentIds()  # LM: tasks it accepted (a request delivered twice launches them once)
+        self.launch_ids = RecentIds()  # worker host: launches it took (an HTTP retry of one is not run again)
         self.duplicate_requests = 0
         self.last_heartbeat = 0.0  # LM: when it last sent its heartbeat round
         self.fair: GMFairness | None = None  # GM with fair sharing
@@ -387,11 +388,22 @@ class Node:
             return refusal
         try:
             frames = self.transport.codec.decode_frames(body)
-            for _src, dst, msg, tasks, _seq, inc in frames:
+            for _src, dst, msg, tasks, _seq, (inc, _bid) in frames:
                 self._check(dst, msg, tasks)
                 if inc is not None and self.beacon is not None and inc != self.beacon.incarnation:
                     return web.Response(status=409, text=self._refuse(
                         "stale launch", f"meant for incarnation {inc}; this host restarted as {self.beacon.incarnation}") + "\n")
+            if self.beacon is not None:  # a worker host: a launch delivered again (an HTTP retry) runs once
+                fresh = []
+                for frame in frames:
+                    bid = frame[5][1]
+                    if bid is not None and bid in self.launch_ids:
+                        self.component.duplicate_launches += 1
+                        continue
+                    if bid is not None:
+                        self.launch_ids.add(bid)
+                    fresh.append(frame)
+                frames = fresh
         except WireError as e:
             status = 404 if e.reason.startswith("unknown ") else 400
             return web.Response(status=status, text=self._refuse(e.reason.split(":")[0], e.reason) + "\n")
@@ -484,8 +496,9 @@ async def serve(loaded: LoadedCluster, role: str, ident: int, ready: Any = None)
     if role == "all":
         bus = LocalBus()
         spec = loaded.spec
-        nodes = [Node(loaded, "worker", h.id, bus) for _lm, h in spec.hosts()]
-        nodes += [Node(loaded, "lm", lm.id, bus) for lm in spec.lms] + [Node(loaded, "gm", g.id, bus) for g in spec.gms]
+        # LMs first: worker hosts beacon to them from their first moment; GMs last: no launch before all are up
+        nodes = [Node(loaded, "lm", lm.id, bus) for lm in spec.lms]
+        nodes += [Node(loaded, "worker", h.id, bus) for _lm, h in spec.hosts()] + [Node(loaded, "gm", g.id, bus) for g in spec.gms]
     else:
         nodes = [Node(loaded, role, ident)]
     stop = asyncio.Event()

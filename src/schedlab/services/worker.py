@@ -33,7 +33,7 @@ from schedlab.cluster.model import Cluster
 from schedlab.services.messages import HostFinished, KillTask, TaskKilled
 from schedlab.services.records import FINISHED, PREEMPTED, STARTED, Emit
 from schedlab.services.runtime import AsyncRuntime
-from schedlab.services.tasks import RecentIds, TaskStore, split_id
+from schedlab.services.tasks import TaskStore, split_id
 from schedlab.sim.runtime import Component
 from schedlab.workers.protocol import LaunchBatch, LaunchTask, TaskFinished
 
@@ -70,7 +70,6 @@ class WorkerHost(Component):
         self.duplicate_launches = 0
         self.preempted = 0
         self.started_at: dict[int, float] = {}
-        self.done = RecentIds()  # tasks that ran here: a launch delivered again must not run them twice
 
     def handlers(self):
         return {LaunchBatch: self._on_batch, LaunchTask: self._on_launch, KillTask: self._on_kill}
@@ -88,8 +87,8 @@ class WorkerHost(Component):
         log.error("refused task %d on worker %d: %s", tid, worker, why)
 
     def _start(self, tid: int, worker: int, reply_to: tuple, batch: bool) -> None:
-        if tid in self.active or tid in self.done:
-            self.duplicate_launches += 1  # a launch delivered again (a retried request): it runs once
+        if tid in self.active:  # already running here (a launch delivered again): it runs once
+            self.duplicate_launches += 1
             return
         if worker not in self.workers:
             self._refuse(tid, worker, "not a worker of this host")
@@ -144,7 +143,6 @@ class WorkerHost(Component):
             return
         worker, reply_to, _handle = entry
         self._release(tid, worker)
-        self.done.add(tid)
         self.finished += 1
         started = self.started_at.pop(tid, 0.0)
         now = self.rt.now()
