@@ -316,7 +316,9 @@ class InOrder:
         if st is None or st[0] != incarnation:
             if st is not None:  # the sender restarted: what it sent before comes first
                 self._flush(key, skip=True)
-            st = self.links[key] = [incarnation, n, {}, None, set()]  # [.., skipped numbers]
+            # a sender numbers each link from 1: start there, not at the first number seen — the first
+            # to arrive may have overtaken earlier ones (an HTTP reply beating a broker message)
+            st = self.links[key] = [incarnation, 1, {}, None, set()]  # [.., skipped numbers]
         if n < st[1]:
             if n in st[4]:  # skipped when its gap timed out: late, deliver it now
                 st[4].discard(n)
