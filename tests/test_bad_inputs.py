@@ -142,7 +142,7 @@ def test_bad_options_never_touch_an_existing_results_folder(tmp_path, capsys):
     assert main(["compare", str(res)]) == 0
 
 
-def test_outputs_are_all_or_nothing(tmp_path, monkeypatch):
+def test_outputs_are_all_or_nothing(tmp_path, monkeypatch, capsys):
     # the second output fails after the first was staged: neither lands
     from schedlab import atomic
 
@@ -159,11 +159,30 @@ def test_outputs_are_all_or_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(atomic.os, "replace", failing_replace)
     out = tmp_path / "ok"
     rc = main(["simulate", "-s", "ideal", "-w", "20", "-q", "-t", names["good_tr"], "--out", str(out), "--summary-json", str(tmp_path / "s.json")])
-    assert rc != 0
-    leftovers = [p for p in tmp_path.rglob("*.tmp")]
-    assert not leftovers
-    # what was renamed before the failure is the only trace left, and the failure said where
+    err = capsys.readouterr().err.strip()
+    assert rc != 0 and "\n" not in err
+    assert not list(tmp_path.rglob("*.tmp"))
     assert not (tmp_path / "s.json").exists()
+    # the files renamed before the failure are named in the one error line, and nothing else was left
+    written = sorted(p.name for p in out.iterdir())
+    assert written and all(name in err for name in written), err
+    assert str(tmp_path / "s.json") in err
+
+
+def test_a_failing_run_writes_no_output(tmp_path, capsys, monkeypatch):
+    # the run itself fails after the options were checked: no output folder, no summary
+    import schedlab.engine
+
+    names = make_inputs(tmp_path)
+
+    def boom(*_a, **_k):
+        raise schedlab.errors.InputError("run", "failed on purpose")
+
+    monkeypatch.setattr(schedlab.engine, "simulate", boom)
+    before = _snapshot(tmp_path)
+    assert main(["simulate", "-s", "ideal", "-w", "20", "-q", "-t", names["good_tr"], "--out", str(tmp_path / "o"),
+                 "--summary-json", str(tmp_path / "s.json")]) == 2
+    assert _snapshot(tmp_path) == before
 
 
 def test_two_grid_sweeps_on_one_folder_the_second_is_refused(tmp_path, capsys):

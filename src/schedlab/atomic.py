@@ -5,7 +5,9 @@ The bottom of the layering (no schedlab imports), so any layer can write safely.
 ``all_or_nothing()`` makes every write inside it part of one transaction: the
 temp files are renamed onto their targets only when the block ends without an
 error; on an error every temp file and every folder the block created is
-removed, so a command either leaves all of its outputs or none. (Sweeps do not
+removed, so a command either leaves all of its outputs or none — except if a
+final rename fails (a same-folder rename, next to never), when the error names
+the files already written. (Sweeps do not
 use it: their store keeps each finished run, which is what makes them
 resumable.)
 """
@@ -80,8 +82,14 @@ def all_or_nothing() -> Iterator[None]:
         yield
         _TRANSACTION.reset(token)
         token = None
+        done: list[Path] = []
         for tmp, target in staged:
-            os.replace(tmp, target)
+            try:
+                os.replace(tmp, target)
+            except OSError as e:  # same-folder renames all but never fail; if one does, say what landed
+                landed = f"; already written: {', '.join(map(str, done))}" if done else ""
+                raise OSError(e.errno, f"{e.strerror or e}{landed}", str(target)) from None
+            done.append(target)
     except BaseException:
         for tmp, _target in staged:
             with contextlib.suppress(OSError):

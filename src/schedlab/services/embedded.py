@@ -37,7 +37,7 @@ from schedlab.schedulers.megha import MeghaParams, MeghaShared
 from schedlab.schedulers.megha.gm import GlobalMaster
 from schedlab.schedulers.megha.lm import LocalMaster
 from schedlab.schedulers.megha.partitions import Layout, megha_topology
-from schedlab.services.failures import CompletionRelay, screen_lm_completions
+from schedlab.services.failures import CompletionRelay
 from schedlab.services.fairness import GMFairness, HostWorkers
 from schedlab.services.inproc import InProcTransport
 from schedlab.services.messages import SubmitJob, submit_address
@@ -147,8 +147,8 @@ class EmbeddedMegha:
         self.lms = [lm_cls(i, shared) for i in range(layout.num_lms)]
         self.frontends = [GMFrontend(g, rt, gm, self.store) for g, gm in enumerate(self.gms)]
         self.host = WorkerHost(POOL_ADDRESS, rt, self.cluster, range(self.cluster.n), self.store, self.hub.emit)
-        screen_lm_completions(rt, self.lms)  # a preempted task's late completion is not its relaunch's
-        CompletionRelay(rt, self.lms, self.hub.emit)  # the host reports ends to the LM, which tells the GM
+        # the host reports ends to the LM, which tells the GM; a preempted run's late end is dropped there
+        CompletionRelay(rt, self.lms, self.hub.emit)
         if self.workers is not None:
             for lm in self.lms:
                 self.workers.add(lm, layout.num_gms)

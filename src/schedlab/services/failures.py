@@ -27,8 +27,8 @@ its LM relaunches its tasks from its active-task list. Here:
   the GM: a host dying between a report to the LM and one to the GM can no
   longer leave the GM waiting for a task the LM believes ended.
 * **Exactly once.** A lost task can still end on a host that was only cut off
-  and report its completion. The LM drops completions of tasks it does not run
-  on that worker (:func:`screen_lm_completions`); each GM remembers the worker
+  and report its completion. The LM drops ends of tasks it does not run on
+  that worker (:class:`CompletionRelay`); each GM remembers the worker
   it placed each task on and drops a completion from any other worker — the
   lost run's — and a ``TaskLost`` for a task that already completed
   (:class:`GMPlacements`). So a task completes once, and is re-queued only if
@@ -194,29 +194,6 @@ class CompletionRelay:
         for other in msg.reply_to:
             if other != addr:
                 self.rt.send(other, done)
-
-
-def screen_lm_completions(rt: AsyncRuntime, lms: list[LocalMaster]) -> Callable[[], int]:
-    """LMs drop completions of tasks they do not run on that worker (a lost or preempted run ending late).
-
-    Returns a function giving how many were dropped.
-    """
-    by_address = {lm.address: lm for lm in lms}
-    dropped = [0]
-
-    def screen(dst: Any, msg: TasksFinished) -> TasksFinished | None:
-        lm = by_address.get(dst)
-        if lm is None:
-            return msg
-        running, order = lm.running, lm.layout.order
-        group = [(tid, w) for tid, w in msg.group if (where := running.get(tid)) is not None and order[where[0]][where[1]] == w]
-        if len(group) == len(msg.group):
-            return msg
-        dropped[0] += len(msg.group) - len(group)
-        return TasksFinished(group) if group else None
-
-    rt.before_delivery(TasksFinished, screen)
-    return lambda: dropped[0]
 
 
 class GMPlacements:

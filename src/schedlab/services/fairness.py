@@ -29,7 +29,7 @@ in memory becomes messages here:
   answers: *killed* — the notice goes to the victim's GM, which re-queues the
   task; *already ended* — the notice is dropped (the task's completion reaches
   its GM as usual, and the LM ignores that completion since it already
-  vacated the task: :func:`~.failures.screen_lm_completions`). Either way the task completes exactly once, and the
+  vacated the task: :class:`~.failures.CompletionRelay`). Either way the task completes exactly once, and the
   preempting task runs on the room the victim left.
 """
 

@@ -58,7 +58,6 @@ from schedlab.services.failures import (
     GMPlacements,
     HostBeacon,
     HostMonitor,
-    screen_lm_completions,
 )
 from schedlab.services.fairness import GMFairness, HostWorkers
 from schedlab.services.messages import KillTask, RecordEvents
@@ -176,7 +175,6 @@ class Node:
         self.placements: GMPlacements | None = None  # GM: where each task runs (failures)
         self.monitor: HostMonitor | None = None  # LM: its worker hosts' leases
         self.beacon: HostBeacon | None = None  # worker host: its lease
-        self.completions_dropped: Any = None
         self.relay: Any = None  # LM: hosts' task ends, recorded and passed on to the GMs
         self.workers: HostWorkers | None = None  # LM with fair sharing: preemptions as kills on the hosts
 
@@ -223,7 +221,6 @@ class Node:
                 rt.after_delivery(TasksFinished, lambda _dst, msg: self.store.forget(t for t, _w in msg.group))
                 rt.after_delivery(LaunchRequest, lambda _dst, msg: self._accepted(msg, lm))
                 rt.before_delivery(LaunchRequest, self._screen_launches)
-                self.completions_dropped = screen_lm_completions(rt, [lm])
                 self.relay = CompletionRelay(rt, [lm], publisher.emit)
                 mine = {h: list(ws) for h, ws in loaded.workers_of_host.items() if loaded.hosts[h][0] == self.id}
                 self.monitor = HostMonitor(rt, lm, mine, loaded.spec.worker_lease)
@@ -471,7 +468,7 @@ class Node:
             if self.monitor is not None:
                 out.update(self.monitor.counters())
                 out["hosts_down_now"] = sorted(self.monitor.down)
-            out["completions_dropped"] = (self.completions_dropped() if self.completions_dropped else 0) + self.relay.dropped
+            out["completions_dropped"] = self.relay.dropped
             out["lent_workers"] = sum(1 for _t, (p, _pos, g) in comp.running.items() if self.layout.owner[p] != g)
             if self.last_heartbeat:
                 out["last_heartbeat_age"] = time.time() - self.last_heartbeat
