@@ -353,8 +353,34 @@ def test_chaos_kills_worker_hosts_during_a_replay_and_every_task_completes_once(
         assert all(k["healthy_after"] is not None for k in s["chaos"]["kills"])
     finally:
         asyncio.run(supervise.down(loaded, path))
-    assert main(["chaos", "--cluster", str(path), "--trace", str(trace), "--kill", "gm"]) == 2
-    assert "GM recovery is not built yet" in capsys.readouterr().err
+    assert main(["chaos", "--cluster", str(path), "--trace", str(trace), "--kill", "lm"]) == 2
+    assert "LM failover is not built yet" in capsys.readouterr().err
+
+
+def test_chaos_kills_gms_during_a_replay_and_every_task_completes_once(broker, tmp_path, capsys):
+    from schedlab.cli import main
+
+    path = write_cluster(tmp_path, gms=2, lms=2, workers=8, hosts_per_lm=1, heartbeat=0.2)
+    trace = tmp_path / "t.tr"
+    trace.write_text("".join(f"{0.2 * i:.2f} 2 1 1 1\n" for i in range(40)))
+    loaded = load_cluster(path)
+    asyncio.run(supervise.up(loaded, path, timeout=60))
+    try:
+        summary = tmp_path / "chaos.json"
+        rc = main(["chaos", "--cluster", str(path), "--trace", str(trace), "--kill", "gm", "--every", "2", "--restart-after", "0.5",
+                   "--seed", "3", "--no-constraints", "--timeout", "90", "--summary-json", str(summary)])
+        out = capsys.readouterr().out
+        assert rc == 0, out
+        assert "every task completed exactly once" in out
+        s = json.loads(summary.read_text())
+        kills = s["chaos"]["kills"]
+        assert s["chaos"]["ok"] and len(kills) >= 2 and {k["role"] for k in kills} == {"gm"}
+        assert s["counters"]["tasks_unfinished"] == 0 and s["tasks"] == 80
+        for k in kills:  # each restarted GM had every LM's state, and said what became of the jobs it got back
+            assert k["recovery"]["recovered_in"] is not None and k["recovery"]["jobs_resolved"] is not None
+        assert sum(k["recovery"]["jobs_resolved"] for k in kills) > 0
+    finally:
+        asyncio.run(supervise.down(loaded, path))
 
 
 def test_a_broker_restart_mid_run_loses_nothing_and_runs_nothing_twice(broker, tmp_path):
@@ -392,3 +418,35 @@ def test_a_broker_restart_mid_run_loses_nothing_and_runs_nothing_twice(broker, t
     assert result.summary["tasks"] == 120 and c.get("lost_runs", 0) == 0
     assert all(st.get("handler_errors", 0) == 0 and st.get("publish_errors", 0) == 0 for st in statuses)
     assert all(st.get("hosts_down", 0) == 0 for st in statuses if st["role"] == "lm")
+
+
+def test_a_killed_gm_restarts_from_the_lms_truth_and_every_task_completes_once(broker, tmp_path):
+    # 2 GMs × 2 LMs. GM 0 is SIGKILLed mid-replay with tasks of its jobs running, queued and still
+    # arriving; the jobs submitted meanwhile wait in its durable queue. Restarted, it rebuilds its view
+    # from the LMs' snapshots, holds its running tasks again, gets back every job it had not finished
+    # (acknowledged only when done) and asks the LMs what became of their tasks: running ones complete
+    # as usual, completed ones are not run again, the rest are requested again. Every task once.
+    path = write_cluster(tmp_path, gms=2, lms=2, workers=8, hosts_per_lm=1, heartbeat=0.2)
+    # every fourth job (all GM 0's) has two 5-s tasks: some still run when GM 0 comes back
+    trace = [job(0.1 * i, [5.0] * 2 if i % 4 == 0 else [0.4 + 0.1 * (i % 4)] * 3) for i in range(30)]
+
+    async def body(loaded, procs):
+        async with RemoteCluster(loaded) as rc:
+            run = asyncio.create_task(replay(rc, trace, constraints=False, timeout=90))
+            await asyncio.sleep(1.5)
+            supervise.kill(path, "gm", 0)
+            await asyncio.sleep(1.0)
+            await supervise.restart(loaded, path, "gm", 0, timeout=30)
+            result = await run
+        return loaded, result, {(st["role"], st["id"]): st for st in await fetch_statuses(loaded)}
+
+    loaded, result, statuses = asyncio.run(_with_cluster(path, body))
+    assert_valid_schedule(result, loaded.cluster)
+    assert result.summary["tasks"] == 8 * 2 + 22 * 3
+    gm = statuses["gm", 0]
+    assert gm["recovered_in"] is not None and gm["lms_missing"] == []
+    assert gm["jobs_resolved"] > 0, "no unfinished job came back to the restarted GM"
+    assert gm["tasks_adopted"] > 0 and gm["tasks_found_running"] > 0, "no running task was held again"
+    assert gm["tasks_found_completed"] + gm["tasks_requested_again"] > 0
+    assert gm["jobs_open"] == 0 and statuses["gm", 1]["jobs_open"] == 0
+    assert sum(st.get("gm_recoveries_served", 0) for st in statuses.values()) == 2 * 2 + 2  # two starts, one restart

@@ -13,10 +13,13 @@ task completed exactly once from the user's side (none unfinished, no
 duplicate start, finish or report); the command exits 1 otherwise.
 
 Roles that can be killed today: ``worker`` (worker hosts: lease, relaunch,
-rejoin — :mod:`~.failures`). GMs and LMs are refused with a clear message
-until their recovery exists (killing them now would lose work by design,
-which is not what a campaign should measure); broker restarts are survived
-(see :mod:`~.net`) and tested, but a campaign does not yet drive them.
+rejoin — :mod:`~.failures`) and ``gm`` (Global Masters: view rebuilt from the
+LMs, unfinished jobs back from the durable queue, their tasks resolved by the
+LMs' truth — :mod:`~.recovery`; for each GM kill the report adds how long the
+restarted GM took to have every LM's state and what became of the jobs it got
+back, read from its status before the next kill). LMs are refused with a
+clear message until their failover exists; broker restarts are survived (see
+:mod:`~.net`) and tested, but a campaign does not yet drive them.
 """
 
 from __future__ import annotations
@@ -32,8 +35,9 @@ from schedlab.errors import InputError
 from schedlab.services import supervise
 from schedlab.services.clusterfile import LoadedCluster
 
-KILLABLE = ("worker",)
-NOT_YET = {"gm": "GM recovery", "lm": "LM failover", "broker": "restarting the broker from a campaign"}
+KILLABLE = ("worker", "gm")
+NOT_YET = {"lm": "LM failover", "broker": "restarting the broker from a campaign"}
+GM_RECOVERY_FIELDS = ("recovered_in", "jobs_resolved", "tasks_found_running", "tasks_found_completed", "tasks_requested_again")
 
 
 @dataclass
@@ -45,6 +49,7 @@ class Kill:
     lost_runs: int = 0
     detection: list[float] = field(default_factory=list)  # kill → each lost run re-queued, seconds
     relaunch: list[float] = field(default_factory=list)  # kill → each lost task started again, seconds
+    recovery: dict[str, Any] = field(default_factory=dict)  # a GM: its restart's recovery (GM_RECOVERY_FIELDS)
 
 
 @dataclass
@@ -74,7 +79,7 @@ async def run_chaos(loaded: LoadedCluster, cluster_file: str | os.PathLike, trac
                     restart_after: float = 1.0, seed: int = 0, **replay_kw: Any) -> ChaosReport:
     """Replay ``trace`` on the running cluster while killing and restarting components (see the module)."""
     from schedlab.services.client import replay
-    from schedlab.services.remote import RemoteCluster
+    from schedlab.services.remote import RemoteCluster, fetch_statuses
 
     check_roles(roles)
     if not every > 0 or restart_after < 0:
@@ -84,6 +89,16 @@ async def run_chaos(loaded: LoadedCluster, cluster_file: str | os.PathLike, trac
     targets = [(role, ident) for role, ident, _ep in supervise.components(loaded) if role in roles]
     rng = random.Random(seed)
     kills: list[Kill] = []
+    unread: list[Kill] = []  # GM kills whose restarted GM's recovery is still to be read
+
+    async def read_recoveries() -> None:
+        if not unread:
+            return
+        statuses = {(st["role"], st["id"]): st for st in await fetch_statuses(loaded)}
+        for k in unread:
+            st = statuses.get((k.role, k.id), {})
+            k.recovery = {f: st.get(f) for f in GM_RECOVERY_FIELDS}
+        unread.clear()
     async with RemoteCluster(loaded) as rc:
         run = asyncio.create_task(replay(rc, trace, **replay_kw))
         t0 = time.time()
@@ -93,13 +108,17 @@ async def run_chaos(loaded: LoadedCluster, cluster_file: str | os.PathLike, trac
                 if done:
                     break
                 role, ident = rng.choice(targets)
+                await read_recoveries()
                 k = Kill(role, ident, time.time())
                 supervise.kill(cluster_file, role, ident)
                 kills.append(k)
                 await asyncio.sleep(restart_after)
                 await supervise.restart(loaded, cluster_file, role, ident, timeout=60)
                 k.healthy_after = time.time() - k.killed_at
+                if role == "gm":
+                    unread.append(k)
             result = run.result()
+            await read_recoveries()
         except BaseException:
             run.cancel()
             raise

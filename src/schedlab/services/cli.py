@@ -271,7 +271,7 @@ def submit_cmd(
 def chaos_cmd(
     cluster: Annotated[Path, typer.Option("--cluster", "-c", help="Cluster file of a running cluster (schedlab cluster up).")],
     trace: Annotated[str, typer.Option("--trace", "-t", help="Trace to replay meanwhile: google, syn_250, … or a file.")],
-    kill: Annotated[str, typer.Option("--kill", help="Roles to kill, comma-separated (today: worker).")] = "worker",
+    kill: Annotated[str, typer.Option("--kill", help="Roles to kill, comma-separated: worker, gm.")] = "worker",
     every: Annotated[float, typer.Option("--every", help="Seconds between kills.")] = 5.0,
     restart_after: Annotated[float, typer.Option("--restart-after", help="Seconds a killed component stays down.")] = 1.0,
     max_jobs: Annotated[int | None, typer.Option("--max-jobs", help="Replay only the first N jobs.")] = None,
@@ -297,10 +297,11 @@ def chaos_cmd(
     loaded = _load(cluster)
     report = asyncio.run(run_chaos(loaded, cluster, trace, roles=roles, every=every, restart_after=restart_after, seed=seed,
                                    max_jobs=max_jobs, speedup=speedup, constraints=constraints, timeout=timeout))
-    t = Table("killed", "at (s)", "healthy after (s)", "lost runs", "re-queued after (s, max)", "restarted after (s, max)", title="chaos", title_justify="left")
+    t = Table("killed", "at (s)", "healthy after (s)", "lost runs", "re-queued after (s, max)", "restarted after (s, max)", "GM recovery",
+              title="chaos", title_justify="left")
     for k in report.kills:
         t.add_row(f"{k.role} {k.id}", f"{k.killed_at:.1f}", "-" if k.healthy_after is None else f"{k.healthy_after:.1f}", str(k.lost_runs),
-                  f"{max(k.detection):.2f}" if k.detection else "-", f"{max(k.relaunch):.2f}" if k.relaunch else "-")
+                  f"{max(k.detection):.2f}" if k.detection else "-", f"{max(k.relaunch):.2f}" if k.relaunch else "-", _gm_recovery(k.recovery))
     out.print(t)
     s = report.result.summary
     verdict = "every task completed exactly once" if report.ok else f"{report.lost} task(s) lost, {report.duplicated} duplicated"
@@ -312,6 +313,13 @@ def chaos_cmd(
         write_json(summary_json, s)
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _gm_recovery(r: dict) -> str:
+    if not r or r.get("recovered_in") is None:
+        return "-"
+    return (f"view in {r['recovered_in']:.2f} s; {r['jobs_resolved']} job(s) back: {r['tasks_found_running']} running, "
+            f"{r['tasks_found_completed']} completed, {r['tasks_requested_again']} requested again")
 
 
 async def _replay(path: Path, trace: str, max_jobs: int | None, speedup: float, task: str, cpus: float, seed: int, constraints: bool,

@@ -68,11 +68,17 @@ class GMFrontend(Component):
         if msg.jid in self.seen:  # the broker delivered it again (a link dropped before it was acknowledged)
             self.duplicates += 1
             return
+        self.admit(msg)
+
+    def admit(self, msg: SubmitJob, submit: Any = None) -> None:
+        """File the job; queue its tasks at the GM — all of them, or only ``submit`` (a recovering GM's)."""
         self.seen.add(msg.jid)
         self.store.add_job(msg.jid, self.rt.now(), msg.tids, msg.durations, msg.masks, msg.requests, msg.specs, msg.user)
         self.jobs += 1
         self.tasks += len(msg.tids)
-        self.gm.submit(msg.tids)
+        tids = msg.tids if submit is None else list(submit)
+        if tids:
+            self.gm.submit(tids)
 
 
 def parse_params(params: MeghaParams | dict[str, Any] | None) -> MeghaParams:

@@ -172,6 +172,7 @@ class CompletionRelay:
         self.emit = emit
         self.lms = {lm.address: lm for lm in lms}
         self.dropped = 0
+        self.completed: Any = None  # a RecentIds of the ends relayed, for a restarted GM's questions (:mod:`~.recovery`)
         for addr in self.lms:
             rt.add_handler(addr, HostFinished, lambda msg, a=addr: self._on_finished(a, msg))
 
@@ -185,6 +186,8 @@ class CompletionRelay:
                 self.dropped += 1
                 continue
             group.append((tid, w))
+            if self.completed is not None:
+                self.completed.add(tid)
             run, local = split_id(tid)
             self.emit(run, (FINISHED, local, ended, {**outcome, "worker": w, "started_at": started}))
         if not group:
@@ -214,6 +217,12 @@ class GMPlacements:
         rt.before_delivery(TaskLost, self._lost)
         rt.before_delivery(TaskPreempted, self._preempted)
         self.order = order
+
+    def adopt(self, running: list[tuple[int, int, int]]) -> None:
+        """Tasks an LM runs for this GM, learned after a restart (:mod:`~.recovery`)."""
+        order = self.order
+        for tid, p, pos in running:
+            self.placed[tid] = order[p][pos]
 
     def _launching(self, _dst: Any, msg: LaunchRequest) -> LaunchRequest:
         order = self.order

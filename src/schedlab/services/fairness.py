@@ -59,6 +59,12 @@ def user_assignment(params: MeghaParams, num_gms: int, seed: int) -> UserAssignm
     return UserAssignment(params.shares, params.queue_gms, num_gms, params.user_assignment, RngStreams(seed).rng("megha:users"))
 
 
+def holding_event(store: TaskStore, tid: int, p: int, pos: int) -> tuple:
+    """The holdings report's event for task ``tid`` running on (p, pos): its user and what it holds."""
+    req = store.request.get(tid)
+    return ("launch", tid, p, pos, store.user.get(tid, 0), [1.0] if req is None else list(req))
+
+
 class LedgerFeed:
     """An LM's fair-sharing ledger in a real cluster: its events, sent to every GM in order."""
 
@@ -76,8 +82,7 @@ class LedgerFeed:
         self.events.append(ev)
 
     def launched(self, tid: int, p: int, pos: int) -> None:
-        req = self.store.request.get(tid)
-        self._add(("launch", tid, p, pos, self.store.user.get(tid, 0), [1.0] if req is None else list(req)))
+        self._add(holding_event(self.store, tid, p, pos))
 
     def vacated(self, tid: int) -> None:
         self._add(("vacate", tid))

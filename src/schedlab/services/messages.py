@@ -6,7 +6,8 @@ sends :class:`SubmitJob`), the lifecycle events services send to the
 client that assembles a run's records (:class:`RecordEvents`), and fair
 sharing's run-wide truth and preemptions (:class:`HoldingsReport`,
 :class:`KillTask`, :class:`TaskKilled`; see :mod:`~.fairness`), and worker
-hosts' leases (:class:`HostAlive`; see :mod:`~.failures`).
+hosts' leases (:class:`HostAlive`; see :mod:`~.failures`), and a restarted GM's
+recovery from the LMs' truth (:class:`Recover`, :class:`Resolve`; see :mod:`~.recovery`).
 """
 
 from __future__ import annotations
@@ -88,3 +89,40 @@ class HostFinished:
     group: list[tuple[int, int]]
     reply_to: tuple
     runs: list[tuple[float, float, dict]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Recover:
+    """A GM that (re)started → every LM: my view is empty; send me your state (:mod:`~.recovery`)."""
+
+    gm: int
+
+
+@dataclass(slots=True)
+class Recovered:
+    """LM → the recovering GM (the reply to :class:`Recover`): a snapshot of the LM's partitions, the tasks it
+    runs for that GM (their descriptions travel with them), and, with fair sharing, every task it runs as
+    holdings events (the ledger a GM otherwise builds from :class:`HoldingsReport`\\ s)."""
+
+    lm: int
+    update: Any  # StateUpdate, a snapshot
+    running: list[tuple[int, int, int]] = field(default_factory=list)  # (tid, p, pos) of the GM's tasks
+    holdings: list[tuple] = field(default_factory=list)  # ("launch", tid, p, pos, user, amount) of every task
+
+
+@dataclass(slots=True)
+class Resolve:
+    """A recovering GM → every LM: which of these tasks (of a job delivered to it again) completed on you?"""
+
+    gm: int
+    ask: int  # the GM's number for this question, echoed in the answer
+    tids: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Resolved:
+    """LM → GM: the answer to :class:`Resolve` ``ask``: the tasks among those asked that completed on this LM."""
+
+    lm: int
+    ask: int
+    completed: list[int] = field(default_factory=list)

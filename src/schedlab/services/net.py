@@ -57,7 +57,7 @@ from schedlab.workers.protocol import POOL_ADDRESS
 
 log = logging.getLogger("schedlab.services.net")
 
-HTTP_TYPES = frozenset({"LaunchRequest", "PreemptRequest", "LaunchBatch", "LaunchTask", "KillTask", "HostAlive"})
+HTTP_TYPES = frozenset({"LaunchRequest", "PreemptRequest", "LaunchBatch", "LaunchTask", "KillTask", "HostAlive", "Recover", "Resolve"})
 HTTP_PATH = "/v1/message"
 HTTP_TIMEOUT = 10.0
 HTTP_RETRIES = 5
@@ -142,7 +142,7 @@ class AmqpLink:
         self.on_refused = on_refused
         self.connection: Any = None
         self.channel: Any = None
-        self._out: asyncio.Queue[tuple[str, bytes, bool] | None] = asyncio.Queue()
+        self._out: asyncio.Queue[tuple[str, bytes, Any] | None] = asyncio.Queue()
         self._publisher: asyncio.Task | None = None
         self.published = 0
         self.publish_errors = 0  # messages given up (only when closing during an outage)
@@ -212,6 +212,32 @@ class AmqpLink:
 
         self.queues[queue] = (q, await q.consume(on_ack_message))
 
+    async def consume_held(self, queue: str, on_message: Callable[[bytes, bool, Any], None]) -> None:
+        """Deliver every message of the durable ``queue`` as ``on_message(body, redelivered, message)``, on a
+        channel of its own with no prefetch limit, and leave its acknowledgement to the consumer
+        (:meth:`ack`) — a GM's jobs, acknowledged when they are done (:mod:`~.recovery`).
+
+        A message that fails authentication is acknowledged at once (a stranger's is not retried).
+        """
+        channel = await self.connection.channel()
+        await channel.set_qos(prefetch_count=0)  # a GM holds every job it has not finished
+        q = await channel.declare_queue(queue, durable=True)
+
+        async def on_raw(message: Any) -> None:
+            body = self._authentic(message)
+            if body is None:
+                self.ack(message)
+                return
+            on_message(body, bool(message.redelivered), message)
+
+        self.queues[queue] = (q, await q.consume(on_raw))
+
+    def ack(self, message: Any) -> None:
+        """Acknowledge one message of :meth:`consume_held` (a failure — the channel closed by a broker
+        restart — is harmless: the broker delivers the message again and the consumer recognises it)."""
+        task = asyncio.get_running_loop().create_task(message.ack())
+        task.add_done_callback(_log_ack_failure)
+
     def _authentic(self, message: Any) -> bytes | None:
         """The message's body if it is authentic (always, without a verifier), else None (reported)."""
         if self.verifier is None:
@@ -232,6 +258,10 @@ class AmqpLink:
     def publish(self, queue: str, body: bytes, persistent: bool = False) -> None:
         self._out.put_nowait((queue, body, persistent))
 
+    def when_published(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` once everything published so far is confirmed by the broker."""
+        self._out.put_nowait(("", b"", fn))
+
     async def _publish_loop(self) -> None:
         """Publish in order, one message after the other (the broker confirms each).
 
@@ -245,6 +275,12 @@ class AmqpLink:
             if item is None:
                 return
             queue, body, persistent = item
+            if callable(persistent):  # when_published: everything before it is confirmed
+                try:
+                    persistent()
+                except Exception as e:
+                    log.error("after publishing: %s: %s", type(e).__name__, e)
+                continue
             delay = 0.05
             while True:
                 try:
@@ -334,6 +370,20 @@ class InOrder:
         elif not st[2] and st[3] is not None:
             st[3].cancel()
             st[3] = None
+
+    def restart_at(self, src: Any, dst: Any, seq: tuple[int, int]) -> None:
+        """The receiver restarted and ``seq`` answers its first question to ``src``: the link continues from
+        there; anything numbered before it was sent to its predecessor and is dropped when it comes."""
+        incarnation, n = seq
+        key = (src, dst)
+        st = self.links.get(key)
+        if st is None or st[0] != incarnation:
+            st = self.links[key] = [incarnation, n, {}, None, set()]
+            return
+        if n > st[1]:
+            for k in [k for k in st[2] if k < n]:
+                del st[2][k]
+            st[1] = n
 
     def _drain(self, st: list) -> None:
         held = st[2]
@@ -528,6 +578,8 @@ class NetTransport:
         if rt is None:
             self.counters["misrouted_replies"] += 1
             return
+        if seq is not None and msg.__class__.__name__ == "Recovered":
+            self.in_order.restart_at(src, dst, seq)
         self.in_order.accept(src, dst, seq, lambda: rt.deliver(dst, msg))
 
     def _from_bus(self, env: dict, sender: NetTransport) -> None:

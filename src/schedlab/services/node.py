@@ -42,6 +42,8 @@ import logging
 import os
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from schedlab.errors import InputError
@@ -59,10 +61,18 @@ from schedlab.services.failures import (
     HostBeacon,
     HostMonitor,
 )
-from schedlab.services.fairness import GMFairness, HostWorkers
-from schedlab.services.messages import KillTask, RecordEvents
+from schedlab.services.fairness import GMFairness, HostWorkers, holding_event
+from schedlab.services.messages import (
+    KillTask,
+    RecordEvents,
+    Recover,
+    Resolve,
+    SubmitJob,
+    submit_address,
+)
 from schedlab.services.net import AmqpLink, Directory, LocalBus, NetTransport
 from schedlab.services.records import EventObserver
+from schedlab.services.recovery import DurableJobs, GMRecovery, LMRecovery
 from schedlab.services.runtime import AsyncRuntime
 from schedlab.services.tasks import RecentIds, TaskStore
 from schedlab.services.wire import MAX_MESSAGE_BYTES, Codec, WireError, address_str
@@ -90,13 +100,23 @@ class RecordsPublisher:
     broker work, which is what limits a busy client.
     """
 
-    def __init__(self, runtime: AsyncRuntime) -> None:
+    def __init__(self, runtime: AsyncRuntime, amqp: AmqpLink | None = None) -> None:
         self.rt = runtime
+        self.amqp = amqp
         self.pending: dict[int, list[tuple]] = defaultdict(list)
+        self.waiting: list[Callable[[], None]] = []
         self.scheduled = False
 
     def emit(self, run: int, ev: tuple) -> None:
         self.pending[run].append(ev)
+        if not self.scheduled:
+            self.scheduled = True
+            self.rt.loop.call_later(RECORDS_EVERY, self.rt._guarded, self.flush, ())
+
+    def after(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` once every event emitted so far has reached the broker (a GM acknowledges a finished
+        job only then: killed in between, it would take the job's last completion records with it)."""
+        self.waiting.append(fn)
         if not self.scheduled:
             self.scheduled = True
             self.rt.loop.call_later(RECORDS_EVERY, self.rt._guarded, self.flush, ())
@@ -106,6 +126,12 @@ class RecordsPublisher:
         pending, self.pending = self.pending, defaultdict(list)
         for run, events in pending.items():
             self.rt.send(("run", run), RecordEvents(run, events))
+        waiting, self.waiting = self.waiting, []
+        for fn in waiting:
+            if self.amqp is not None:
+                self.amqp.when_published(fn)
+            else:
+                fn()
 
 
 class WorkerRouter(Component):
@@ -177,6 +203,9 @@ class Node:
         self.beacon: HostBeacon | None = None  # worker host: its lease
         self.relay: Any = None  # LM: hosts' task ends, recorded and passed on to the GMs
         self.workers: HostWorkers | None = None  # LM with fair sharing: preemptions as kills on the hosts
+        self.recovery: GMRecovery | None = None  # GM: its view from the LMs at start
+        self.jobs: DurableJobs | None = None  # GM: its jobs, acknowledged when done
+        self.lm_recovery: LMRecovery | None = None  # LM: its answers to restarted GMs
 
     # -- life cycle -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -192,7 +221,7 @@ class Node:
         rt = self.rt = AsyncRuntime(transport, loaded.spec.seed)
         self.transport = transport
         cl = loaded.cluster
-        publisher = self.publisher = RecordsPublisher(rt)
+        publisher = self.publisher = RecordsPublisher(rt, self.amqp)
         queues: list[Any] = []
         if self.role in ("gm", "lm"):
             layout = Layout(cl, megha_topology(cl, p.gms, p.lms))
@@ -205,13 +234,18 @@ class Node:
                 if p.compat == "authors":
                     from schedlab.schedulers.megha.compat import AuthorsGM as gm_cls  # type: ignore[assignment]
                 gm = self.component = gm_cls(self.id, shared, rt.rng(f"megha:gm:{self.id}"))
-                GMFrontend(self.id, rt, gm, self.store)
+                frontend = GMFrontend(self.id, rt, gm, self.store)
                 self.placements = GMPlacements(rt, gm, publisher.emit)
                 if fair:
                     self.fair = GMFairness(rt, [gm], p, layout, cl, self.store)
                 rt.after_delivery(TasksFinished, lambda _dst, msg: self.store.forget(t for t, _w in msg.group))
                 rt.after_delivery(StateUpdate, lambda _dst, msg: self.last_update.__setitem__(msg.lm, time.time()))
-                queues = [self.address, ("submit", self.id)]
+                amqp = self.amqp
+                self.jobs = DurableJobs(rt, gm, frontend, self.placements, self.store, layout.num_lms, publisher.emit,
+                                        ack=lambda m: publisher.after(lambda: amqp.ack(m)))
+                self.recovery = GMRecovery(rt, gm, self.placements, layout.num_lms, self.fair)
+                await self.recovery.run()
+                queues = [self.address]
             else:
                 lm_cls = LocalMaster
                 if p.compat == "authors":
@@ -222,6 +256,8 @@ class Node:
                 rt.after_delivery(LaunchRequest, lambda _dst, msg: self._accepted(msg, lm))
                 rt.before_delivery(LaunchRequest, self._screen_launches)
                 self.relay = CompletionRelay(rt, [lm], publisher.emit)
+                self.relay.completed = RecentIds()
+                self.lm_recovery = LMRecovery(rt, lm, self.relay.completed, partial(holding_event, self.store) if fair else None)
                 mine = {h: list(ws) for h, ws in loaded.workers_of_host.items() if loaded.hosts[h][0] == self.id}
                 self.monitor = HostMonitor(rt, lm, mine, loaded.spec.worker_lease)
                 self.monitor.on_lost = self.launched_ids.discard
@@ -240,6 +276,8 @@ class Node:
                                      loaded.spec.worker_lease / 3)
         for addr in queues:
             await self.amqp.consume(transport.directory.queue(addr), self._on_amqp)
+        if self.jobs is not None:
+            await self.amqp.consume_held(transport.directory.queue(submit_address(self.id)), self._on_job)
         await self._serve_http()
         self.started_at = time.time()
         log.info("%s %d listening on %s", self.role, self.id, self.endpoint.url)
@@ -292,6 +330,21 @@ class Node:
             return
         self.transport.receive(src, dst, msg, seq)
 
+    def _on_job(self, body: bytes, redelivered: bool, message: Any) -> None:
+        """A job from this GM's submission queue (acknowledged by :class:`DurableJobs` when it is done)."""
+        assert self.rt is not None and self.jobs is not None and self.amqp is not None
+        try:
+            _src, dst, msg, _seq = self.transport.codec.decode_seq(body)
+        except WireError as e:
+            self._refuse("bad message", e.reason)
+            self.amqp.ack(message)
+            return
+        if not isinstance(msg, SubmitJob) or dst != submit_address(self.id):
+            self._refuse("not for this service", f"{msg.__class__.__name__} for {dst!r} on a submission queue")
+            self.amqp.ack(message)
+            return
+        self.rt._guarded(self.jobs.on_job, (msg, redelivered, message))
+
     async def _serve_http(self) -> None:
         from aiohttp import web
 
@@ -315,6 +368,8 @@ class Node:
             self._heartbeat_timer.cancel()
         if self.fair is not None:
             self.fair.stop()
+        if self.recovery is not None:
+            self.recovery.stop()
         for watcher in (self.monitor, self.beacon):
             if watcher is not None:
                 watcher.stop()
@@ -429,6 +484,9 @@ class Node:
                     raise WireError(f"bad request: task {tid} comes without its description")
             if len({t for t, _p, _pos in items}) != len(items):
                 raise WireError("bad request: a task is named twice")
+        elif isinstance(msg, Recover | Resolve):
+            if not 0 <= msg.gm < self.layout.num_gms:
+                raise WireError(f"unknown GM {msg.gm}")
         elif isinstance(msg, LaunchBatch | LaunchTask):
             host: WorkerHost = self.component
             items = msg.items if isinstance(msg, LaunchBatch) else [(msg.tid, msg.worker)]
@@ -458,6 +516,9 @@ class Node:
                 out["holdings_reports"] = self.fair.reports
             if self.placements is not None:
                 out.update(self.placements.counters())
+            if self.recovery is not None and self.jobs is not None:
+                out.update(self.recovery.counters())
+                out.update(self.jobs.counters())
             if self.last_update:
                 out["last_heartbeat_age"] = time.time() - min(self.last_update.values())
         elif self.role == "lm":
@@ -469,6 +530,8 @@ class Node:
                 out.update(self.monitor.counters())
                 out["hosts_down_now"] = sorted(self.monitor.down)
             out["completions_dropped"] = self.relay.dropped
+            if self.lm_recovery is not None:
+                out.update(self.lm_recovery.counters())
             out["lent_workers"] = sum(1 for _t, (p, _pos, g) in comp.running.items() if self.layout.owner[p] != g)
             if self.last_heartbeat:
                 out["last_heartbeat_age"] = time.time() - self.last_heartbeat

@@ -45,6 +45,7 @@ from schedlab.services.tasks import global_id, split_id
 from schedlab.workload.model import TaskTable
 
 MARK, STARTED, PREEMPTED, LOST, FINISHED, REPORTED = "mark", "started", "preempted", "lost", "finished", "reported"
+RECOVERED_REPORT = -2  # a REPORTED event's worker when a restarted GM reports a completion its predecessor may have reported
 _ORDER = {MARK: 0, STARTED: 1, PREEMPTED: 2, LOST: 2, FINISHED: 3, REPORTED: 4}
 _DUPLICATE = {MARK: "late_marks", STARTED: "duplicate_starts", PREEMPTED: "late_preemptions", LOST: "late_losses",
               FINISHED: "duplicate_finishes", REPORTED: "duplicate_reports"}
@@ -119,6 +120,9 @@ class RunRecords:
         kind, local = ev[0], ev[1]
         if not 0 <= local < self.recorder.num_tasks or kind not in _ORDER:
             self.counters["unknown_task_events"] += 1
+            return
+        if kind == REPORTED and ev[3] == RECOVERED_REPORT and (local in self._applied or local in self._reported):
+            self.counters["reports_repeated_after_gm_restart"] = self.counters.get("reports_repeated_after_gm_restart", 0) + 1
             return
         if local in self._applied:  # the task's record is complete: anything more is late or a duplicate
             key = _DUPLICATE[kind]

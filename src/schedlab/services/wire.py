@@ -52,6 +52,10 @@ from schedlab.services.messages import (
     HostFinished,
     KillTask,
     RecordEvents,
+    Recover,
+    Recovered,
+    Resolve,
+    Resolved,
     SubmitJob,
     TaskKilled,
 )
@@ -234,6 +238,30 @@ class HostFinishedW(_Body):
     runs: list[tuple[float, float, dict[str, Any]]] = Field(max_length=MAX_ITEMS)
 
 
+class RecoverW(_Body):
+    gm: int = Field(ge=0)
+
+
+class RecoveredW(_Body):
+    lm: int = Field(ge=0)
+    update: StateUpdateW
+    running: list[tuple[int, int, int]] = Field(default_factory=list, max_length=MAX_ITEMS)
+    holdings: list[HoldingsEventW] = Field(default_factory=list, max_length=MAX_ITEMS)
+    tasks: list[TaskWire] = Field(default_factory=list, max_length=MAX_ITEMS)
+
+
+class ResolveW(_Body):
+    gm: int = Field(ge=0)
+    ask: int = Field(ge=0)
+    tids: list[int] = Field(max_length=MAX_ITEMS)
+
+
+class ResolvedW(_Body):
+    lm: int = Field(ge=0)
+    ask: int = Field(ge=0)
+    completed: list[int] = Field(max_length=MAX_ITEMS)
+
+
 class Envelope(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -380,6 +408,17 @@ SCHEMAS["HostFinished"] = (
     lambda m: {"group": m.group, "reply_to": [address_str(a) for a in m.reply_to], "runs": m.runs},
     lambda w: HostFinished([tuple(g) for g in w.group], tuple(parse_address(a) for a in w.reply_to), [tuple(r) for r in w.runs]),
 )
+SCHEMAS["Recover"] = (RecoverW, lambda m: {"gm": m.gm}, lambda w: Recover(w.gm))
+SCHEMAS["Recovered"] = (
+    RecoveredW,
+    lambda m: {"lm": m.lm, "update": _update_body(m.update), "running": m.running,
+               "holdings": _holdings_body(HoldingsReport(m.lm, m.holdings))["events"]},
+    lambda w: Recovered(w.lm, _update_msg(w.update), [tuple(r) for r in w.running],
+                        _holdings_msg(HoldingsReportW(lm=w.lm, events=w.holdings)).events),
+)
+SCHEMAS["Resolve"] = (ResolveW, lambda m: {"gm": m.gm, "ask": m.ask, "tids": m.tids}, lambda w: Resolve(w.gm, w.ask, list(w.tids)))
+SCHEMAS["Resolved"] = (ResolvedW, lambda m: {"lm": m.lm, "ask": m.ask, "completed": m.completed},
+                       lambda w: Resolved(w.lm, w.ask, list(w.completed)))
 SCHEMAS["RecordEvents"] = (RecordEventsW, lambda m: {"run": m.run, "events": m.events}, lambda w: RecordEvents(w.run, [tuple(e) for e in w.events]))
 
 # which tasks a message names, for attaching their descriptions
@@ -388,6 +427,7 @@ _NAMED_TASKS: dict[str, Callable[[Any], list[int]]] = {
     "LaunchBatch": lambda m: [t for t, _w in m.items],
     "LaunchTask": lambda m: [m.tid],
     "PreemptRequest": lambda m: [m.tid],
+    "Recovered": lambda m: [t for t, _p, _pos in m.running],
 }
 
 

@@ -485,6 +485,43 @@ class GlobalMaster(Component):
         else:
             self._add_request(out, tid, m[0], m[1])
 
+    # -- a restarted GM (real clusters: the services run the recovery) -------------------------------
+    def view_unknown(self) -> None:
+        """This GM has just (re)started: it knows nothing of any partition yet, so nothing is available in
+        its view until each LM's state arrives (:meth:`recover`)."""
+        for p in range(len(self.avail)):
+            self.avail[p] = 0
+            self.reserved[p] = 0
+        if self.free is not None:
+            for fp in self.free:
+                for fv in fp:
+                    for k in range(len(fv)):
+                        fv[k] = 0.0
+        self.mine.clear()
+
+    def recover(self, update: StateUpdate, running: list[tuple[int, int, int]]) -> None:
+        """One LM's truth after a restart: its snapshot replaces the view of its partitions, and the tasks
+        it runs for this GM are this GM's again (held in the view, so later deltas — which leave out the
+        GM's own tasks — keep them accounted)."""
+        out: dict = {}
+        # the LM's answer is its whole truth: what the view held there before (an earlier answer) goes
+        parts = set(update.bits) | set(update.free)
+        for p in parts:
+            self.reserved[p] = 0
+        for key in [k for k in self.mine if k[0] in parts]:
+            del self.mine[key]
+        self._apply(update, out)
+        bits = self.reserved
+        for tid, p, pos in running:
+            if self.slot_mode:
+                bits[p] |= 1 << pos  # already busy in the snapshot
+            else:
+                req = self.tasks.request[tid]
+                mine = self.mine.setdefault((p, pos), [0.0] * len(req))  # type: ignore[arg-type]
+                for k, r in enumerate(req):  # type: ignore[arg-type]
+                    mine[k] += r
+        self._dispatch(out)
+
     # -- observation ---------------------------------------------------------------------------------
     def counters(self) -> dict[str, int]:
         out = {

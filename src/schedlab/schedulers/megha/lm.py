@@ -350,6 +350,23 @@ class LocalMaster(Component):
                 self.free[p][pos] = [float(c) for c in cap[self.layout.order[p][pos]]]
             self._note(p, bit, -1)
 
+    # -- a GM that restarted (real clusters: the services run the recovery) ---------------------------
+    def recovery_state(self, gm: int) -> tuple[StateUpdate, list[tuple[int, int, int]]]:
+        """GM ``gm`` restarted with an empty view (Megha paper IV: GMs are stateless and rebuild their view
+        from the LMs): a full snapshot of this LM's partitions — whatever the update mode, since the GM
+        holds nothing to apply a delta to — and the tasks this LM runs for that GM, as ``(tid, p, pos)``.
+        The GM's pending delta starts afresh from here."""
+        upd = StateUpdate(self.i, True)
+        ch = self.changed[gm]
+        for j, p in enumerate(self.parts):
+            if self.slot_mode:
+                a = self.avail[p]
+                upd.bits[p] = (a, self.layout.full[p] ^ a)
+            else:
+                upd.free[p] = {pos: tuple(fv) for pos, fv in enumerate(self.free[p])}
+            ch[j] = 0
+        return upd, [(tid, p, pos) for tid, (p, pos, g) in self.running.items() if g == gm]
+
     # -- preemption (fair sharing, Algorithm 2) ------------------------------------------------------
     def _on_preempt(self, msg: PreemptRequest) -> None:
         """Verify and carry out a GM's preemption: the victim must still run where the GM believes."""

@@ -1,0 +1,284 @@
+"""A Global Master that crashes and restarts: its view from the LMs, its jobs from the broker, no task run twice.
+
+Megha paper, Section IV (last paragraphs): GMs are stateless — a GM's view is
+rebuilt from the LMs, which hold the truth. Here every GM process starts that
+way, whether the cluster is new or the GM was SIGKILLed a second ago:
+
+* **View.** The GM starts with nothing available (``GlobalMaster.view_unknown``)
+  and asks every LM to :class:`~.messages.Recover` it (HTTP). Each LM answers
+  with :class:`~.messages.Recovered`: a full snapshot of its partitions (the
+  GM's pending delta restarts from it), the tasks it runs for that GM (with
+  their descriptions) and, with fair sharing, every task it runs as holdings.
+  The GM folds the snapshot into its view and holds its running tasks again
+  (``GlobalMaster.recover``; :class:`~.failures.GMPlacements` learns where they
+  run, so their completions, losses and preemptions apply as before). The
+  answer restarts the ordered LM → GM link at its number: whatever the LM sent
+  the GM's predecessor, still in the GM's queue, is dropped — the snapshot
+  already contains it. Once every LM answered (or after
+  :data:`RECOVER_WAIT` seconds, the silent LMs being asked again every
+  :data:`ASK_AGAIN` seconds and their partitions unavailable until they answer)
+  the GM starts consuming its queues.
+* **Jobs** (:class:`DurableJobs`). Submission goes through the GM's durable
+  queue, and a job's message is **acknowledged when the last of its tasks
+  completes** — later than "once its tasks are placed": a task that is placed,
+  then lost with its worker or preempted while its GM is down, would otherwise
+  be in nobody's hands (its ``TaskLost`` went to the dead GM). So every job a
+  dead GM had not finished comes back to its successor, marked *redelivered*
+  by RabbitMQ.
+* **What a redelivered job's tasks became** is the LMs' truth, asked with
+  :class:`~.messages.Resolve`: a task the GM holds again from a ``Recovered``
+  is running — it completes as usual; a task an LM reports completed is done
+  (the GM reports its completion to the client, since the dead GM may not
+  have); any other task is requested again, after a ``lost`` record that ends
+  whatever run it had. An LM knows the tasks it completed from the last
+  2¹⁸ ends it relayed (bounded memory: a task completed that long before its
+  job is redelivered would run again).
+
+Choices where the paper is silent: every GM start is a recovery (one code
+path, exercised by every test and every ``cluster up``); a dead GM's jobs wait
+in its durable queue until it restarts (``cluster up`` restarts nothing by
+itself — a supervisor, ``schedlab chaos`` or the operator does); no other GM
+takes them over, since each GM serves its own users' queues. A redelivered
+job waits for every LM's answer, so while an LM is unreachable such jobs wait
+too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from schedlab.schedulers.megha.gm import GlobalMaster, lm_address
+from schedlab.schedulers.megha.lm import LocalMaster
+from schedlab.services.failures import GMPlacements
+from schedlab.services.messages import (
+    HoldingsReport,
+    Recover,
+    Recovered,
+    Resolve,
+    Resolved,
+    SubmitJob,
+)
+from schedlab.services.records import LOST, RECOVERED_REPORT, REPORTED, Emit
+from schedlab.services.runtime import AsyncRuntime
+from schedlab.services.tasks import RecentIds, TaskStore, split_id
+from schedlab.workers.protocol import TasksFinished
+
+log = logging.getLogger("schedlab.services.recovery")
+
+RECOVER_WAIT = 5.0  # seconds a starting GM waits for every LM's state before it starts on what it has
+ASK_AGAIN = 2.0  # seconds between questions to an LM that has not answered
+
+
+class GMRecovery:
+    """A GM process's start: every LM's state, then its queues (see the module)."""
+
+    def __init__(self, rt: AsyncRuntime, gm: GlobalMaster, placements: GMPlacements, num_lms: int, fair: Any = None) -> None:
+        self.rt = rt
+        self.gm = gm
+        self.placements = placements
+        self.fair = fair
+        self.missing = set(range(num_lms))
+        self.started = 0.0
+        self.recovered_in: float | None = None  # seconds from the start until every LM had answered
+        self.adopted = 0  # running tasks held again from the LMs' answers
+        self.answers = 0
+        self._done = asyncio.Event()
+        self._timer: asyncio.TimerHandle | None = None
+        rt.add_handler(gm.address, Recovered, self._on_recovered)
+
+    async def run(self, wait: float = RECOVER_WAIT) -> None:
+        """Ask every LM; return once all answered, or after ``wait`` seconds (the rest are asked again)."""
+        self.started = time.time()
+        self.gm.view_unknown()
+        self._ask()
+        try:
+            await asyncio.wait_for(self._done.wait(), wait)
+        except TimeoutError:
+            log.warning("GM %d: no state yet from LM(s) %s after %.0f s; starting without their partitions",
+                        self.gm.g, ", ".join(map(str, sorted(self.missing))), wait)
+
+    def _ask(self) -> None:
+        for i in sorted(self.missing):
+            self.rt.send(lm_address(i), Recover(self.gm.g))
+        self._timer = self.rt.loop.call_later(ASK_AGAIN, self._ask) if self.missing else None
+
+    def _on_recovered(self, msg: Recovered) -> None:
+        """Every answer is applied (an LM asked twice answers twice; each snapshot is that LM's whole truth)."""
+        self.answers += 1
+        self.gm.recover(msg.update, msg.running)
+        self.placements.adopt(msg.running)
+        if self.fair is not None and msg.holdings:
+            self.fair._on_report(HoldingsReport(msg.lm, msg.holdings))
+        if msg.lm in self.missing:
+            self.missing.discard(msg.lm)
+            self.adopted += len(msg.running)
+            if not self.missing:
+                self.recovered_in = time.time() - self.started
+                self._done.set()
+                if self._timer is not None:
+                    self._timer.cancel()
+                    self._timer = None
+                log.info("GM %d recovered from every LM in %.3f s (%d running task(s) held again)", self.gm.g,
+                         self.recovered_in, self.adopted)
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def counters(self) -> dict[str, Any]:
+        return {"recovered_in": self.recovered_in, "lms_missing": sorted(self.missing), "tasks_adopted": self.adopted}
+
+
+class DurableJobs:
+    """A GM's jobs from its durable submission queue, each acknowledged when its last task completes.
+
+    ``ack(message)`` acknowledges a job's broker message; ``frontend`` is the
+    GM's :class:`~.embedded.GMFrontend`, which files a job and queues its tasks.
+    """
+
+    def __init__(self, rt: AsyncRuntime, gm: GlobalMaster, frontend: Any, placements: GMPlacements, store: TaskStore,
+                 num_lms: int, emit: Emit, ack: Any) -> None:
+        self.rt = rt
+        self.gm = gm
+        self.frontend = frontend
+        self.placements = placements
+        self.store = store
+        self.num_lms = num_lms
+        self.emit = emit
+        self.ack = ack
+        self.open: dict[int, list] = {}  # jid -> [tasks not completed yet, the job's broker message]
+        self.job_of: dict[int, int] = {}  # tid -> jid, for the tasks not completed yet
+        self.finished = RecentIds()  # jobs acknowledged (an acknowledgement lost in a broker restart brings one back)
+        self.asks: dict[int, list] = {}  # ask -> [job, tids asked, LMs yet to answer, tids completed]
+        self._next_ask = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self.jobs_resolved = 0
+        self.tasks_found_running = 0
+        self.tasks_found_completed = 0
+        self.tasks_requested_again = 0
+        self.deliveries_again = 0
+        rt.after_delivery(TasksFinished, self._finished)
+        rt.add_handler(gm.address, Resolved, self._on_resolved)
+
+    # -- the queue ----------------------------------------------------------------------------------
+    def on_job(self, msg: SubmitJob, redelivered: bool, message: Any) -> None:
+        jid = msg.jid
+        entry = self.open.get(jid)
+        if entry is not None:  # the broker delivered it again (a broker restart): the new delivery is the one to ack
+            self.deliveries_again += 1
+            entry[1] = message
+            return
+        if jid in self.finished:
+            self.deliveries_again += 1
+            self.ack(message)
+            return
+        self._open(msg, message)
+        if not redelivered:
+            self.frontend.admit(msg)
+            return
+        # a job a predecessor of this GM had not finished: each task is running, completed, or to run again
+        self.frontend.admit(msg, submit=())
+        self.jobs_resolved += 1
+        placed = self.placements.placed
+        ask = [t for t in msg.tids if t not in placed]
+        self.tasks_found_running += len(msg.tids) - len(ask)
+        if ask:
+            self._next_ask += 1
+            self.asks[self._next_ask] = [msg, ask, set(range(self.num_lms)), set()]
+            self._ask_lms(self._next_ask)
+
+    def _open(self, msg: SubmitJob, message: Any) -> None:
+        self.open[msg.jid] = [len(msg.tids), message]
+        job_of = self.job_of
+        for t in msg.tids:
+            job_of[t] = msg.jid
+
+    def _ask_lms(self, ask: int) -> None:
+        entry = self.asks.get(ask)
+        if entry is None:
+            return
+        msg, tids, missing, _done = entry
+        for i in sorted(missing):
+            self.rt.send(lm_address(i), Resolve(self.gm.g, ask, tids))
+        self.rt.loop.call_later(ASK_AGAIN, self.rt._guarded, self._ask_lms, (ask,))
+
+    def _on_resolved(self, msg: Resolved) -> None:
+        entry = self.asks.get(msg.ask)
+        if entry is None or msg.lm not in entry[2]:
+            return  # an answer to a question asked twice
+        job, tids, missing, completed = entry
+        missing.discard(msg.lm)
+        completed.update(msg.completed)
+        if missing:
+            return
+        del self.asks[msg.ask]
+        now = self.rt.now()
+        again = []
+        for t in tids:
+            run, local = split_id(t)
+            if t in completed:
+                self.tasks_found_completed += 1
+                self.emit(run, (REPORTED, local, now, RECOVERED_REPORT))  # its GM died, maybe before reporting it
+                self._completed(t)
+                self.store.forget((t,))
+            elif t in self.job_of:
+                self.emit(run, (LOST, local, now, -1))  # a run it had, if any, ended with its worker or its GM
+                again.append(t)
+        self.tasks_requested_again += len(again)
+        if again:
+            self.gm.submit(again)
+
+    # -- completions --------------------------------------------------------------------------------
+    def _finished(self, _dst: Any, msg: TasksFinished) -> None:
+        for t, _w in msg.group:
+            self._completed(t)
+
+    def _completed(self, tid: int) -> None:
+        jid = self.job_of.pop(tid, None)
+        if jid is None:
+            return
+        entry = self.open[jid]
+        entry[0] -= 1
+        if entry[0] == 0:
+            del self.open[jid]
+            self.finished.add(jid)
+            self.ack(entry[1])
+
+    def counters(self) -> dict[str, int]:
+        return {"jobs_open": len(self.open), "jobs_resolved": self.jobs_resolved, "tasks_found_running": self.tasks_found_running,
+                "tasks_found_completed": self.tasks_found_completed, "tasks_requested_again": self.tasks_requested_again,
+                "jobs_delivered_again": self.deliveries_again}
+
+
+class LMRecovery:
+    """An LM's answers to a restarted GM: its state (:class:`Recover`) and what became of tasks (:class:`Resolve`).
+
+    ``completed`` holds the ids of the last task ends this LM relayed (:class:`~.failures.CompletionRelay`).
+    """
+
+    def __init__(self, rt: AsyncRuntime, lm: LocalMaster, completed: RecentIds, holding: Any = None) -> None:
+        self.rt = rt
+        self.lm = lm
+        self.completed = completed
+        self.holding = holding  # fair sharing: tid, p, pos -> its holdings event
+        self.recoveries = 0
+        rt.add_handler(lm.address, Recover, self._on_recover)
+        rt.add_handler(lm.address, Resolve, self._on_resolve)
+
+    def _on_recover(self, msg: Recover) -> None:
+        self.recoveries += 1
+        update, running = self.lm.recovery_state(msg.gm)
+        holdings = [] if self.holding is None else [self.holding(t, p, pos) for t, (p, pos, _g) in self.lm.running.items()]
+        self.rt.send(self.lm.gm_addr[msg.gm], Recovered(self.lm.i, update, running, holdings))
+
+    def _on_resolve(self, msg: Resolve) -> None:
+        running, completed = self.lm.running, self.completed
+        done = [t for t in msg.tids if t in completed and t not in running]
+        self.rt.send(self.lm.gm_addr[msg.gm], Resolved(self.lm.i, msg.ask, done))
+
+    def counters(self) -> dict[str, int]:
+        return {"gm_recoveries_served": self.recoveries}
+
