@@ -225,10 +225,10 @@ def bench_faults(folder: Path, quick: bool) -> None:
     print(f"faults: 2 GMs x 2 LMs, 6 worker hosts of 4 workers, lease {loaded.spec.worker_lease:g} s; {jobs} jobs of four 2-s tasks "
           f"every 0.5 s; a host SIGKILLed every 6 s")
 
-    async def campaign(restart_after: float):
+    async def campaign(restart_after: float, roles: tuple[str, ...] = ("worker",)):
         await supervise.up(loaded, path, timeout=60)
         try:
-            return await run_chaos(loaded, path, tr, roles=["worker"], every=6.0, restart_after=restart_after, seed=0,
+            return await run_chaos(loaded, path, tr, roles=list(roles), every=6.0, restart_after=restart_after, seed=0,
                                    constraints=False, timeout=120)
         finally:
             await supervise.down(loaded, path)
@@ -246,6 +246,24 @@ def bench_faults(folder: Path, quick: bool) -> None:
               f"host healthy again after {max(healthy, default=float('nan')):.1f} s")
         print(f"    tasks {rep.result.summary['tasks']}: {rep.lost} lost, {rep.duplicated} duplicated -> "
               f"{'every task completed exactly once' if rep.ok else 'FAILED'}; target relaunch <= 3 s: {'met' if ok3 else 'MISSED'}", flush=True)
+
+    # GMs SIGKILLed every 6 s and restarted 1 s later: the restarted GM's view from the LMs, the jobs it gets back
+    from schedlab.services.embedded import parse_params
+
+    heartbeat = parse_params(loaded.megha_params()).heartbeat
+    rep = asyncio.run(campaign(1.0, ("gm",)))
+    rec = [k.recovery for k in rep.kills if k.recovery.get("recovered_in") is not None]
+    view = [r["recovered_in"] for r in rec]
+    serving = [k.healthy_after - 1.0 for k in rep.kills if k.healthy_after is not None]
+    print(f"  GMs killed, restarted after 1 s: kills {len(rep.kills)}; view rebuilt from every LM p50 {median(view) if view else float('nan'):.3f} s "
+          f"max {max(view, default=float('nan')):.3f} s after the process started; serving again (process start, imports, broker, "
+          f"recovery) p50 {median(serving) if serving else float('nan'):.2f} s max {max(serving, default=float('nan')):.2f} s after the restart; "
+          f"jobs back {sum(r['jobs_resolved'] for r in rec)}: tasks found running {sum(r['tasks_found_running'] for r in rec)}, "
+          f"completed {sum(r['tasks_found_completed'] for r in rec)}, requested again {sum(r['tasks_requested_again'] for r in rec)}")
+    ok2 = bool(serving) and max(serving) <= 2 * heartbeat
+    print(f"    tasks {rep.result.summary['tasks']}: {rep.lost} lost, {rep.duplicated} duplicated -> "
+          f"{'every task completed exactly once' if rep.ok else 'FAILED'}; target scheduling resumed within 2 heartbeats "
+          f"({2 * heartbeat:g} s) of the restart: {'met' if ok2 else 'MISSED'}", flush=True)
 
 
 def rss_mb(pid: int) -> float | None:

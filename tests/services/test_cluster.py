@@ -357,7 +357,7 @@ def test_chaos_kills_worker_hosts_during_a_replay_and_every_task_completes_once(
     assert "LM failover is not built yet" in capsys.readouterr().err
 
 
-def test_chaos_kills_gms_during_a_replay_and_every_task_completes_once(broker, tmp_path, capsys):
+def test_chaos_kills_gms_and_restarts_the_broker_during_a_replay_and_every_task_completes_once(broker, tmp_path, capsys):
     from schedlab.cli import main
 
     path = write_cluster(tmp_path, gms=2, lms=2, workers=8, hosts_per_lm=1, heartbeat=0.2)
@@ -367,18 +367,20 @@ def test_chaos_kills_gms_during_a_replay_and_every_task_completes_once(broker, t
     asyncio.run(supervise.up(loaded, path, timeout=60))
     try:
         summary = tmp_path / "chaos.json"
-        rc = main(["chaos", "--cluster", str(path), "--trace", str(trace), "--kill", "gm", "--every", "2", "--restart-after", "0.5",
-                   "--seed", "3", "--no-constraints", "--timeout", "90", "--summary-json", str(summary)])
+        # seed 1 draws GM 0, the broker, GM 0, GM 1
+        rc = main(["chaos", "--cluster", str(path), "--trace", str(trace), "--kill", "gm,broker", "--every", "2", "--restart-after", "0.5",
+                   "--seed", "1", "--no-constraints", "--timeout", "90", "--summary-json", str(summary)])
         out = capsys.readouterr().out
         assert rc == 0, out
         assert "every task completed exactly once" in out
         s = json.loads(summary.read_text())
         kills = s["chaos"]["kills"]
-        assert s["chaos"]["ok"] and len(kills) >= 2 and {k["role"] for k in kills} == {"gm"}
+        assert s["chaos"]["ok"] and len(kills) >= 3 and {k["role"] for k in kills} == {"gm", "broker"}
         assert s["counters"]["tasks_unfinished"] == 0 and s["tasks"] == 80
-        for k in kills:  # each restarted GM had every LM's state, and said what became of the jobs it got back
+        gm_kills = [k for k in kills if k["role"] == "gm"]
+        for k in gm_kills:  # each restarted GM had every LM's state, and said what became of the jobs it got back
             assert k["recovery"]["recovered_in"] is not None and k["recovery"]["jobs_resolved"] is not None
-        assert sum(k["recovery"]["jobs_resolved"] for k in kills) > 0
+        assert sum(k["recovery"]["jobs_resolved"] for k in gm_kills) > 0
     finally:
         asyncio.run(supervise.down(loaded, path))
 
@@ -450,3 +452,56 @@ def test_a_killed_gm_restarts_from_the_lms_truth_and_every_task_completes_once(b
     assert gm["tasks_found_completed"] + gm["tasks_requested_again"] > 0
     assert gm["jobs_open"] == 0 and statuses["gm", 1]["jobs_open"] == 0
     assert sum(st.get("gm_recoveries_served", 0) for st in statuses.values()) == 2 * 2 + 2  # two starts, one restart
+
+
+def test_a_cluster_on_its_own_vhost_and_user_runs_there_and_guest_cannot_reach_it(broker, tmp_path):
+    # the cluster file's broker URL names the cluster's own user and vhost: every queue lives in that
+    # vhost, none in the default one, and the broker refuses guest there
+    import secrets
+    import shutil
+
+    from schedlab.services.net import AmqpLink, BrokerUnreachable
+
+    ctl = shutil.which("rabbitmqctl")
+    if ctl is None:
+        msg = "rabbitmqctl is needed to create a vhost and a user"
+        if os.environ.get("CI"):
+            raise AssertionError(msg)
+        import pytest
+
+        pytest.skip(msg)
+    user = vhost = f"schedlab_t{secrets.token_hex(4)}"
+    password = secrets.token_hex(12)
+
+    def rmq(*args):
+        r = subprocess.run([ctl, *args], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    rmq("add_vhost", vhost)
+    try:
+        rmq("add_user", user, password)
+        rmq("set_permissions", "-p", vhost, user, ".*", ".*", ".*")
+        path = write_cluster(tmp_path, gms=1, lms=1, workers=4, url=f"amqp://{user}:{password}@127.0.0.1:5672/{vhost}")
+
+        async def body(loaded, procs):
+            async with RemoteCluster(loaded) as rc:
+                result = await replay(rc, [job(0.05 * i, [0.1, 0.1]) for i in range(10)], constraints=False, timeout=60)
+            mine = [q.strip() for q in rmq("list_queues", "-p", vhost, "-q", "name").splitlines()]
+            guest = AmqpLink(f"amqp://guest:guest@127.0.0.1:5672/{vhost}")
+            try:
+                await guest.connect(5.0)
+                await guest.close()
+                refused = False
+            except BrokerUnreachable:
+                refused = True
+            return loaded, result, mine, refused
+
+        loaded, result, mine, refused = asyncio.run(_with_cluster(path, body))
+        assert_valid_schedule(result, loaded.cluster)
+        assert f"{loaded.name}.gm.0" in mine and f"{loaded.name}.submit.0" in mine and f"{loaded.name}.lm.0" in mine
+        assert queues_of(loaded.name) == [], "a queue of the cluster is in the default vhost"
+        assert refused, "guest reached the cluster's vhost"
+    finally:
+        subprocess.run([ctl, "delete_vhost", vhost], capture_output=True, timeout=60)
+        subprocess.run([ctl, "delete_user", user], capture_output=True, timeout=60)

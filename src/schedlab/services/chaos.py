@@ -17,9 +17,11 @@ rejoin — :mod:`~.failures`) and ``gm`` (Global Masters: view rebuilt from the
 LMs, unfinished jobs back from the durable queue, their tasks resolved by the
 LMs' truth — :mod:`~.recovery`; for each GM kill the report adds how long the
 restarted GM took to have every LM's state and what became of the jobs it got
-back, read from its status before the next kill). LMs are refused with a
-clear message until their failover exists; broker restarts are survived (see
-:mod:`~.net`) and tested, but a campaign does not yet drive them.
+back, read from its status before the next kill) and ``broker`` (RabbitMQ
+stopped with ``rabbitmqctl stop_app`` and started again: every component
+reconnects, publishers hold what they could not send — :mod:`~.net`; only for
+a broker on this machine, since that is where ``rabbitmqctl`` acts). LMs are
+refused with a clear message until their failover exists.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from schedlab.errors import InputError
 from schedlab.services import supervise
 from schedlab.services.clusterfile import LoadedCluster
 
-KILLABLE = ("worker", "gm")
-NOT_YET = {"lm": "LM failover", "broker": "restarting the broker from a campaign"}
+KILLABLE = ("worker", "gm", "broker")
+NOT_YET = {"lm": "LM failover"}
 GM_RECOVERY_FIELDS = ("recovered_in", "jobs_resolved", "tasks_found_running", "tasks_found_completed", "tasks_requested_again")
 
 
@@ -87,6 +89,9 @@ async def run_chaos(loaded: LoadedCluster, cluster_file: str | os.PathLike, trac
     if not supervise.running_pids(cluster_file):
         raise InputError(str(cluster_file), "the cluster is not running (schedlab cluster up first)")
     targets = [(role, ident) for role, ident, _ep in supervise.components(loaded) if role in roles]
+    ctl = _local_rabbitmqctl(loaded) if "broker" in roles else ""
+    if ctl:
+        targets.append(("broker", 0))
     rng = random.Random(seed)
     kills: list[Kill] = []
     unread: list[Kill] = []  # GM kills whose restarted GM's recovery is still to be read
@@ -110,10 +115,15 @@ async def run_chaos(loaded: LoadedCluster, cluster_file: str | os.PathLike, trac
                 role, ident = rng.choice(targets)
                 await read_recoveries()
                 k = Kill(role, ident, time.time())
-                supervise.kill(cluster_file, role, ident)
                 kills.append(k)
-                await asyncio.sleep(restart_after)
-                await supervise.restart(loaded, cluster_file, role, ident, timeout=60)
+                if role == "broker":
+                    await _rabbitmqctl(ctl, "stop_app")
+                    await asyncio.sleep(restart_after)
+                    await _rabbitmqctl(ctl, "start_app")
+                else:
+                    supervise.kill(cluster_file, role, ident)
+                    await asyncio.sleep(restart_after)
+                    await supervise.restart(loaded, cluster_file, role, ident, timeout=60)
                 k.healthy_after = time.time() - k.killed_at
                 if role == "gm":
                     unread.append(k)
@@ -127,6 +137,29 @@ async def run_chaos(loaded: LoadedCluster, cluster_file: str | os.PathLike, trac
     c = result.summary["counters"]
     duplicated = sum(int(c.get(k, 0)) for k in ("duplicate_starts", "duplicate_finishes", "duplicate_reports"))
     return ChaosReport(result, kills, int(c["tasks_unfinished"]), duplicated)
+
+
+def _local_rabbitmqctl(loaded: LoadedCluster) -> str:
+    """``rabbitmqctl``'s path, if the cluster's broker runs on this machine (else the campaign cannot restart it)."""
+    import shutil
+    from urllib.parse import urlsplit
+
+    host = urlsplit(loaded.broker).hostname or ""
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        raise InputError("--kill", f"broker: the cluster's broker is on {host}, and a campaign restarts only a broker on this machine")
+    ctl = shutil.which("rabbitmqctl")
+    if ctl is None:
+        raise InputError("--kill", "broker: rabbitmqctl is not on PATH (it stops and starts the broker)")
+    return ctl
+
+
+async def _rabbitmqctl(ctl: str, action: str) -> None:
+    import subprocess
+
+    r = await asyncio.to_thread(subprocess.run, [ctl, action], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        lines = (r.stderr or r.stdout).strip().splitlines()
+        raise InputError("--kill", f"broker: rabbitmqctl {action} failed: {lines[-1] if lines else f'exit {r.returncode}'}")
 
 
 def _attribute(result: Any, kills: list[Kill], origin: float) -> None:

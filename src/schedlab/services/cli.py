@@ -271,7 +271,7 @@ def submit_cmd(
 def chaos_cmd(
     cluster: Annotated[Path, typer.Option("--cluster", "-c", help="Cluster file of a running cluster (schedlab cluster up).")],
     trace: Annotated[str, typer.Option("--trace", "-t", help="Trace to replay meanwhile: google, syn_250, … or a file.")],
-    kill: Annotated[str, typer.Option("--kill", help="Roles to kill, comma-separated: worker, gm.")] = "worker",
+    kill: Annotated[str, typer.Option("--kill", help="Roles to kill, comma-separated: worker, gm, broker.")] = "worker",
     every: Annotated[float, typer.Option("--every", help="Seconds between kills.")] = 5.0,
     restart_after: Annotated[float, typer.Option("--restart-after", help="Seconds a killed component stays down.")] = 1.0,
     max_jobs: Annotated[int | None, typer.Option("--max-jobs", help="Replay only the first N jobs.")] = None,
