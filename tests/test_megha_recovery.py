@@ -2,7 +2,7 @@
 
 Property test over random runs of two GMs and two LMs on the fake Runtime (slot and multi-resource
 mode): tasks submitted to either GM, launched, finished in random order, heartbeats in between. Once
-the messages settle and a heartbeat round has reached the GMs, a fresh GM 0 that knows nothing
+the messages settle and heartbeat rounds carry no more news, a fresh GM 0 that knows nothing
 (``view_unknown``) and folds in each LM's ``recovery_state(0)`` (``recover``) must hold exactly the
 surviving GM 0's view: the same available workers, the same workers held by its own tasks, and in
 multi-resource mode the same free vectors and own holdings.
@@ -61,9 +61,13 @@ def test_a_gm_rebuilt_from_the_lms_holds_the_view_of_one_that_never_died(steps, 
         elif step[0] == "heartbeat":
             lms[step[1]].heartbeat()
         pump(rt, comps, running)
-    for lm in lms:  # settle: every GM hears every LM's latest state
-        lm.heartbeat()
-    pump(rt, comps, running)
+    for _round in range(50):  # settle: heartbeat rounds until one carries no news (a round can trigger launches)
+        for lm in lms:
+            lm.heartbeat()
+        if not rt.sent:
+            break
+        pump(rt, comps, running)
+    assert not rt.sent, "the heartbeat rounds did not settle"
 
     rt2 = FakeRuntime()
     fresh = GlobalMaster(0, MeghaShared(rt2, layout, shared.cluster, tasks, shared.observer, None, shared.params, shared.slot_mode),
@@ -80,3 +84,29 @@ def test_a_gm_rebuilt_from_the_lms_holds_the_view_of_one_that_never_died(steps, 
         assert fresh.free == old.free
         assert {k: v for k, v in fresh.mine.items() if max(v) > 1e-9} == {k: v for k, v in old.mine.items() if max(v) > 1e-9}
     assert rt2.sent == []  # nothing waits at the fresh GM, so the recovery itself requests nothing
+
+
+def test_a_suspended_lm_gets_no_request_until_it_is_resumed_and_a_failed_request_gives_its_worker_back():
+    from schedlab.schedulers.megha.messages import LaunchRequest
+
+    rt, _obs, tasks, _layout, shared = megha([0] * 8)
+    gm = GlobalMaster(0, shared, rt.rng("x"))
+    gm.suspend_lm(0)
+    job = tasks.add_job(0.0, [1.0] * 5)
+    gm.submit(job.tids)
+    # LM 1 alone: its two partitions (p2 internal, then p3 external), one task waits
+    sent = rt.take()
+    assert [dst for dst, _m in sent] == [("lm", 1)] and len(sent[0][1].items) == 4
+    assert all(p in (2, 3) for _t, p, _pos in sent[0][1].items) and gm.waiting_count() == 1
+    # the request never took effect (refused unread): the workers are free again in the view, the
+    # tasks are requested again at once — still on LM 1 only, and the waiting task with them
+    avail_before = list(gm.avail)
+    gm.launch_failed(sent[0][1].items)
+    again = rt.take()
+    assert [dst for dst, _m in again] == [("lm", 1)] and sorted(again[0][1].items) == sorted(sent[0][1].items)
+    assert gm.avail == avail_before and gm.waiting_count() == 1
+    # resumed (its state arrived): the waiting task goes to LM 0 as soon as the view gains a worker there
+    gm.resume_lm(0)
+    job2 = tasks.add_job(0.0, [1.0])
+    gm.submit(job2.tids)
+    assert rt.take() == [(("lm", 0), LaunchRequest(0, [(job2.tids[0], 0, 1)]))]

@@ -147,6 +147,7 @@ def test_bad_input_is_refused_counted_and_changes_nothing(broker, tmp_path):
     # strangers first (no, wrong, old or reused credentials: 401 before anything is parsed), then an
     # authenticated peer sending what a component must never see (400/404), then an oversize body (413)
     from schedlab.services.auth import Signer
+    from schedlab.services.links import REQUEST_FRESH
 
     path = write_cluster(tmp_path, gms=1, lms=1, workers=4)
 
@@ -163,6 +164,8 @@ def test_bad_input_is_refused_counted_and_changes_nothing(broker, tmp_path):
             (lm, valid, Signer("x" * 32, "gm:0").headers(valid), 401),  # another cluster's secret
             (lm, valid, {**good.headers(b"other body")}, 401),  # signature of another body
             (lm, valid, Signer(loaded.secret, "gm:0", clock=lambda: time.time() - 120).headers(valid), 401),  # stale
+            # authentic, but signed longer ago than an LM acts on a launch (the links' fence): 409, not run
+            (lm, valid, Signer(loaded.secret, "gm:0", clock=lambda: time.time() - REQUEST_FRESH - 2).headers(valid), 409),
             (lm, valid, replayed, 200),
             (lm, valid, replayed, 401),  # the same message again
             (lm, b"not json", "sign", 400),
@@ -197,12 +200,13 @@ def test_bad_input_is_refused_counted_and_changes_nothing(broker, tmp_path):
     for (_url, _data, _h, want), (status, text) in zip(cases, got, strict=True):
         assert status == want, (status, text)
         assert "\n" not in text and text, text
-    assert [t.split(":")[0] for (_s, t) in got[:6] if _s == 401] == ["unauthenticated", "forged", "forged", "stale", "replayed"]
+    assert [t.split(":")[0] for (_s, t) in got[:7] if _s == 401] == ["unauthenticated", "forged", "forged", "stale", "replayed"]
+    assert got[4][1].startswith("stale request: a request signed"), got[4]
     assert healthy and status_unsigned == 401
     lm = statuses[("lm", 0)]
     r = lm["refused"]
-    assert (r["unauthenticated"], r["forged"], r["stale"], r["replayed"], r["oversize"]) == (1, 2, 1, 1, 1), r
-    assert lm["refused_total"] == 14 and lm["refused_by_peer"].get("gm:0", 0) >= 3, lm["refused_by_peer"]
+    assert (r["unauthenticated"], r["forged"], r["stale"], r["replayed"], r["oversize"], r["stale request"]) == (1, 2, 1, 1, 1, 1), r
+    assert lm["refused_total"] == 15 and lm["refused_by_peer"].get("gm:0", 0) >= 3, lm["refused_by_peer"]
     assert lm["launched"] == 1 and lm["running"] == 0 and lm["tasks_known"] == 0  # only the authentic request ran
     host = statuses[("worker", 0)]
     assert host["refused_total"] == 1 and host["running"] == 0 and host["started"] == 1
@@ -505,3 +509,53 @@ def test_a_cluster_on_its_own_vhost_and_user_runs_there_and_guest_cannot_reach_i
     finally:
         subprocess.run([ctl, "delete_vhost", vhost], capture_output=True, timeout=60)
         subprocess.run([ctl, "delete_user", user], capture_output=True, timeout=60)
+
+
+def test_slow_and_partitioned_gm_lm_links_place_nothing_twice(broker, tmp_path):
+    # GM 0 reaches LM 0 through a fault proxy (gm_url); LM 1 directly. During the replay the link is
+    # (1) slow — 0.3 s each way: requests still go through; (2) losing every answer — LM 0 acts on
+    # the requests, the GM hears nothing: they are in doubt, the GM stops sending LM 0 work and, past
+    # the fence, asks LM 0 what became of them (found placed); (3) cut both ways — requests in doubt
+    # never arrived (requested again), what waited behind them is requested again at once. Healed,
+    # LM 0 is used again. Every task completes exactly once.
+    from schedlab.services.faultproxy import FaultProxy
+
+    path = write_cluster(tmp_path, gms=1, lms=2, workers=8, hosts_per_lm=1, heartbeat=0.2)
+    loaded = load_cluster(path)
+    lm0 = loaded.spec.lms[0]
+    trace = [job(0.2 * i, [0.5, 0.5]) for i in range(140)]
+    phases = []
+
+    async def body():
+        async with FaultProxy(lm0.host, lm0.port) as proxy:
+            path.write_text(path.read_text().replace(f"    port: {lm0.port}\n", f"    port: {lm0.port}\n    gm_url: http://127.0.0.1:{proxy.port}\n", 1))
+            loaded2 = load_cluster(path)
+            assert loaded2.spec.lms[0].gm_url
+            try:
+                await supervise.up(loaded2, path, timeout=60)
+                async with RemoteCluster(loaded2) as rc:
+                    run = asyncio.create_task(replay(rc, trace, constraints=False, timeout=120))
+                    # a try in flight when the link heals may still time out (2 s): LM 0 is back by 13 + 4 s
+                    for at, fault in ((1.0, "slow"), (5.0, "drop_replies"), (13.0, "heal"), (17.5, "partition"), (25.5, "heal")):
+                        await asyncio.sleep(at - (phases[-1][0] if phases else 0.0))
+                        phases.append((at, fault, {(st["role"], st["id"]): st for st in await fetch_statuses(loaded2)}))
+                        proxy.slow(0.3) if fault == "slow" else getattr(proxy, fault)()
+                    result = await run
+                return loaded2, result, {(st["role"], st["id"]): st for st in await fetch_statuses(loaded2)}, proxy.bytes_dropped
+            finally:
+                await supervise.down(loaded2, path)
+
+    loaded, result, statuses, dropped = asyncio.run(body())
+    assert_valid_schedule(result, loaded.cluster)
+    assert result.summary["tasks"] == 280 and dropped > 0
+    gm = statuses["gm", 0]
+    assert gm["lm_suspensions"] == 2, gm  # once per fault that silenced the link
+    assert gm["lms_suspended"] == [], "LM 0 not used again after the link healed"
+    assert gm["doubt_found_placed"] >= 1, "the request LM 0 acted on without answering was not found placed"
+    assert gm["doubt_requested_again"] >= 1, "the request that never reached LM 0 was not requested again"
+    assert gm["doubt_found_placed"] + gm["doubt_requested_again"] <= gm["requests_in_doubt"]
+    assert gm["requests_refused_unread"] >= 1, "nothing queued behind a lost request was requested again at once"
+    # while the link was cut, LM 1 took the work: LM 0 launched nothing new between the partition and the heal
+    before, after = phases[3][2]["lm", 0]["launched"], phases[4][2]["lm", 0]["launched"]
+    assert after - before <= statuses["gm", 0]["requests_in_doubt"], (before, after)
+    assert statuses["lm", 0]["launched"] > after, "LM 0 got no work after the heal"

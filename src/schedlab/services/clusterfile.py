@@ -103,6 +103,8 @@ class WorkerHostSpec(Endpoint):
 class LMSpec(Endpoint):
     hosts: list[WorkerHostSpec] = Field(min_length=1)
     partitions: list[int] | None = None
+    # where GMs reach this LM, if not at host:port (a proxy or another network; worker hosts use host:port)
+    gm_url: str | None = Field(None, pattern=r"^https?://[^/\s]+$")
 
 
 class ClusterSpec(_Model):

@@ -121,8 +121,10 @@ class Resolve:
 
 @dataclass(slots=True)
 class Resolved:
-    """LM → GM: the answer to :class:`Resolve` ``ask``: the tasks among those asked that completed on this LM."""
+    """LM → GM: the answer to :class:`Resolve` ``ask``: the tasks among those asked that completed on this LM,
+    and those it runs."""
 
     lm: int
     ask: int
     completed: list[int] = field(default_factory=list)
+    running: list[int] = field(default_factory=list)

@@ -62,6 +62,7 @@ HTTP_PATH = "/v1/message"
 HTTP_TIMEOUT = 10.0
 HTTP_RETRIES = 5
 GAP_TIMEOUT = 2.0
+STALE_REQUEST = "stale request"  # the start of a 409's text: a request refused unread because it is too old (links)
 ORDERED_LINKS = frozenset({("lm", "gm")})  # (sender kind, receiver kind) delivered in send order
 
 
@@ -109,10 +110,11 @@ class BrokerUnreachable(Exception):
 class Directory:
     """Where each address of a cluster lives: URLs of LMs and worker hosts, queue names of the rest."""
 
-    def __init__(self, loaded: LoadedCluster) -> None:
+    def __init__(self, loaded: LoadedCluster, role: str | None = None) -> None:
         spec = loaded.spec
         self.name = spec.name
-        self.urls: dict[Address, str] = {("lm", lm.id): lm.url for lm in spec.lms}
+        # a GM reaches an LM at its gm_url when the cluster file gives one (a proxy, another network)
+        self.urls: dict[Address, str] = {("lm", lm.id): (lm.gm_url if role == "gm" and lm.gm_url else lm.url) for lm in spec.lms}
         self.urls.update({("host", h.id): h.url for _lm, h in spec.hosts()})
         self.urls.update({("gm", g.id): g.url for g in spec.gms})
 
@@ -442,6 +444,9 @@ class NetTransport:
         self.identity = identity
         self.signer = None if secret is None else Signer(secret, identity)
         self.incarnation_of: Callable[[Address], int | None] | None = None  # an LM: its worker hosts' current incarnations
+        # a GM: told of requests that got no answer — on_undelivered(dst, messages, refused) (:mod:`~.links`)
+        self.on_undelivered: Callable[[Address, list[Any], bool], None] | None = None
+        self.tries: dict[str, tuple[float, int]] = {}  # destination kind -> (timeout per try, tries); default HTTP_*
         self._launches = 0
         self.verifier = None if secret is None else Verifier(secret)
         self.directory = directory
@@ -449,7 +454,7 @@ class NetTransport:
         self.amqp = amqp
         self.local: dict[Address, AsyncRuntime] = {}
         self.capture: _Capture | None = None
-        self._http_out: dict[str, list[dict]] = defaultdict(list)
+        self._http_out: dict[str, list[tuple[dict, Any, Address]]] = defaultdict(list)  # url -> (envelope, message, dst)
         self._senders: dict[str, asyncio.Task] = {}
         self._wake: dict[str, asyncio.Event] = {}
         self.session: Any = None
@@ -498,7 +503,7 @@ class NetTransport:
                 if name in ("LaunchBatch", "LaunchTask"):  # a retry repeats it; a relaunch is a new launch
                     self._launches += 1
                     env["bid"] = self.incarnation << 32 | self._launches
-            self._http_out[url].append(env)
+            self._http_out[url].append((env, msg, dst))
             self._kick(url)
             return
         if self.amqp is None:
@@ -524,23 +529,42 @@ class NetTransport:
             await wake.wait()
             wake.clear()
             while self._http_out[url]:
-                frames = self._http_out[url]
+                items = self._http_out[url]
                 self._http_out[url] = []
-                body = json.dumps(frames, separators=(",", ":")).encode()
-                replies = await self._post(target, body, len(frames))
+                body = json.dumps([env for env, _m, _d in items], separators=(",", ":")).encode()
+                timeout, tries = self.tries.get(items[0][2][0] if isinstance(items[0][2], tuple) else "", (HTTP_TIMEOUT, HTTP_RETRIES))
+                replies, outcome = await self._post(target, body, len(items), timeout, tries)
                 for env in replies:
                     self._deliver_reply(env)
+                if outcome in ("stale", "unreachable") and self.on_undelivered is not None:
+                    self._undelivered(items, refused=outcome == "stale")
+                    if outcome == "unreachable":  # what waited behind it was never sent: certainly not acted on
+                        waiting, self._http_out[url] = self._http_out[url], []
+                        if waiting:
+                            self._undelivered(waiting, refused=True)
 
-    async def _post(self, target: str, body: bytes, n: int) -> list:
+    def _undelivered(self, items: list[tuple[dict, Any, Address]], refused: bool) -> None:
+        per_dst: dict[Any, list[Any]] = {}
+        for _env, msg, dst in items:
+            per_dst.setdefault(dst, []).append(msg)
+        for dst, msgs in per_dst.items():
+            try:
+                self.on_undelivered(dst, msgs, refused)  # type: ignore[misc]
+            except Exception as e:  # a bug in the handler must not stop this link's sender
+                log.error("handling undelivered messages to %r: %s: %s", dst, type(e).__name__, e)
+
+    async def _post(self, target: str, body: bytes, n: int, timeout: float = HTTP_TIMEOUT, tries: int = HTTP_RETRIES) -> tuple[list, str]:
+        """POST ``body``: ``(replies, outcome)``, outcome ``ok``, ``stale`` (the peer refused it unread as too
+        old), ``refused`` (any other 4xx) or ``unreachable`` (no answer after ``tries`` tries)."""
         import aiohttp
 
         delay = 0.05
-        for attempt in range(HTTP_RETRIES):
+        for attempt in range(tries):
             try:
                 headers = {"Content-Type": "application/json"}
                 if self.signer is not None:  # a retry is a new message: a fresh time and nonce
                     headers.update(self.signer.headers(body))
-                async with self.session.post(target, data=body, headers=headers) as resp:
+                async with self.session.post(target, data=body, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
                     text = await resp.read()
                     if resp.status == 200:
                         if self.verifier is not None:
@@ -549,22 +573,25 @@ class NetTransport:
                             except AuthError as e:  # not our peer's answer: its replies are not applied
                                 self.counters["http_replies_refused"] += 1
                                 log.error("%s: reply refused (%s)", target, e)
-                                return []
+                                return [], "refused"
                         self.counters["http_requests"] += 1
-                        return json.loads(text).get("replies", [])
+                        return json.loads(text).get("replies", []), "ok"
+                    if resp.status == 409 and text.startswith(STALE_REQUEST.encode()):  # a slow link: refused unread
+                        self.counters["http_stale"] += n
+                        return [], "stale"
                     # refused by the peer: a bug or a mismatch of cluster files; retrying cannot help
                     self.counters["http_refused"] += n
                     log.error("%s refused %d message(s): %d %s", target, n, resp.status, text[:200].decode(errors="replace"))
-                    return []
+                    return [], "refused"
             except (aiohttp.ClientError, TimeoutError, OSError) as e:
                 self.counters["http_retries"] += 1
-                if attempt == HTTP_RETRIES - 1:
+                if attempt == tries - 1:
                     self.counters["http_lost"] += n
-                    log.error("%s unreachable, %d message(s) dropped: %s", target, n, e)
-                    return []
+                    log.error("%s unreachable, %d message(s) undelivered: %s", target, n, e or type(e).__name__)
+                    return [], "unreachable"
                 await asyncio.sleep(delay)
                 delay *= 2
-        return []
+        return [], "unreachable"
 
     def _deliver_reply(self, env: dict) -> None:
         try:

@@ -52,7 +52,7 @@ from schedlab.schedulers.megha.gm import GlobalMaster, gm_address, lm_address
 from schedlab.schedulers.megha.lm import LocalMaster
 from schedlab.schedulers.megha.messages import LaunchRequest, PreemptRequest, StateUpdate
 from schedlab.schedulers.megha.partitions import Layout, megha_topology
-from schedlab.services.auth import AuthError, Signer, Verifier
+from schedlab.services.auth import TIME, AuthError, Signer, Verifier
 from schedlab.services.clusterfile import LoadedCluster, require_secret
 from schedlab.services.embedded import GMFrontend, parse_params
 from schedlab.services.failures import (
@@ -62,6 +62,13 @@ from schedlab.services.failures import (
     HostMonitor,
 )
 from schedlab.services.fairness import GMFairness, HostWorkers, holding_event
+from schedlab.services.links import (
+    REQUEST_FRESH,
+    REQUEST_TIMEOUT,
+    REQUEST_TRIES,
+    LaunchLinks,
+    Questions,
+)
 from schedlab.services.messages import (
     KillTask,
     RecordEvents,
@@ -70,7 +77,7 @@ from schedlab.services.messages import (
     SubmitJob,
     submit_address,
 )
-from schedlab.services.net import AmqpLink, Directory, LocalBus, NetTransport
+from schedlab.services.net import STALE_REQUEST, AmqpLink, Directory, LocalBus, NetTransport
 from schedlab.services.records import EventObserver
 from schedlab.services.recovery import DurableJobs, GMRecovery, LMRecovery
 from schedlab.services.runtime import AsyncRuntime
@@ -206,6 +213,7 @@ class Node:
         self.recovery: GMRecovery | None = None  # GM: its view from the LMs at start
         self.jobs: DurableJobs | None = None  # GM: its jobs, acknowledged when done
         self.lm_recovery: LMRecovery | None = None  # LM: its answers to restarted GMs
+        self.links: LaunchLinks | None = None  # GM: requests its LMs did not answer
 
     # -- life cycle -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -217,7 +225,7 @@ class Node:
         self.amqp = AmqpLink(loaded.broker, Signer(secret, identity), Verifier(secret), self._refused_message)
         await self.amqp.connect()
         codec = Codec(self.store)
-        transport = NetTransport(identity, Directory(loaded), codec, self.amqp, self.bus, secret=secret)
+        transport = NetTransport(identity, Directory(loaded, self.role), codec, self.amqp, self.bus, secret=secret)
         rt = self.rt = AsyncRuntime(transport, loaded.spec.seed)
         self.transport = transport
         cl = loaded.cluster
@@ -241,9 +249,13 @@ class Node:
                 rt.after_delivery(TasksFinished, lambda _dst, msg: self.store.forget(t for t, _w in msg.group))
                 rt.after_delivery(StateUpdate, lambda _dst, msg: self.last_update.__setitem__(msg.lm, time.time()))
                 amqp = self.amqp
+                questions = Questions(rt, gm)
                 self.jobs = DurableJobs(rt, gm, frontend, self.placements, self.store, layout.num_lms, publisher.emit,
-                                        ack=lambda m: publisher.after(lambda: amqp.ack(m)))
+                                        ack=lambda m: publisher.after(lambda: amqp.ack(m)), questions=questions)
                 self.recovery = GMRecovery(rt, gm, self.placements, layout.num_lms, self.fair)
+                self.links = LaunchLinks(rt, gm, self.placements, questions, self.recovery)
+                transport.on_undelivered = self.links.undelivered
+                transport.tries["lm"] = (REQUEST_TIMEOUT, REQUEST_TRIES)
                 await self.recovery.run()
                 queues = [self.address]
             else:
@@ -442,6 +454,11 @@ class Node:
             frames = self.transport.codec.decode_frames(body)
             for _src, dst, msg, tasks, _seq, (inc, _bid) in frames:
                 self._check(dst, msg, tasks)
+                if isinstance(msg, LaunchRequest | PreemptRequest):
+                    age = time.time() - float(request.headers[TIME])
+                    if age > REQUEST_FRESH:  # the fence of links: its sender may have given up on it
+                        return web.Response(status=409, text=self._refuse(
+                            STALE_REQUEST, f"a request signed {age:.1f} s ago (acted on within {REQUEST_FRESH:g} s)") + "\n")
                 if inc is not None and self.beacon is not None and inc != self.beacon.incarnation:
                     return web.Response(status=409, text=self._refuse(
                         "stale launch", f"meant for incarnation {inc}; this host restarted as {self.beacon.incarnation}") + "\n")
@@ -516,9 +533,11 @@ class Node:
                 out["holdings_reports"] = self.fair.reports
             if self.placements is not None:
                 out.update(self.placements.counters())
-            if self.recovery is not None and self.jobs is not None:
+            if self.recovery is not None and self.jobs is not None and self.links is not None:
                 out.update(self.recovery.counters())
                 out.update(self.jobs.counters())
+                out.update(self.links.counters())
+                out["lms_suspended"] = sorted(comp.suspended)
             if self.last_update:
                 out["last_heartbeat_age"] = time.time() - min(self.last_update.values())
         elif self.role == "lm":

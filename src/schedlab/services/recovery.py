@@ -53,6 +53,7 @@ from typing import Any
 from schedlab.schedulers.megha.gm import GlobalMaster, lm_address
 from schedlab.schedulers.megha.lm import LocalMaster
 from schedlab.services.failures import GMPlacements
+from schedlab.services.links import Questions
 from schedlab.services.messages import (
     HoldingsReport,
     Recover,
@@ -100,6 +101,12 @@ class GMRecovery:
             log.warning("GM %d: no state yet from LM(s) %s after %.0f s; starting without their partitions",
                         self.gm.g, ", ".join(map(str, sorted(self.missing))), wait)
 
+    def ask_again(self, i: int) -> None:
+        """LM ``i`` stopped answering: ask for its state again until it answers (which resumes it in the view)."""
+        self.missing.add(i)
+        if self._timer is None:
+            self._ask()
+
     def _ask(self) -> None:
         for i in sorted(self.missing):
             self.rt.send(lm_address(i), Recover(self.gm.g))
@@ -115,7 +122,7 @@ class GMRecovery:
         if msg.lm in self.missing:
             self.missing.discard(msg.lm)
             self.adopted += len(msg.running)
-            if not self.missing:
+            if not self.missing and not self._done.is_set():
                 self.recovered_in = time.time() - self.started
                 self._done.set()
                 if self._timer is not None:
@@ -140,7 +147,7 @@ class DurableJobs:
     """
 
     def __init__(self, rt: AsyncRuntime, gm: GlobalMaster, frontend: Any, placements: GMPlacements, store: TaskStore,
-                 num_lms: int, emit: Emit, ack: Any) -> None:
+                 num_lms: int, emit: Emit, ack: Any, questions: Questions) -> None:
         self.rt = rt
         self.gm = gm
         self.frontend = frontend
@@ -152,16 +159,13 @@ class DurableJobs:
         self.open: dict[int, list] = {}  # jid -> [tasks not completed yet, the job's broker message]
         self.job_of: dict[int, int] = {}  # tid -> jid, for the tasks not completed yet
         self.finished = RecentIds()  # jobs acknowledged (an acknowledgement lost in a broker restart brings one back)
-        self.asks: dict[int, list] = {}  # ask -> [job, tids asked, LMs yet to answer, tids completed]
-        self._next_ask = 0
-        self._timer: asyncio.TimerHandle | None = None
+        self.questions = questions
         self.jobs_resolved = 0
         self.tasks_found_running = 0
         self.tasks_found_completed = 0
         self.tasks_requested_again = 0
         self.deliveries_again = 0
         rt.after_delivery(TasksFinished, self._finished)
-        rt.add_handler(gm.address, Resolved, self._on_resolved)
 
     # -- the queue ----------------------------------------------------------------------------------
     def on_job(self, msg: SubmitJob, redelivered: bool, message: Any) -> None:
@@ -186,9 +190,7 @@ class DurableJobs:
         ask = [t for t in msg.tids if t not in placed]
         self.tasks_found_running += len(msg.tids) - len(ask)
         if ask:
-            self._next_ask += 1
-            self.asks[self._next_ask] = [msg, ask, set(range(self.num_lms)), set()]
-            self._ask_lms(self._next_ask)
+            self.questions.ask(set(range(self.num_lms)), ask, lambda completed, running: self._resolved(ask, completed, running))
 
     def _open(self, msg: SubmitJob, message: Any) -> None:
         self.open[msg.jid] = [len(msg.tids), message]
@@ -196,25 +198,9 @@ class DurableJobs:
         for t in msg.tids:
             job_of[t] = msg.jid
 
-    def _ask_lms(self, ask: int) -> None:
-        entry = self.asks.get(ask)
-        if entry is None:
-            return
-        msg, tids, missing, _done = entry
-        for i in sorted(missing):
-            self.rt.send(lm_address(i), Resolve(self.gm.g, ask, tids))
-        self.rt.loop.call_later(ASK_AGAIN, self.rt._guarded, self._ask_lms, (ask,))
-
-    def _on_resolved(self, msg: Resolved) -> None:
-        entry = self.asks.get(msg.ask)
-        if entry is None or msg.lm not in entry[2]:
-            return  # an answer to a question asked twice
-        job, tids, missing, completed = entry
-        missing.discard(msg.lm)
-        completed.update(msg.completed)
-        if missing:
-            return
-        del self.asks[msg.ask]
+    def _resolved(self, tids: list[int], completed: set[int], running: set[int]) -> None:
+        """Every LM answered about a job delivered again: its tasks completed somewhere are done, those running
+        somewhere are left to that LM's state (its ``Recovered``, still to come, holds them again), the rest run."""
         now = self.rt.now()
         again = []
         for t in tids:
@@ -224,6 +210,8 @@ class DurableJobs:
                 self.emit(run, (REPORTED, local, now, RECOVERED_REPORT))  # its GM died, maybe before reporting it
                 self._completed(t)
                 self.store.forget((t,))
+            elif t in running:
+                self.tasks_found_running += 1
             elif t in self.job_of:
                 self.emit(run, (LOST, local, now, -1))  # a run it had, if any, ended with its worker or its GM
                 again.append(t)
@@ -277,7 +265,8 @@ class LMRecovery:
     def _on_resolve(self, msg: Resolve) -> None:
         running, completed = self.lm.running, self.completed
         done = [t for t in msg.tids if t in completed and t not in running]
-        self.rt.send(self.lm.gm_addr[msg.gm], Resolved(self.lm.i, msg.ask, done))
+        here = [t for t in msg.tids if t in running]
+        self.rt.send(self.lm.gm_addr[msg.gm], Resolved(self.lm.i, msg.ask, done, here))
 
     def counters(self) -> dict[str, int]:
         return {"gm_recoveries_served": self.recoveries}

@@ -260,6 +260,7 @@ class ResolvedW(_Body):
     lm: int = Field(ge=0)
     ask: int = Field(ge=0)
     completed: list[int] = Field(max_length=MAX_ITEMS)
+    running: list[int] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
 class Envelope(BaseModel):
@@ -417,8 +418,8 @@ SCHEMAS["Recovered"] = (
                         _holdings_msg(HoldingsReportW(lm=w.lm, events=w.holdings)).events),
 )
 SCHEMAS["Resolve"] = (ResolveW, lambda m: {"gm": m.gm, "ask": m.ask, "tids": m.tids}, lambda w: Resolve(w.gm, w.ask, list(w.tids)))
-SCHEMAS["Resolved"] = (ResolvedW, lambda m: {"lm": m.lm, "ask": m.ask, "completed": m.completed},
-                       lambda w: Resolved(w.lm, w.ask, list(w.completed)))
+SCHEMAS["Resolved"] = (ResolvedW, lambda m: {"lm": m.lm, "ask": m.ask, "completed": m.completed, "running": m.running},
+                       lambda w: Resolved(w.lm, w.ask, list(w.completed), list(w.running)))
 SCHEMAS["RecordEvents"] = (RecordEventsW, lambda m: {"run": m.run, "events": m.events}, lambda w: RecordEvents(w.run, [tuple(e) for e in w.events]))
 
 # which tasks a message names, for attaching their descriptions

@@ -88,6 +88,7 @@ class GlobalMaster(Component):
         self.internal = [lay.partition(i, g) for i in range(lay.num_lms)]
         self.external = [p for p in range(P) if lay.owner[p] != g]
         self.groups = ((0, self.internal), (1, self.external))
+        self.suspended: set[int] = set()  # LMs this GM cannot reach now (real clusters): matched nowhere there
         self.rr = [0, 0]  # round-robin positions in the internal and external partitions
         # One waiting queue per user queue this GM serves (one unless fair sharing maps several
         # users here); the GM serves them round-robin (Megha paper IV-C).
@@ -310,6 +311,8 @@ class GlobalMaster(Component):
 
         With several user queues the GM takes them in turn (round-robin).
         """
+        if self.suspended and self.layout.lm_of[p] in self.suspended:
+            return
         bit = 1 << pos
         w = self.layout.order[p][pos]
         lacking = ~self.sh.cluster.machine_masks[w]
@@ -506,6 +509,8 @@ class GlobalMaster(Component):
         out: dict = {}
         # the LM's answer is its whole truth: what the view held there before (an earlier answer) goes
         parts = set(update.bits) | set(update.free)
+        if update.lm in self.suspended:  # it answered: match there again
+            self.resume_lm(update.lm)
         for p in parts:
             self.reserved[p] = 0
         for key in [k for k in self.mine if k[0] in parts]:
@@ -520,6 +525,36 @@ class GlobalMaster(Component):
                 mine = self.mine.setdefault((p, pos), [0.0] * len(req))  # type: ignore[arg-type]
                 for k, r in enumerate(req):  # type: ignore[arg-type]
                     mine[k] += r
+        self._dispatch(out)
+
+    def suspend_lm(self, i: int) -> None:
+        """LM ``i`` cannot be reached (its requests time out): match no task on its partitions until
+        :meth:`resume_lm` — new tasks go to the other LMs."""
+        self.suspended.add(i)
+        self._regroup()
+
+    def resume_lm(self, i: int) -> None:
+        self.suspended.discard(i)
+        self._regroup()
+
+    def _regroup(self) -> None:
+        lay, g, off = self.layout, self.g, self.suspended
+        self.internal = [lay.partition(i, g) for i in range(lay.num_lms) if i not in off]
+        self.external = [p for p in range(lay.num_partitions) if lay.owner[p] != g and lay.lm_of[p] not in off]
+        self.groups = ((0, self.internal), (1, self.external))
+        self.rr = [0, 0]
+
+    def launch_failed(self, items: list[tuple[int, int, int]]) -> None:
+        """These requests never took effect at their LM (it refused them unread, or they were never sent):
+        the workers are not this GM's, and each task is a new request — like a rejection without a state."""
+        out: dict = {}
+        for tid, p, pos in items:
+            # the LM never changed: the view goes back to what it was before the request (no state update
+            # would ever correct a worker believed busy here); a snapshot taken since may have let go already
+            if self.slot_mode or (p, pos) in self.mine:
+                self._give_back(p, pos, tid)
+        for tid, _p, _pos in items:
+            self._request_again(tid, out)
         self._dispatch(out)
 
     # -- observation ---------------------------------------------------------------------------------

@@ -1,0 +1,151 @@
+"""GM → LM requests that may not have arrived: slow and partitioned links, with no task placed twice.
+
+A launch (or preemption) request goes from a GM to an LM over HTTP and is
+answered synchronously. When the network fails, the GM's transport tells it
+which requests did not get an answer, and how they failed
+(:class:`LaunchLinks`):
+
+* **refused unread** — the LM answered that the request was too old to act on
+  (``409 stale request``: signed more than :data:`REQUEST_FRESH` seconds
+  before it arrived, a slow link), or the request was never sent (queued
+  behind one that failed). The LM did nothing: the GM takes the workers back
+  in its view and requests the tasks again at once
+  (``GlobalMaster.launch_failed``), elsewhere if it can.
+* **unreachable** — no answer after the transport's retries. The LM may have
+  launched the tasks and lost only the reply, so requesting them elsewhere now
+  could run them twice. They are **in doubt**: the GM suspends the LM (no new
+  task is matched on its partitions — they go to the other LMs), asks it for
+  its state again (``Recover``, every few seconds until it answers, which
+  resumes it), and asks it what became of the tasks in doubt (``Resolve``):
+  running or completed there — nothing to do; neither — requested again.
+  That question is asked only once the requests can no longer take effect: an
+  LM refuses launch requests signed more than :data:`REQUEST_FRESH` seconds
+  ago, so a request delayed on the wire past that is refused, never run after
+  the answer (the fence; hosts' clocks are assumed synchronised to well under
+  a second, as the run records already assume).
+
+A task in doubt that its GM has meanwhile heard of otherwise (completed, lost
+with its worker) is left to that news. Choices: GM → LM requests time out
+after :data:`REQUEST_TIMEOUT` seconds and are tried :data:`REQUEST_TRIES`
+times (a GM learns of a dead link within about 7 s; the worker hosts' links
+keep the transport's longer defaults).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from schedlab.schedulers.megha.gm import GlobalMaster, lm_address
+from schedlab.schedulers.megha.messages import LaunchRequest, PreemptRequest
+from schedlab.services.failures import GMPlacements
+from schedlab.services.messages import Resolve, Resolved
+from schedlab.services.runtime import AsyncRuntime
+
+log = logging.getLogger("schedlab.services.links")
+
+REQUEST_FRESH = 3.0  # seconds after its signature an LM still acts on a launch request
+REQUEST_TIMEOUT = 2.0  # seconds a GM waits for one try of a request to an LM
+REQUEST_TRIES = 3
+FENCE_MARGIN = 1.0  # seconds beyond REQUEST_FRESH before a GM asks about requests in doubt (clock skew)
+ASK_AGAIN = 2.0  # seconds between questions to an LM that has not answered
+
+
+class Questions:
+    """``Resolve`` questions from one GM to LMs: each asked again every :data:`ASK_AGAIN` s until every LM
+    asked has answered, then ``done(completed, running)`` with the union of the answers."""
+
+    def __init__(self, rt: AsyncRuntime, gm: GlobalMaster) -> None:
+        self.rt = rt
+        self.g = gm.g
+        self.open: dict[int, list] = {}  # ask -> [tids, LMs yet to answer, completed, running, done]
+        self._next = 0
+        rt.add_handler(gm.address, Resolved, self._on_resolved)
+
+    def ask(self, lms: set[int], tids: list[int], done: Callable[[set[int], set[int]], None]) -> None:
+        self._next += 1
+        self.open[self._next] = [tids, set(lms), set(), set(), done]
+        self._send(self._next)
+
+    def _send(self, ask: int) -> None:
+        entry = self.open.get(ask)
+        if entry is None:
+            return
+        for i in sorted(entry[1]):
+            self.rt.send(lm_address(i), Resolve(self.g, ask, entry[0]))
+        self.rt.loop.call_later(ASK_AGAIN, self.rt._guarded, self._send, (ask,))
+
+    def _on_resolved(self, msg: Resolved) -> None:
+        entry = self.open.get(msg.ask)
+        if entry is None or msg.lm not in entry[1]:
+            return  # an answer to a question asked twice
+        entry[1].discard(msg.lm)
+        entry[2].update(msg.completed)
+        entry[3].update(msg.running)
+        if not entry[1]:
+            del self.open[msg.ask]
+            entry[4](entry[2], entry[3])
+
+
+class LaunchLinks:
+    """A GM's requests that got no answer from their LM (see the module)."""
+
+    def __init__(self, rt: AsyncRuntime, gm: GlobalMaster, placements: GMPlacements, questions: Questions, recovery: Any) -> None:
+        self.rt = rt
+        self.gm = gm
+        self.placements = placements
+        self.questions = questions
+        self.recovery = recovery
+        self.order = gm.layout.order
+        self.suspensions = 0
+        self.requested_again = 0  # refused unread or never sent: requested again at once
+        self.in_doubt = 0
+        self.doubt_running = 0  # in doubt, found running (or completed) at the LM
+        self.doubt_again = 0  # in doubt, found nowhere: requested again
+
+    def undelivered(self, dst: Any, msgs: list[Any], refused: bool) -> None:
+        """The transport's report: ``msgs`` to ``dst`` got no answer; ``refused``: certainly not acted on."""
+        if not (isinstance(dst, tuple) and dst[0] == "lm"):
+            return
+        items = [it for m in msgs for it in _items(m)]
+        if not items:
+            return
+        if refused:
+            self.requested_again += len(items)
+            self.gm.launch_failed(items)
+            return
+        i = dst[1]
+        self.in_doubt += len(items)
+        if i not in self.gm.suspended:
+            self.suspensions += 1
+            log.warning("GM %d: LM %d does not answer; %d task(s) in doubt, no new task goes there until it answers",
+                        self.gm.g, i, len(items))
+            self.gm.suspend_lm(i)
+            self.recovery.ask_again(i)
+        self.rt.loop.call_later(REQUEST_FRESH + FENCE_MARGIN, self.rt._guarded, self.questions.ask,
+                                ({i}, [t for t, _p, _pos in items], lambda c, r: self._settle(items, c, r)))
+
+    def _settle(self, items: list[tuple[int, int, int]], completed: set[int], running: set[int]) -> None:
+        placed, order = self.placements.placed, self.order
+        again = []
+        for tid, p, pos in items:
+            if tid in completed or tid in running:
+                self.doubt_running += 1
+            elif placed.get(tid) == order[p][pos]:  # still where the lost request put it: it never ran there
+                again.append((tid, p, pos))
+        self.doubt_again += len(again)
+        if again:
+            self.gm.launch_failed(again)
+
+    def counters(self) -> dict[str, int]:
+        return {"lm_suspensions": self.suspensions, "requests_refused_unread": self.requested_again, "requests_in_doubt": self.in_doubt,
+                "doubt_found_placed": self.doubt_running, "doubt_requested_again": self.doubt_again}
+
+
+def _items(msg: Any) -> list[tuple[int, int, int]]:
+    if isinstance(msg, LaunchRequest):
+        return list(msg.items)
+    if isinstance(msg, PreemptRequest):
+        return [(msg.tid, msg.p, msg.pos)]
+    return []
