@@ -211,59 +211,179 @@ def bench_fairness(folder: Path, quick: bool) -> None:
 
 
 def bench_faults(folder: Path, quick: bool) -> None:
-    """A chaos campaign on worker hosts at the default lease: recovery times and the exactly-once verdict."""
+    """Chaos campaigns, one per fault, at the default lease: detection and recovery times, tasks relaunched,
+    and the exactly-once verdict — printed as the report's fault table."""
     from statistics import median
 
     from schedlab.services.chaos import run_chaos
-
-    jobs = 30 if quick else 80
-    path = folder / "faults.yaml"
-    path.write_text(render_cluster(name=f"benchfaults{os.getpid()}", gms=2, lms=2, workers=24, hosts_per_lm=3,
-                                   base_port=free_base(2 + 2 + 6), heartbeat=1.0))
-    loaded = load_cluster(path)
-    tr = [TraceJob(0.5 * i, 2.0, [2.0] * 4) for i in range(jobs)]  # 16 of the 24 workers busy on average: room to relaunch
-    print(f"faults: 2 GMs x 2 LMs, 6 worker hosts of 4 workers, lease {loaded.spec.worker_lease:g} s; {jobs} jobs of four 2-s tasks "
-          f"every 0.5 s; a host SIGKILLed every 6 s")
-
-    async def campaign(restart_after: float, roles: tuple[str, ...] = ("worker",)):
-        await supervise.up(loaded, path, timeout=60)
-        try:
-            return await run_chaos(loaded, path, tr, roles=list(roles), every=6.0, restart_after=restart_after, seed=0,
-                                   constraints=False, timeout=120)
-        finally:
-            await supervise.down(loaded, path)
-
-    # back after 1 s: noticed by its new incarnation; back after 3 s: noticed by the lease running out
-    for restart_after in (1.0, 3.0):
-        rep = asyncio.run(campaign(restart_after))
-        det = [d for k in rep.kills for d in k.detection]
-        rel = [d for k in rep.kills for d in k.relaunch]
-        healthy = [k.healthy_after for k in rep.kills if k.healthy_after is not None]
-        ok3 = bool(rel) and max(rel) <= 3.0
-        print(f"  restarted after {restart_after:g} s: kills {len(rep.kills)}, lost runs {sum(k.lost_runs for k in rep.kills)}; "
-              f"re-queued after the kill p50 {median(det) if det else float('nan'):.2f} s max {max(det, default=float('nan')):.2f} s; "
-              f"started again p50 {median(rel) if rel else float('nan'):.2f} s max {max(rel, default=float('nan')):.2f} s; "
-              f"host healthy again after {max(healthy, default=float('nan')):.1f} s")
-        print(f"    tasks {rep.result.summary['tasks']}: {rep.lost} lost, {rep.duplicated} duplicated -> "
-              f"{'every task completed exactly once' if rep.ok else 'FAILED'}; target relaunch <= 3 s: {'met' if ok3 else 'MISSED'}", flush=True)
-
-    # GMs SIGKILLed every 6 s and restarted 1 s later: the restarted GM's view from the LMs, the jobs it gets back
     from schedlab.services.embedded import parse_params
 
+    jobs = 30 if quick else 80
+    tr = [TraceJob(0.5 * i, 2.0, [2.0] * 4) for i in range(jobs)]  # 16 of the 24 workers busy on average: room to relaunch
+    print(f"faults: 2 GMs x 2 LMs, 6 worker hosts of 4 workers, lease 2 s; {jobs} jobs of four 2-s tasks every 0.5 s; "
+          f"one component killed every 6 s (restarted after 1 s unless said)")
+    rows: list[tuple[str, ...]] = []
+
+    def stat(xs: list[float]) -> str:
+        return f"{median(xs):.2f} / {max(xs):.2f} s" if xs else "-"
+
+    def campaign(roles: list[str], restart_after: float = 1.0, standby: bool = False):
+        path = folder / f"faults-{'-'.join(roles)}-{restart_after:g}-{int(standby)}.yaml"
+        text = render_cluster(name=f"benchfaults{os.getpid()}", gms=2, lms=2, workers=24, hosts_per_lm=3,
+                              base_port=free_base(2 + 2 + 6), heartbeat=1.0, lm_standby=standby)
+        path.write_text(text)
+        loaded = load_cluster(path)
+
+        async def go():
+            await supervise.up(loaded, path, timeout=60)
+            try:
+                return await run_chaos(loaded, path, tr, roles=roles, every=6.0, restart_after=restart_after, seed=0,
+                                       constraints=False, timeout=180)
+            finally:
+                await supervise.down(loaded, path)
+
+        rep = asyncio.run(go())
+        verdict = "every task completed exactly once" if rep.ok else "FAILED"
+        print(f"  {','.join(roles)} (restart after {restart_after:g} s{', standbys' if standby else ''}): kills {len(rep.kills)}, "
+              f"tasks {rep.result.summary['tasks']}: {rep.lost} lost, {rep.duplicated} duplicated -> {verdict}", flush=True)
+        return loaded, rep
+
+    # worker hosts: back after 1 s (noticed by the new incarnation) and after 3 s (the lease runs out)
+    for restart_after in (1.0, 3.0):
+        _l, rep = campaign(["worker"], restart_after)
+        det = [d for k in rep.kills for d in k.detection]
+        rel = [d for k in rep.kills for d in k.relaunch]
+        print(f"    re-queued after the kill p50/max {stat(det)}; started again {stat(rel)} (target <= 3 s: "
+              f"{'met' if rel and max(rel) <= 3.0 else 'MISSED'})")
+        rows.append((f"worker host SIGKILLed, back after {restart_after:g} s", f"{stat(det)} (re-queued)", f"{stat(rel)} (started again)",
+                     str(sum(k.lost_runs for k in rep.kills)), str(rep.lost), str(rep.duplicated)))
+
+    # GMs: restarted after 1 s; the view from the LMs, the jobs it gets back
+    loaded, rep = campaign(["gm"])
     heartbeat = parse_params(loaded.megha_params()).heartbeat
-    rep = asyncio.run(campaign(1.0, ("gm",)))
     rec = [k.recovery for k in rep.kills if k.recovery.get("recovered_in") is not None]
     view = [r["recovered_in"] for r in rec]
     serving = [k.healthy_after - 1.0 for k in rep.kills if k.healthy_after is not None]
-    print(f"  GMs killed, restarted after 1 s: kills {len(rep.kills)}; view rebuilt from every LM p50 {median(view) if view else float('nan'):.3f} s "
-          f"max {max(view, default=float('nan')):.3f} s after the process started; serving again (process start, imports, broker, "
-          f"recovery) p50 {median(serving) if serving else float('nan'):.2f} s max {max(serving, default=float('nan')):.2f} s after the restart; "
-          f"jobs back {sum(r['jobs_resolved'] for r in rec)}: tasks found running {sum(r['tasks_found_running'] for r in rec)}, "
-          f"completed {sum(r['tasks_found_completed'] for r in rec)}, requested again {sum(r['tasks_requested_again'] for r in rec)}")
-    ok2 = bool(serving) and max(serving) <= 2 * heartbeat
-    print(f"    tasks {rep.result.summary['tasks']}: {rep.lost} lost, {rep.duplicated} duplicated -> "
-          f"{'every task completed exactly once' if rep.ok else 'FAILED'}; target scheduling resumed within 2 heartbeats "
-          f"({2 * heartbeat:g} s) of the restart: {'met' if ok2 else 'MISSED'}", flush=True)
+    again = sum(r["tasks_requested_again"] for r in rec)
+    print(f"    view rebuilt {stat(view)} after the process started; serving again {stat(serving)} after the restart "
+          f"(target <= 2 heartbeats = {2 * heartbeat:g} s: {'met' if serving and max(serving) <= 2 * heartbeat else 'MISSED'}); "
+          f"jobs back {sum(r['jobs_resolved'] for r in rec)}: running {sum(r['tasks_found_running'] for r in rec)}, "
+          f"completed {sum(r['tasks_found_completed'] for r in rec)}, requested again {again}")
+    rows.append(("GM SIGKILLed, restarted after 1 s", "— (restarted by the campaign)", f"{stat(serving)} serving after the restart; "
+                 f"view {stat(view)}", str(again), str(rep.lost), str(rep.duplicated)))
+
+    # LMs: standbys take over; and without standbys, restarted after 1 s
+    for standby in (True, False):
+        _l, rep = campaign(["lm"], standby=standby)
+        rec = [k.recovery for k in rep.kills if k.recovery.get("rebuilt_in") is not None]
+        back = [k.healthy_after for k in rep.kills if k.healthy_after is not None]
+        built = [r["rebuilt_in"] for r in rec]
+        lost_tt = max((r.get("gm_tasks_lost_at_takeovers", 0) for r in rec), default=0)
+        print(f"    LM answering again {stat(back)} after the kill (state rebuilt {stat(built)}); adopted "
+              f"{sum(r['tasks_adopted_from_hosts'] for r in rec)} running tasks, {sum(r['ends_sent_to_verify'] for r in rec)} ends verified, "
+              f"{lost_tt} requested again" + (f" (target standby active <= 3 s: {'met' if back and max(back) <= 3.0 else 'MISSED'})" if standby else ""))
+        rows.append(("LM SIGKILLed, standby takes over" if standby else "LM SIGKILLed, restarted after 1 s",
+                     "lease (at once)" if standby else "— (restarted by the campaign)", f"{stat(back)} answering after the kill",
+                     str(lost_tt), str(rep.lost), str(rep.duplicated)))
+
+    # the broker, stopped for 1 s
+    _l, rep = campaign(["broker"])
+    back = [k.healthy_after for k in rep.kills if k.healthy_after is not None]
+    rows.append(("RabbitMQ stopped for 1 s (rabbitmqctl stop_app/start_app)", "— (reconnection)", f"{stat(back)} broker back after the stop",
+                 str(rep.result.summary["counters"].get("lost_runs", 0)), str(rep.lost), str(rep.duplicated)))
+
+    print("  | fault | detection p50 / max | recovery p50 / max | tasks relaunched | lost | duplicated |\n  | --- | --- | --- | ---: | ---: | ---: |")
+    for r in rows:
+        print("  | " + " | ".join(r) + " |", flush=True)
+
+
+def bench_security(folder: Path, quick: bool) -> None:
+    """The security table: every attack against a live 1 GM x 1 LM cluster, the answer it got, and the
+    counter it moved (read from the attacked service's own status)."""
+    import json
+
+    import aio_pika
+    import aiohttp
+
+    from schedlab.services.auth import Signer
+    from schedlab.services.links import REQUEST_FRESH
+    from schedlab.services.messages import SubmitJob
+    from schedlab.services.remote import fetch_statuses
+    from schedlab.services.wire import Codec
+    from schedlab.workers.protocol import TasksFinished
+
+    path = folder / "security.yaml"
+    path.write_text(render_cluster(name=f"benchsec{os.getpid()}", gms=1, lms=1, workers=4, base_port=free_base(3), heartbeat=1.0))
+    loaded = load_cluster(path)
+    env = {"v": 1, "type": "LaunchRequest", "src": "gm:0", "dst": "lm:0",
+           "body": {"gm": 0, "items": [[5, 0, 0]], "tasks": [{"tid": 5, "jid": 1, "duration": 0.1}]}}
+    valid = json.dumps([env]).encode()
+    good = Signer(loaded.secret, "gm:0")
+    old = Signer(loaded.secret, "gm:0", clock=lambda: time.time() - 120)
+    late = Signer(loaded.secret, "gm:0", clock=lambda: time.time() - REQUEST_FRESH - 2)
+    once = good.headers(valid)
+    http_attacks = [
+        ("HTTP request without credentials", valid, {}),
+        ("signed with another cluster's secret", valid, Signer("x" * 32, "gm:0").headers(valid)),
+        ("signature of another body", valid, good.headers(b"other body")),
+        ("request signed 2 minutes ago (stale)", valid, old.headers(valid)),
+        ("a captured request sent again (first delivery)", valid, once),
+        ("a captured request sent again (replay)", valid, once),
+        (f"authentic launch signed {REQUEST_FRESH + 2:g} s ago (the links' fence)", valid, late.headers(valid)),
+        ("authentic peer, body not JSON", b"not json", "sign"),
+        ("authentic peer, unknown message type", json.dumps([{**env, "type": "Nonsense"}]).encode(), "sign"),
+        ("authentic peer, unknown partition", json.dumps([{**env, "body": {**env["body"], "items": [[5, 99, 0]]}}]).encode(), "sign"),
+        ("body over 8 MiB", b"[" + b" " * (9 << 20) + b"]", "sign"),
+    ]
+
+    async def run() -> list[tuple[str, str, str]]:
+        rows = []
+        await supervise.up(loaded, path, timeout=60)
+        try:
+            url = loaded.spec.lms[0].url + "/v1/message"
+            async with aiohttp.ClientSession() as session:
+                for label, data, headers in http_attacks:
+                    before = (await fetch_statuses(loaded))[1]["refused"]
+                    h = good.headers(data) if headers == "sign" else headers
+                    async with session.post(url, data=data, headers=h) as resp:
+                        text = (await resp.text()).strip()
+                        status = resp.status
+                    after = (await fetch_statuses(loaded))[1]["refused"]
+                    moved = ", ".join(f"refused.{k} +{after[k] - before.get(k, 0)}" for k in sorted(after) if after[k] != before.get(k, 0))
+                    rows.append((label, f"{status} {text.split(':')[0]}" if status != 200 else "200 (accepted, run once)", moved or "-"))
+            codec = Codec(None)
+            job = codec.encode("client", ("submit", 0), SubmitJob(7, [70, 71], [0.1, 0.1]))
+            done = codec.encode("host:0", ("lm", 0), TasksFinished([(70, 0)]))
+            conn = await aio_pika.connect(loaded.broker)
+            try:
+                x = (await conn.channel()).default_exchange
+                for label, body, queue, node in (
+                    ("broker message, unsigned (a job)", job, f"{loaded.name}.submit.0", 0),
+                    ("broker message, forged (a job)", Signer("y" * 32, "client").frame(job), f"{loaded.name}.submit.0", 0),
+                    ("broker message, forged (a completion)", Signer("y" * 32, "host:0").frame(done), f"{loaded.name}.lm.0", 1),
+                ):
+                    before = (await fetch_statuses(loaded))[node]["refused"]
+                    await x.publish(aio_pika.Message(body), routing_key=queue)
+                    await asyncio.sleep(0.3)
+                    st = (await fetch_statuses(loaded))[node]
+                    after = st["refused"]
+                    moved = ", ".join(f"refused.{k} +{after[k] - before.get(k, 0)}" for k in sorted(after) if after[k] != before.get(k, 0))
+                    rows.append((label, f"dropped before decoding; {st['role']} still knows {st['tasks_known']} task(s)", moved or "-"))
+            finally:
+                await conn.close()
+            statuses = await fetch_statuses(loaded)
+            lm = statuses[1]
+            rows.append(("(after all of the above)", f"LM launched {lm['launched']} task(s), handler errors {lm['handler_errors']}, "
+                         f"every node healthy: {all('error' not in st for st in statuses)}", f"refused_total {lm['refused_total']}"))
+        finally:
+            await supervise.down(loaded, path)
+        return rows
+
+    rows = asyncio.run(run())
+    print("security: 1 GM x 1 LM x 1 worker host; each attack, the answer, and the counter it moved")
+    print("  | attack | result | counter |\n  | --- | --- | --- |")
+    for r in rows:
+        print(f"  | {r[0]} | {r[1]} | {r[2]} |", flush=True)
 
 
 def rss_mb(pid: int) -> float | None:
@@ -328,7 +448,7 @@ def bench_soak(folder: Path, quick: bool, minutes: float = 10.0) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", default="latency,throughput,startup,fairness,faults,soak")
+    ap.add_argument("--only", default="latency,throughput,startup,fairness,faults,security,soak")
     ap.add_argument("--soak-minutes", type=float, default=10.0)
     ap.add_argument("--quick", action="store_true", help="shorter runs")
     args = ap.parse_args()
@@ -336,7 +456,8 @@ def main() -> None:
         folder = Path(tmp)
         for name in args.only.split(","):
             {"latency": bench_latency, "throughput": bench_throughput, "startup": bench_startup, "fairness": bench_fairness,
-             "faults": bench_faults, "soak": lambda f, q: bench_soak(f, q, args.soak_minutes)}[name](folder, args.quick)
+             "faults": bench_faults, "security": bench_security,
+             "soak": lambda f, q: bench_soak(f, q, args.soak_minutes)}[name](folder, args.quick)
             sys.stdout.flush()
 
 

@@ -357,8 +357,8 @@ def test_chaos_kills_worker_hosts_during_a_replay_and_every_task_completes_once(
         assert all(k["healthy_after"] is not None for k in s["chaos"]["kills"])
     finally:
         asyncio.run(supervise.down(loaded, path))
-    assert main(["chaos", "--cluster", str(path), "--trace", str(trace), "--kill", "lm"]) == 2
-    assert "LM failover is not built yet" in capsys.readouterr().err
+    assert main(["chaos", "--cluster", str(path), "--trace", str(trace), "--kill", "client"]) == 2
+    assert "unknown role 'client'" in capsys.readouterr().err
 
 
 def test_chaos_kills_gms_and_restarts_the_broker_during_a_replay_and_every_task_completes_once(broker, tmp_path, capsys):
@@ -559,3 +559,69 @@ def test_slow_and_partitioned_gm_lm_links_place_nothing_twice(broker, tmp_path):
     before, after = phases[3][2]["lm", 0]["launched"], phases[4][2]["lm", 0]["launched"]
     assert after - before <= statuses["gm", 0]["requests_in_doubt"], (before, after)
     assert statuses["lm", 0]["launched"] > after, "LM 0 got no work after the heal"
+
+
+def test_a_killed_lm_restarts_from_its_hosts_truth_and_every_task_completes_once(broker, tmp_path):
+    # LM 0 is SIGKILLed mid-replay with tasks running on its hosts and ends on their way. Meanwhile the
+    # GMs' requests to it fail (in doubt or refused unread) and new tasks go to LM 1. Restarted, the new
+    # LM process binds LM 0's port, asks its hosts what they run and holds those tasks again, passes
+    # the ends that waited in its queue to their GMs to verify, and tells every GM its state: what a GM
+    # had placed there before and is not running is requested again. Every task completes once.
+    path = write_cluster(tmp_path, gms=2, lms=2, workers=8, hosts_per_lm=2, heartbeat=0.2)
+    trace = [job(0.1 * i, [2.5] * 2 if i % 3 == 0 else [0.6] * 2) for i in range(40)]
+
+    async def body(loaded, procs):
+        async with RemoteCluster(loaded) as rc:
+            run = asyncio.create_task(replay(rc, trace, constraints=False, timeout=120))
+            await asyncio.sleep(1.5)
+            supervise.kill(path, "lm", 0)
+            await asyncio.sleep(1.0)
+            await supervise.restart(loaded, path, "lm", 0, timeout=30)
+            result = await run
+        return loaded, result, {(st["role"], st["id"]): st for st in await fetch_statuses(loaded)}
+
+    loaded, result, statuses = asyncio.run(_with_cluster(path, body))
+    assert_valid_schedule(result, loaded.cluster)
+    assert result.summary["tasks"] == 80
+    lm = statuses["lm", 0]
+    assert lm["tasks_adopted_from_hosts"] > 0, "no running task was held again by the new LM process"
+    assert lm["hosts_silent_at_start"] == [] and lm["rebuilt_in"] < 2.0
+    for g in (0, 1):
+        gm = statuses["gm", g]
+        assert gm["lm_takeovers_seen"] >= 1 and gm["lms_suspended"] == [] and gm["jobs_open"] == 0
+
+
+def test_chaos_kills_active_lms_their_standbys_take_over_and_every_task_completes_once(broker, tmp_path, capsys):
+    # lm_standby: cluster up starts a standby beside each LM. Each kill SIGKILLs the process serving an
+    # LM; its standby gets the lease, binds the port, rebuilds from the hosts and serves; a new standby
+    # is started. Every task completes once, and each takeover is quick.
+    from schedlab.cli import main
+
+    path = write_cluster(tmp_path, gms=2, lms=2, workers=8, hosts_per_lm=2, heartbeat=0.2)
+    path.write_text(path.read_text().replace("lm_standby: false", "lm_standby: true"))
+    trace = tmp_path / "t.tr"
+    trace.write_text("".join(f"{0.2 * i:.2f} 2 1 1 1\n" for i in range(45)))
+    loaded = load_cluster(path)
+    assert loaded.spec.lm_standby
+    asyncio.run(supervise.up(loaded, path, timeout=60))
+    try:
+        live = supervise.running_pids(path)
+        assert {"lm-0-standby", "lm-1-standby"} <= set(live), live
+        summary = tmp_path / "chaos.json"
+        rc = main(["chaos", "--cluster", str(path), "--trace", str(trace), "--kill", "lm", "--every", "2.5", "--restart-after", "0.5",
+                   "--seed", "2", "--no-constraints", "--timeout", "90", "--summary-json", str(summary)])
+        out = capsys.readouterr().out
+        assert rc == 0, out
+        assert "every task completed exactly once" in out
+        s = json.loads(summary.read_text())
+        kills = s["chaos"]["kills"]
+        assert s["chaos"]["ok"] and len(kills) >= 2 and {k["role"] for k in kills} == {"lm"}
+        assert s["counters"]["tasks_unfinished"] == 0 and s["tasks"] == 90
+        for k in kills:
+            assert k["recovery"]["standby_took_over"] is True, k
+            assert k["healthy_after"] < 3.0, k  # the issue's target: standby active within 3 s
+        # every LM has a standby again, and the processes serving are the former standbys or their successors
+        assert {"lm-0", "lm-0-standby", "lm-1", "lm-1-standby"} == set(n for n in supervise.running_pids(path) if n.startswith("lm"))
+    finally:
+        asyncio.run(supervise.down(loaded, path))
+    assert supervise.running_pids(path) == {}

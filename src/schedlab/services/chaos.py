@@ -17,11 +17,14 @@ rejoin — :mod:`~.failures`) and ``gm`` (Global Masters: view rebuilt from the
 LMs, unfinished jobs back from the durable queue, their tasks resolved by the
 LMs' truth — :mod:`~.recovery`; for each GM kill the report adds how long the
 restarted GM took to have every LM's state and what became of the jobs it got
-back, read from its status before the next kill) and ``broker`` (RabbitMQ
+back, read from its status before the next kill), ``lm`` (the process serving
+an LM is SIGKILLed: with ``lm_standby`` its standby takes over and a new
+standby is started; without, the LM is restarted — either way the new process
+rebuilds the LM's state from its worker hosts, :mod:`~.recovery`; the report
+adds the rebuild and what it found) and ``broker`` (RabbitMQ
 stopped with ``rabbitmqctl stop_app`` and started again: every component
 reconnects, publishers hold what they could not send — :mod:`~.net`; only for
-a broker on this machine, since that is where ``rabbitmqctl`` acts). LMs are
-refused with a clear message until their failover exists.
+a broker on this machine, since that is where ``rabbitmqctl`` acts).
 """
 
 from __future__ import annotations
@@ -37,9 +40,9 @@ from schedlab.errors import InputError
 from schedlab.services import supervise
 from schedlab.services.clusterfile import LoadedCluster
 
-KILLABLE = ("worker", "gm", "broker")
-NOT_YET = {"lm": "LM failover"}
+KILLABLE = ("worker", "gm", "lm", "broker")
 GM_RECOVERY_FIELDS = ("recovered_in", "jobs_resolved", "tasks_found_running", "tasks_found_completed", "tasks_requested_again")
+LM_RECOVERY_FIELDS = ("rebuilt_in", "tasks_adopted_from_hosts", "ends_sent_to_verify", "hosts_silent_at_start", "standby_took_over")
 
 
 @dataclass
@@ -68,8 +71,6 @@ class ChaosReport:
 
 def check_roles(roles: list[str]) -> list[str]:
     for r in roles:
-        if r in NOT_YET:
-            raise InputError("--kill", f"{r}: {NOT_YET[r]} is not built yet (killable now: {', '.join(KILLABLE)})")
         if r not in KILLABLE:
             raise InputError("--kill", f"unknown role {r!r} (killable: {', '.join(KILLABLE)})")
     if not roles:
@@ -102,7 +103,9 @@ async def run_chaos(loaded: LoadedCluster, cluster_file: str | os.PathLike, trac
         statuses = {(st["role"], st["id"]): st for st in await fetch_statuses(loaded)}
         for k in unread:
             st = statuses.get((k.role, k.id), {})
-            k.recovery = {f: st.get(f) for f in GM_RECOVERY_FIELDS}
+            k.recovery = {f: st.get(f) for f in (GM_RECOVERY_FIELDS if k.role == "gm" else LM_RECOVERY_FIELDS)}
+            if k.role == "lm":  # what the GMs did not find at the new LM process, all takeovers so far
+                k.recovery["gm_tasks_lost_at_takeovers"] = sum(int(s.get("tasks_lost_at_takeovers", 0)) for (r, _i), s in statuses.items() if r == "gm")
         unread.clear()
     async with RemoteCluster(loaded) as rc:
         run = asyncio.create_task(replay(rc, trace, **replay_kw))
@@ -116,16 +119,21 @@ async def run_chaos(loaded: LoadedCluster, cluster_file: str | os.PathLike, trac
                 await read_recoveries()
                 k = Kill(role, ident, time.time())
                 kills.append(k)
+                answered = None
                 if role == "broker":
                     await _rabbitmqctl(ctl, "stop_app")
                     await asyncio.sleep(restart_after)
                     await _rabbitmqctl(ctl, "start_app")
+                elif role == "lm":
+                    answered = await _kill_lm(loaded, cluster_file, ident, restart_after)
                 else:
                     supervise.kill(cluster_file, role, ident)
                     await asyncio.sleep(restart_after)
                     await supervise.restart(loaded, cluster_file, role, ident, timeout=60)
                 k.healthy_after = time.time() - k.killed_at
-                if role == "gm":
+                if role == "lm" and answered is not None:  # a standby took over: when it answered, not when its successor started
+                    k.healthy_after = answered
+                if role in ("gm", "lm"):
                     unread.append(k)
             result = run.result()
             await read_recoveries()
@@ -137,6 +145,40 @@ async def run_chaos(loaded: LoadedCluster, cluster_file: str | os.PathLike, trac
     c = result.summary["counters"]
     duplicated = sum(int(c.get(k, 0)) for k in ("duplicate_starts", "duplicate_finishes", "duplicate_reports"))
     return ChaosReport(result, kills, int(c["tasks_unfinished"]), duplicated)
+
+
+async def _kill_lm(loaded: LoadedCluster, cluster_file: str | os.PathLike, ident: int, restart_after: float) -> float | None:
+    """SIGKILL the process serving LM ``ident``; back when LM ``ident`` answers again — its standby taking
+    over (a new standby is started ``restart_after`` s after the kill; returns when the standby answered,
+    seconds after the kill) or, without standbys, a restart (returns None)."""
+    import signal
+
+    url = loaded.spec.lms[ident].url
+    pid = await supervise.serving_pid(url)
+    if pid is None:
+        raise InputError(f"lm {ident}", f"nothing answers at {url}")
+    os.kill(pid, signal.SIGKILL)
+    if not loaded.spec.lm_standby:
+        await asyncio.sleep(restart_after)
+        await supervise.restart(loaded, cluster_file, "lm", ident, timeout=60)
+        return None
+    t0 = time.monotonic()
+    spawned = False
+    while True:
+        if not spawned and time.monotonic() - t0 >= restart_after:
+            supervise.spawn_standby(cluster_file, ident)
+            spawned = True
+        now = await supervise.serving_pid(url, timeout=0.5)
+        if now is not None and now != pid:
+            answered = time.monotonic() - t0
+            break
+        if time.monotonic() - t0 > 60:
+            raise InputError(f"lm {ident}", "no standby took over within 60 s")
+        await asyncio.sleep(0.05)
+    if not spawned:
+        await asyncio.sleep(max(0.0, restart_after - (time.monotonic() - t0)))
+        supervise.spawn_standby(cluster_file, ident)
+    return answered
 
 
 def _local_rabbitmqctl(loaded: LoadedCluster) -> str:

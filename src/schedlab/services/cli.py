@@ -50,6 +50,7 @@ def init_cmd(
     heartbeat: Annotated[float, typer.Option("--heartbeat", help="Seconds between LM state updates.")] = 1.0,
     name: Annotated[str, typer.Option("--name", help="Cluster name (prefix of its queues).")] = "schedlab",
     from_config: Annotated[str | None, typer.Option("--from-config", help="A papers' Megha config (*_config_*.json or 'reference'): its LMs, partitions and machine constraints.")] = None,
+    lm_standby: Annotated[bool, typer.Option("--lm-standby", help="cluster up starts a standby process beside each LM (takes over if it dies).")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
 ) -> None:
     """Write a commented cluster file; with no options, a small cluster for one laptop.
@@ -73,7 +74,8 @@ def init_cmd(
 
         source = load_config(from_config)
     text = render_cluster(name=name, gms=gms, lms=lms, hosts_per_lm=hosts_per_lm, workers=workers, slots=slots, resources=res, capacity=cap,
-                          host=host, base_port=base_port, broker=broker or amqp_url_default(), heartbeat=heartbeat, from_cluster=source)
+                          host=host, base_port=base_port, broker=broker or amqp_url_default(), heartbeat=heartbeat, from_cluster=source,
+                          lm_standby=lm_standby)
     write_cluster_file(path, text, force=force)
     err.print(f"wrote {path}: start it with `schedlab cluster up {path}`", highlight=False)
 
@@ -141,7 +143,7 @@ def status_cmd(
             age = st.get("last_heartbeat_age")
             t.add_row(
                 name,
-                "up",
+                "up" + (f" (pid {st['pid']})" if st["role"] == "lm" and loaded.spec.lm_standby else ""),
                 str(st.get("waiting", "")),
                 str(st.get("running", "")),
                 str(st.get("lent_workers", "")),
@@ -151,6 +153,12 @@ def status_cmd(
                 str(st.get("handler_errors", 0)),
             )
         out.print(t)
+        if loaded.spec.lm_standby:
+            from schedlab.services.supervise import running_pids
+
+            serving = {st.get("pid") for st in statuses if st["role"] == "lm"}
+            waiting = sorted(f"{n} (pid {pid})" for n, pid in running_pids(path).items() if n.startswith("lm-") and pid not in serving)
+            out.print(f"LM standbys waiting: {', '.join(waiting) or 'none'}", highlight=False)
     if any("error" in st for st in statuses):
         raise typer.Exit(1)
 
@@ -173,6 +181,7 @@ def serve_cmd(
     cluster: Annotated[Path, typer.Option("--cluster", "-c", help="Cluster file.")],
     ident: Annotated[int, typer.Option("--id", help="Which one (its id in the cluster file; 0 with 'all').")] = 0,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error.")] = "info",
+    standby: Annotated[bool, typer.Option("--standby", help="An LM: wait until the active LM of this id is gone, then take over (same host).")] = False,
 ) -> None:
     """Run one component of a cluster in the foreground (for multi-host deployments).
 
@@ -190,10 +199,13 @@ def serve_cmd(
     loaded = _load(cluster)
     if role not in ("gm", "lm", "worker", "all"):
         raise InputError("role", f"unknown role {role!r} (choose from gm, lm, worker, all)")
+    if standby and role != "lm":
+        raise InputError("--standby", f"only an LM has a standby, not {role}")
 
     async def main() -> None:
         await check_broker(loaded)
-        await serve(loaded, role, ident, ready=lambda node: logging.getLogger("schedlab").info("%s %d ready on %s", node.role, node.id, node.endpoint.url))
+        await serve(loaded, role, ident, ready=lambda node: logging.getLogger("schedlab").info("%s %d ready on %s", node.role, node.id, node.endpoint.url),
+                    standby=standby)
 
     asyncio.run(main())
 
@@ -271,7 +283,7 @@ def submit_cmd(
 def chaos_cmd(
     cluster: Annotated[Path, typer.Option("--cluster", "-c", help="Cluster file of a running cluster (schedlab cluster up).")],
     trace: Annotated[str, typer.Option("--trace", "-t", help="Trace to replay meanwhile: google, syn_250, … or a file.")],
-    kill: Annotated[str, typer.Option("--kill", help="Roles to kill, comma-separated: worker, gm, broker.")] = "worker",
+    kill: Annotated[str, typer.Option("--kill", help="Roles to kill, comma-separated: worker, gm, lm, broker.")] = "worker",
     every: Annotated[float, typer.Option("--every", help="Seconds between kills.")] = 5.0,
     restart_after: Annotated[float, typer.Option("--restart-after", help="Seconds a killed component stays down.")] = 1.0,
     max_jobs: Annotated[int | None, typer.Option("--max-jobs", help="Replay only the first N jobs.")] = None,
@@ -297,7 +309,7 @@ def chaos_cmd(
     loaded = _load(cluster)
     report = asyncio.run(run_chaos(loaded, cluster, trace, roles=roles, every=every, restart_after=restart_after, seed=seed,
                                    max_jobs=max_jobs, speedup=speedup, constraints=constraints, timeout=timeout))
-    t = Table("killed", "at (s)", "healthy after (s)", "lost runs", "re-queued after (s, max)", "restarted after (s, max)", "GM recovery",
+    t = Table("killed", "at (s)", "healthy after (s)", "lost runs", "re-queued after (s, max)", "restarted after (s, max)", "recovery",
               title="chaos", title_justify="left")
     for k in report.kills:
         t.add_row(f"{k.role} {k.id}", f"{k.killed_at:.1f}", "-" if k.healthy_after is None else f"{k.healthy_after:.1f}", str(k.lost_runs),
@@ -316,6 +328,9 @@ def chaos_cmd(
 
 
 def _gm_recovery(r: dict) -> str:
+    if r and r.get("rebuilt_in") is not None:
+        return (f"{'standby took over' if r['standby_took_over'] else 'restarted'}; state from the hosts in {r['rebuilt_in']:.2f} s: "
+                f"{r['tasks_adopted_from_hosts']} running, {r['ends_sent_to_verify']} ends verified by GMs")
     if not r or r.get("recovered_in") is None:
         return "-"
     return (f"view in {r['recovered_in']:.2f} s; {r['jobs_resolved']} job(s) back: {r['tasks_found_running']} running, "

@@ -113,6 +113,7 @@ class ClusterSpec(_Model):
     secret: str | None = Field(None, min_length=16)
     seed: int = Field(0, ge=0)
     worker_lease: float = Field(2.0, gt=0, le=3600)  # seconds without news from a worker host before its LM declares it down
+    lm_standby: bool = False  # cluster up starts a standby process beside each LM (same host: it takes over its port)
     megha: dict[str, Any] = Field(default_factory=dict)
     resources: list[str] = Field(default_factory=lambda: ["slots"], min_length=1)
     gms: list[Endpoint] = Field(min_length=1)
@@ -284,6 +285,7 @@ def render_cluster(
     secret: str | None = None,
     from_cluster: Cluster | None = None,
     seed: int = 0,
+    lm_standby: bool = False,
 ) -> str:
     """A commented cluster file: ``workers`` workers spread over ``lms`` LMs and their hosts.
 
@@ -323,6 +325,7 @@ def render_cluster(
         f"secret: {secret}   # shared by every component; SCHEDLAB_CLUSTER_SECRET overrides",
         f"seed: {seed}                        # seeds the GMs' random worker choice",
         "worker_lease: 2.0                # seconds of silence before an LM declares a worker host down and relaunches its tasks",
+        f"lm_standby: {'true' if lm_standby else 'false'}                # true: cluster up starts a standby beside each LM, which takes over if it dies",
         "megha:                         # Megha's parameters (schedlab schedulers lists them)",
         f"  heartbeat: {heartbeat}             # seconds between LM state updates to the GMs",
         "  worker_choice: random",

@@ -59,7 +59,7 @@ from schedlab.schedulers.megha.messages import (
     TaskLost,
     TaskPreempted,
 )
-from schedlab.services.messages import HostAlive, HostFinished, KillTask, TaskKilled
+from schedlab.services.messages import HostAlive, HostFinished, KillTask, TaskKilled, VerifyEnds
 from schedlab.services.records import FINISHED, LOST, Emit
 from schedlab.services.runtime import AsyncRuntime
 from schedlab.services.tasks import split_id
@@ -130,6 +130,19 @@ class HostMonitor:
                 self.rt._guarded(self._declare_down, (h, f"silent for {now - t:.1f} s"))
         self._timer = self.rt.loop.call_later(self.lease / 3, self._check)
 
+    def mark_down(self, h: int) -> None:
+        """A host that did not answer an LM process taking over: down (nothing of it was adopted)."""
+        if h not in self.down:
+            self.down.add(h)
+            self.hosts_down += 1
+            log.warning("worker host %d did not answer: down until it is heard again", h)
+
+    def heard(self, h: int, incarnation: int) -> None:
+        """A host answered an LM process taking over (its tasks are adopted): alive, in this incarnation."""
+        self.last[h] = self.rt.now()
+        self.incarnation[h] = incarnation
+        self.down.discard(h)
+
     def _declare_down(self, h: int, why: str) -> None:
         self.down.add(h)
         self.hosts_down += 1
@@ -173,6 +186,8 @@ class CompletionRelay:
         self.lms = {lm.address: lm for lm in lms}
         self.dropped = 0
         self.completed: Any = None  # a RecentIds of the ends relayed, for a restarted GM's questions (:mod:`~.recovery`)
+        self.takeover = False  # an LM process draining its queue after taking over: ends nobody adopted go to their GM
+        self.verify_sent = 0
         for addr in self.lms:
             rt.add_handler(addr, HostFinished, lambda msg, a=addr: self._on_finished(a, msg))
 
@@ -180,16 +195,25 @@ class CompletionRelay:
         lm = self.lms[addr]
         running, order = lm.running, lm.layout.order
         group = []
+        unvouched: list[tuple[tuple[int, int], tuple]] = []
         for (tid, w), (started, ended, outcome) in zip(msg.group, msg.runs, strict=True):
             where = running.get(tid)
             if where is None or order[where[0]][where[1]] != w:
-                self.dropped += 1
+                if self.takeover and where is None:
+                    unvouched.append(((tid, w), (started, ended, outcome)))
+                else:
+                    self.dropped += 1
                 continue
             group.append((tid, w))
             if self.completed is not None:
                 self.completed.add(tid)
             run, local = split_id(tid)
             self.emit(run, (FINISHED, local, ended, {**outcome, "worker": w, "started_at": started}))
+        if unvouched:  # ended while no LM process watched: the GM, which knows where it placed them, decides
+            self.verify_sent += len(unvouched)
+            for other in msg.reply_to:
+                if other != addr:
+                    self.rt.send(other, VerifyEnds([e for e, _r in unvouched], [r for _e, r in unvouched]))
         if not group:
             return
         done = TasksFinished(group)
@@ -208,6 +232,7 @@ class GMPlacements:
         self.gm = gm
         self.emit = emit
         self.placed: dict[int, int] = {}  # tid -> worker of its current run
+        self.sent_at: dict[int, float] = {}  # tid -> when its current request left (0: held again after a restart)
         self.dropped_completions = 0
         self.dropped_losses = 0
         order = gm.layout.order
@@ -223,15 +248,18 @@ class GMPlacements:
         order = self.order
         for tid, p, pos in running:
             self.placed[tid] = order[p][pos]
+            self.sent_at[tid] = 0.0
 
     def _launching(self, _dst: Any, msg: LaunchRequest) -> LaunchRequest:
-        order = self.order
+        order, now = self.order, self.rt.now()
         for tid, p, pos in msg.items:
             self.placed[tid] = order[p][pos]
+            self.sent_at[tid] = now
         return msg
 
     def _preempting(self, _dst: Any, msg: PreemptRequest) -> PreemptRequest:
         self.placed[msg.tid] = self.order[msg.p][msg.pos]
+        self.sent_at[msg.tid] = self.rt.now()
         return msg
 
     def _finished(self, _dst: Any, msg: TasksFinished) -> TasksFinished | None:
@@ -239,6 +267,7 @@ class GMPlacements:
         group = [(tid, w) for tid, w in msg.group if placed.get(tid) == w]
         for tid, _w in group:
             del placed[tid]
+            self.sent_at.pop(tid, None)
         if len(group) == len(msg.group):
             return msg
         self.dropped_completions += len(msg.group) - len(group)
@@ -250,6 +279,7 @@ class GMPlacements:
             self.dropped_losses += 1  # completed already, or already relaunched elsewhere
             return None
         del self.placed[msg.tid]
+        self.sent_at.pop(msg.tid, None)
         run, local = split_id(msg.tid)
         self.emit(run, (LOST, local, self.rt.now(), worker))
         return msg
@@ -260,7 +290,35 @@ class GMPlacements:
             self.dropped_losses += 1
             return None
         del self.placed[msg.tid]
+        self.sent_at.pop(msg.tid, None)
         return msg
+
+    def lost_at_takeover(self, lm: int, running: set[int], since: float, exclude: set[int]) -> list[int]:
+        """An LM process took over at ``since`` and runs ``running``: this GM's tasks placed on that LM before
+        then and not among them (nor in ``exclude``, requests in doubt) were lost with the LM's old process's
+        knowledge — their runs ended record-wise here, and the caller requests them again."""
+        lm_of, where, now = self.gm.layout.lm_of, self.gm.layout.where, self.rt.now()
+        lost = [tid for tid, w in self.placed.items()
+                if lm_of[where[w][0]] == lm and tid not in running and tid not in exclude and self.sent_at.get(tid, 0.0) < since]
+        for tid in lost:
+            worker = self.placed.pop(tid)
+            self.sent_at.pop(tid, None)
+            run, local = split_id(tid)
+            self.emit(run, (LOST, local, now, worker))
+        return lost
+
+    def verify_ends(self, group: list[tuple[int, int]], runs: list[tuple[float, float, dict]]) -> list[tuple[int, int]]:
+        """Ends an LM could not vouch for (:class:`~.messages.VerifyEnds`): those of tasks this GM placed on
+        that worker are recorded here (``finished``) and returned, to be completed; the rest are dropped."""
+        accepted = []
+        for (tid, w), (started, ended, outcome) in zip(group, runs, strict=True):
+            if self.placed.get(tid) == w:
+                accepted.append((tid, w))
+                run, local = split_id(tid)
+                self.emit(run, (FINISHED, local, ended, {**outcome, "worker": w, "started_at": started}))
+            else:
+                self.dropped_completions += 1
+        return accepted
 
     def counters(self) -> dict[str, int]:
         return {"completions_dropped": self.dropped_completions, "losses_dropped": self.dropped_losses}

@@ -103,6 +103,8 @@ class LaunchLinks:
         self.in_doubt = 0
         self.doubt_running = 0  # in doubt, found running (or completed) at the LM
         self.doubt_again = 0  # in doubt, found nowhere: requested again
+        self.pending: set[int] = set()  # tids in doubt, not settled yet
+        recovery.in_doubt = lambda: self.pending
 
     def undelivered(self, dst: Any, msgs: list[Any], refused: bool) -> None:
         """The transport's report: ``msgs`` to ``dst`` got no answer; ``refused``: certainly not acted on."""
@@ -123,6 +125,7 @@ class LaunchLinks:
                         self.gm.g, i, len(items))
             self.gm.suspend_lm(i)
             self.recovery.ask_again(i)
+        self.pending.update(t for t, _p, _pos in items)
         self.rt.loop.call_later(REQUEST_FRESH + FENCE_MARGIN, self.rt._guarded, self.questions.ask,
                                 ({i}, [t for t, _p, _pos in items], lambda c, r: self._settle(items, c, r)))
 
@@ -130,6 +133,7 @@ class LaunchLinks:
         placed, order = self.placements.placed, self.order
         again = []
         for tid, p, pos in items:
+            self.pending.discard(tid)
             if tid in completed or tid in running:
                 self.doubt_running += 1
             elif placed.get(tid) == order[p][pos]:  # still where the lost request put it: it never ran there

@@ -108,6 +108,9 @@ class Recovered:
     update: Any  # StateUpdate, a snapshot
     running: list[tuple[int, int, int]] = field(default_factory=list)  # (tid, p, pos) of the GM's tasks
     holdings: list[tuple] = field(default_factory=list)  # ("launch", tid, p, pos, user, amount) of every task
+    # an LM process that took over (restarted, or a standby): when it started. A task the GM had placed on
+    # this LM before then and that is not in ``running`` is lost; 0 in the answer to a GM's Recover
+    since: float = 0.0
 
 
 @dataclass(slots=True)
@@ -128,3 +131,30 @@ class Resolved:
     ask: int
     completed: list[int] = field(default_factory=list)
     running: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class HostState:
+    """An LM taking over → each of its worker hosts: what do you run? (answered with :class:`HostReport`).
+    From then on the host refuses launches from any other LM process than ``incarnation``."""
+
+    lm: int
+    incarnation: int  # the asking LM process's
+
+
+@dataclass(slots=True)
+class HostReport:
+    """Worker host → the LM taking over: the tasks it runs, as ``(tid, worker, gm)`` (descriptions attached)."""
+
+    host: int
+    incarnation: int
+    running: list[tuple[int, int, int]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class VerifyEnds:
+    """An LM that took over → a GM: these tasks ended while no LM process watched (their ends waited in the
+    LM's queue, and no host ran them any more); each completes if the GM placed it on that worker."""
+
+    group: list[tuple[int, int]]
+    runs: list[tuple[float, float, dict]] = field(default_factory=list)

@@ -57,7 +57,8 @@ from schedlab.workers.protocol import POOL_ADDRESS
 
 log = logging.getLogger("schedlab.services.net")
 
-HTTP_TYPES = frozenset({"LaunchRequest", "PreemptRequest", "LaunchBatch", "LaunchTask", "KillTask", "HostAlive", "Recover", "Resolve"})
+HTTP_TYPES = frozenset({"LaunchRequest", "PreemptRequest", "LaunchBatch", "LaunchTask", "KillTask", "HostAlive", "Recover", "Resolve",
+                        "HostState"})
 HTTP_PATH = "/v1/message"
 HTTP_TIMEOUT = 10.0
 HTTP_RETRIES = 5
@@ -175,8 +176,8 @@ class AmqpLink:
         await self.channel.set_qos(prefetch_count=256)
         self._publisher = asyncio.get_running_loop().create_task(self._publish_loop())
 
-    async def consume(self, queue: str, on_body: Callable[[bytes], None], *, durable: bool = True, exclusive: bool = False) -> None:
-        """Deliver every message of ``queue`` to ``on_body``.
+    async def consume(self, queue: str, on_body: Callable[[bytes], None], *, durable: bool = True, exclusive: bool = False) -> int:
+        """Deliver every message of ``queue`` to ``on_body``; returns how many were waiting in it.
 
         A service's queue is durable and its messages are acknowledged once
         handled (a service that dies before that gets them again when it comes
@@ -197,7 +198,7 @@ class AmqpLink:
                     on_body(body)
 
             self.queues[queue] = (q, await q.consume(on_message, no_ack=True))
-            return
+            return 0
 
         # Acknowledged in batches — one ack for everything handled on the channel in a few
         # milliseconds — after the handler ran (what was handled but not yet acknowledged when a
@@ -213,6 +214,7 @@ class AmqpLink:
             self._to_ack = message
 
         self.queues[queue] = (q, await q.consume(on_ack_message))
+        return int(getattr(q.declaration_result, "message_count", 0) or 0)
 
     async def consume_held(self, queue: str, on_message: Callable[[bytes, bool, Any], None]) -> None:
         """Deliver every message of the durable ``queue`` as ``on_message(body, redelivered, message)``, on a
@@ -432,8 +434,11 @@ class LocalBus:
     answered as over HTTP — only the socket is gone.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, expected: set | None = None) -> None:
         self.routes: dict[Address, NetTransport] = {}
+        # every address that will join (all of a cluster file's components): a message to one not started yet
+        # waits for it rather than taking a socket
+        self.expected: set = expected or set()
 
 
 class NetTransport:
@@ -486,6 +491,9 @@ class NetTransport:
             rt.loop.call_soon(rt.deliver, dst, msg)
             return
         peer = None if self.bus is None else self.bus.routes.get(dst)
+        if peer is None and self.bus is not None and dst in self.bus.expected:
+            asyncio.get_running_loop().call_later(0.01, self.send, dst, msg)  # its component is still starting
+            return
         if peer is not None:
             env = self.codec.envelope(self.identity, dst, msg, self._seq(dst))
             asyncio.get_running_loop().call_soon(peer._from_bus, env, self)

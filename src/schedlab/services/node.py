@@ -22,6 +22,14 @@ worker N   task launches and kills from its LM        —
 Every node also answers ``GET /v1/health`` and ``GET /v1/status`` (queue
 lengths, running tasks, counters, refused input by reason).
 
+**Starting is recovering.** A GM starts with an empty view and asks every LM
+for its state before it consumes its queues (:class:`~.recovery.GMRecovery`);
+an LM binds its port first (the fence), asks its worker hosts what they run,
+drains its queue and announces its state to the GMs
+(:class:`~.recovery.LMTakeover`) before it serves; a standby LM (``serve lm
+--standby``) first waits for the active one's lease and port
+(:mod:`~.lease`). A fresh cluster and a crashed component take the same path.
+
 **Bad input** never reaches a component: a body that is not a list of valid
 envelopes, an unknown message type or version, a message for a component not
 hosted here, a launch naming a partition or position this LM does not have or
@@ -37,6 +45,7 @@ it, a worker host when it ended — so memory follows the tasks in flight.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -62,6 +71,7 @@ from schedlab.services.failures import (
     HostMonitor,
 )
 from schedlab.services.fairness import GMFairness, HostWorkers, holding_event
+from schedlab.services.lease import Lease, bind, lease_queue, wait_to_serve
 from schedlab.services.links import (
     REQUEST_FRESH,
     REQUEST_TIMEOUT,
@@ -70,6 +80,8 @@ from schedlab.services.links import (
     Questions,
 )
 from schedlab.services.messages import (
+    HostReport,
+    HostState,
     KillTask,
     RecordEvents,
     Recover,
@@ -79,7 +91,7 @@ from schedlab.services.messages import (
 )
 from schedlab.services.net import STALE_REQUEST, AmqpLink, Directory, LocalBus, NetTransport
 from schedlab.services.records import EventObserver
-from schedlab.services.recovery import DurableJobs, GMRecovery, LMRecovery
+from schedlab.services.recovery import DurableJobs, GMRecovery, LMRecovery, LMTakeover
 from schedlab.services.runtime import AsyncRuntime
 from schedlab.services.tasks import RecentIds, TaskStore
 from schedlab.services.wire import MAX_MESSAGE_BYTES, Codec, WireError, address_str
@@ -168,7 +180,7 @@ class WorkerRouter(Component):
 class Node:
     """One GM, LM or worker host process."""
 
-    def __init__(self, loaded: LoadedCluster, role: str, ident: int, bus: LocalBus | None = None) -> None:
+    def __init__(self, loaded: LoadedCluster, role: str, ident: int, bus: LocalBus | None = None, standby: bool = False) -> None:
         if role not in ROLES:
             raise InputError("role", f"unknown role {role!r} (choose from {', '.join(ROLES)})")
         spec = loaded.spec
@@ -210,6 +222,13 @@ class Node:
         self.beacon: HostBeacon | None = None  # worker host: its lease
         self.relay: Any = None  # LM: hosts' task ends, recorded and passed on to the GMs
         self.workers: HostWorkers | None = None  # LM with fair sharing: preemptions as kills on the hosts
+        self.standby = standby  # LM: wait for the active one to die, then take over
+        self.lease: Lease | None = None  # LM: its lease (lease.py)
+        self._sock: Any = None
+        self._keep_lease: asyncio.Task | None = None
+        self.takeover: LMTakeover | None = None  # LM: its state rebuilt from the hosts at start
+        self.amqp_handled = 0
+        self.lm_incarnation: int | None = None  # worker host: the LM process it takes launches from (once one asked)
         self.recovery: GMRecovery | None = None  # GM: its view from the LMs at start
         self.jobs: DurableJobs | None = None  # GM: its jobs, acknowledged when done
         self.lm_recovery: LMRecovery | None = None  # LM: its answers to restarted GMs
@@ -220,6 +239,19 @@ class Node:
         loaded, p = self.loaded, self.params
         secret = require_secret(loaded)
         identity = address_str(self.address)
+        ep = self.endpoint
+        if self.role == "lm" and self.standby:  # wait for the active LM to die: its lease, then its port
+            log.info("LM %d standby: waiting for %s", self.id, lease_queue(loaded.name, self.id))
+            self.lease, self._sock = await wait_to_serve(loaded.broker, lease_queue(loaded.name, self.id), ep.host, ep.port)
+            log.warning("LM %d standby: the active LM is gone; taking over", self.id)
+        else:
+            self._sock = bind(ep.host, ep.port)
+            if self._sock is None:
+                raise InputError(f"{self.role} {self.id}", f"port {ep.host}:{ep.port} is already in use")
+            if self.role == "lm":
+                self.lease = Lease(loaded.broker, lease_queue(loaded.name, self.id))
+                if not await self.lease.try_acquire():
+                    log.warning("LM %d: lease held elsewhere (a standby trying its luck); serving anyway: the port is ours", self.id)
         self.verifier = Verifier(secret)
         self.signer = Signer(secret, identity)
         self.amqp = AmqpLink(loaded.broker, Signer(secret, identity), Verifier(secret), self._refused_message)
@@ -274,18 +306,30 @@ class Node:
                 self.monitor = HostMonitor(rt, lm, mine, loaded.spec.worker_lease)
                 self.monitor.on_lost = self.launched_ids.discard
                 transport.incarnation_of = lambda dst: self.monitor.incarnation.get(dst[1]) if dst[0] == "host" else None
+                self.takeover = LMTakeover(rt, lm, self.monitor, self.monitor.positions, transport.incarnation,
+                                           partial(holding_event, self.store) if fair else None)
+                transport.on_undelivered = self._undelivered_to_host
                 if workers is not None:
                     workers.add(lm, layout.num_gms)
                     workers.on_killed = self.launched_ids.discard  # its relaunch is not a repeat
                     rt.before_delivery(PreemptRequest, self._screen_preemption)
                     rt.after_delivery(PreemptRequest, lambda _dst, msg: self._preemption_done(msg, lm))
-                queues = [self.address]
+                queues = []
+                await self.takeover.rebuild(loaded.spec.worker_lease)
+                # what waited in the LM's queue: ends of adopted tasks as usual, the others to their GMs to verify
+                self.relay.takeover = True
+                backlog = await self.amqp.consume(transport.directory.queue(self.address), self._on_amqp)
+                await self._drain(backlog)
+                self.relay.takeover = False
+                self.takeover.announce()
                 self._heartbeat_timer = rt.loop.call_later(p.heartbeat, self._heartbeat)
+                self._keep_lease = asyncio.get_running_loop().create_task(self.lease.keep(self._stop))
         else:
             host = self.component = WorkerHost(self.address, rt, cl, loaded.workers_of_host[self.id], self.store, publisher.emit,
                                                forget_finished=True)
             self.beacon = HostBeacon(rt, self.id, loaded.hosts[self.id][0], lambda: [(t, e[0]) for t, e in host.active.items()],
                                      loaded.spec.worker_lease / 3)
+            rt.add_handler(self.address, HostState, self._host_state)
         for addr in queues:
             await self.amqp.consume(transport.directory.queue(addr), self._on_amqp)
         if self.jobs is not None:
@@ -293,6 +337,33 @@ class Node:
         await self._serve_http()
         self.started_at = time.time()
         log.info("%s %d listening on %s", self.role, self.id, self.endpoint.url)
+
+    async def _drain(self, backlog: int, idle: float = 0.3, limit: float = 10.0) -> None:
+        """Wait until the ``backlog`` messages that waited in this LM's queue are handled (or nothing came for
+        ``idle`` seconds: some were for a process that is gone, or were taken by it before it died)."""
+        start = self.amqp_handled
+        deadline = time.monotonic() + limit
+        last, quiet_since = start, time.monotonic()
+        while self.amqp_handled - start < backlog and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+            if self.amqp_handled != last:
+                last, quiet_since = self.amqp_handled, time.monotonic()
+            elif time.monotonic() - quiet_since > idle:
+                break
+
+    def _undelivered_to_host(self, dst: Any, msgs: list[Any], refused: bool) -> None:
+        """A worker host an LM process taking over cannot reach runs nothing it could adopt: down, now."""
+        if self.takeover is not None and dst[0] == "host" and any(isinstance(m, HostState) for m in msgs):
+            self.takeover.unreachable(dst[1])
+
+    def _host_state(self, msg: HostState) -> None:
+        """An LM process taking over asks what this host runs; launches from any other LM process are refused."""
+        assert self.beacon is not None
+        self.lm_incarnation = msg.incarnation
+        host: WorkerHost = self.component
+        running = [(tid, w, next((a[1] for a in reply_to if isinstance(a, tuple) and a[0] == "gm"), 0))
+                   for tid, (w, reply_to, _h) in host.active.items()]
+        self.rt.send(lm_address(msg.lm), HostReport(self.id, self.beacon.incarnation, running))
 
     def _screen_launches(self, _dst: Any, msg: LaunchRequest) -> LaunchRequest | None:
         """A launch request delivered again (an HTTP retry after a lost reply) names tasks this LM already
@@ -332,6 +403,7 @@ class Node:
 
     def _on_amqp(self, body: bytes) -> None:
         assert self.rt is not None
+        self.amqp_handled += 1
         try:
             src, dst, msg, seq = self.transport.codec.decode_seq(body)
         except WireError as e:
@@ -366,7 +438,7 @@ class Node:
         app.router.add_post("/v1/message", self._message)
         self.runner = web.AppRunner(app, access_log=None)
         await self.runner.setup()
-        site = web.TCPSite(self.runner, self.endpoint.host, self.endpoint.port, reuse_address=True)
+        site = web.SockSite(self.runner, self._sock)  # bound at the start: the port is this process's (the fence)
         await site.start()
 
     async def run_forever(self) -> None:
@@ -376,6 +448,12 @@ class Node:
         self._stop.set()
 
     async def stop(self) -> None:
+        self._stop.set()
+        if self._keep_lease is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._keep_lease, 2.0)
+        if self.lease is not None:
+            await self.lease.release()
         if getattr(self, "_heartbeat_timer", None) is not None:
             self._heartbeat_timer.cancel()
         if self.fair is not None:
@@ -452,7 +530,7 @@ class Node:
             return refusal
         try:
             frames = self.transport.codec.decode_frames(body)
-            for _src, dst, msg, tasks, _seq, (inc, _bid) in frames:
+            for _src, dst, msg, tasks, _seq, (inc, bid) in frames:
                 self._check(dst, msg, tasks)
                 if isinstance(msg, LaunchRequest | PreemptRequest):
                     age = time.time() - float(request.headers[TIME])
@@ -462,6 +540,9 @@ class Node:
                 if inc is not None and self.beacon is not None and inc != self.beacon.incarnation:
                     return web.Response(status=409, text=self._refuse(
                         "stale launch", f"meant for incarnation {inc}; this host restarted as {self.beacon.incarnation}") + "\n")
+                if bid is not None and self.lm_incarnation is not None and bid >> 32 != self.lm_incarnation:
+                    return web.Response(status=409, text=self._refuse(
+                        "stale launch", f"from an LM process that has been replaced ({bid >> 32}, now {self.lm_incarnation})") + "\n")
             if self.beacon is not None:  # a worker host: a launch delivered again (an HTTP retry) runs once
                 fresh = []
                 for frame in frames:
@@ -504,6 +585,9 @@ class Node:
         elif isinstance(msg, Recover | Resolve):
             if not 0 <= msg.gm < self.layout.num_gms:
                 raise WireError(f"unknown GM {msg.gm}")
+        elif isinstance(msg, HostState):
+            if msg.lm != self.loaded.hosts[self.id][0]:
+                raise WireError(f"unknown LM {msg.lm} (host {self.id} belongs to LM {self.loaded.hosts[self.id][0]})")
         elif isinstance(msg, LaunchBatch | LaunchTask):
             host: WorkerHost = self.component
             items = msg.items if isinstance(msg, LaunchBatch) else [(msg.tid, msg.worker)]
@@ -549,6 +633,10 @@ class Node:
                 out.update(self.monitor.counters())
                 out["hosts_down_now"] = sorted(self.monitor.down)
             out["completions_dropped"] = self.relay.dropped
+            out["ends_sent_to_verify"] = self.relay.verify_sent
+            out["standby_took_over"] = self.standby
+            if self.takeover is not None:
+                out.update(self.takeover.counters())
             if self.lm_recovery is not None:
                 out.update(self.lm_recovery.counters())
             out["lent_workers"] = sum(1 for _t, (p, _pos, g) in comp.running.items() if self.layout.owner[p] != g)
@@ -565,21 +653,22 @@ class Node:
         return out
 
 
-async def serve(loaded: LoadedCluster, role: str, ident: int, ready: Any = None) -> None:
+async def serve(loaded: LoadedCluster, role: str, ident: int, ready: Any = None, standby: bool = False) -> None:
     """Run one node — or, with ``role="all"``, every node of the file on one loop — until SIGTERM/SIGINT.
 
-    ``ready(node)`` is called once each listens.
+    ``ready(node)`` is called once each listens. ``standby`` (an LM): wait until the active LM is gone, then
+    take over (:mod:`~.lease`).
     """
     import signal
 
     if role == "all":
-        bus = LocalBus()
         spec = loaded.spec
-        # LMs first: worker hosts beacon to them from their first moment; GMs last: no launch before all are up
-        nodes = [Node(loaded, "lm", lm.id, bus) for lm in spec.lms]
-        nodes += [Node(loaded, "worker", h.id, bus) for _lm, h in spec.hosts()] + [Node(loaded, "gm", g.id, bus) for g in spec.gms]
+        bus = LocalBus({("gm", g.id) for g in spec.gms} | {("lm", lm.id) for lm in spec.lms} | {("host", h.id) for _lm, h in spec.hosts()})
+        # worker hosts first: an LM starts by asking them what they run; GMs last: no launch before all are up
+        nodes = [Node(loaded, "worker", h.id, bus) for _lm, h in spec.hosts()]
+        nodes += [Node(loaded, "lm", lm.id, bus) for lm in spec.lms] + [Node(loaded, "gm", g.id, bus) for g in spec.gms]
     else:
-        nodes = [Node(loaded, role, ident)]
+        nodes = [Node(loaded, role, ident, standby=standby)]
     stop = asyncio.Event()
     started: list[Node] = []
     try:

@@ -46,8 +46,10 @@ too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from schedlab.schedulers.megha.gm import GlobalMaster, lm_address
@@ -56,11 +58,14 @@ from schedlab.services.failures import GMPlacements
 from schedlab.services.links import Questions
 from schedlab.services.messages import (
     HoldingsReport,
+    HostReport,
+    HostState,
     Recover,
     Recovered,
     Resolve,
     Resolved,
     SubmitJob,
+    VerifyEnds,
 )
 from schedlab.services.records import LOST, RECOVERED_REPORT, REPORTED, Emit
 from schedlab.services.runtime import AsyncRuntime
@@ -88,7 +93,11 @@ class GMRecovery:
         self.answers = 0
         self._done = asyncio.Event()
         self._timer: asyncio.TimerHandle | None = None
+        self.in_doubt: Callable[[], set[int]] = set  # the tids of requests in doubt (links), left out of takeovers
+        self.lost_at_takeovers = 0
+        self.takeovers_seen = 0
         rt.add_handler(gm.address, Recovered, self._on_recovered)
+        rt.add_handler(gm.address, VerifyEnds, self._on_verify)
 
     async def run(self, wait: float = RECOVER_WAIT) -> None:
         """Ask every LM; return once all answered, or after ``wait`` seconds (the rest are asked again)."""
@@ -115,10 +124,19 @@ class GMRecovery:
     def _on_recovered(self, msg: Recovered) -> None:
         """Every answer is applied (an LM asked twice answers twice; each snapshot is that LM's whole truth)."""
         self.answers += 1
+        lost: list[int] = []
+        if msg.since:  # an LM process that took over: what it did not find running is lost
+            self.takeovers_seen += 1
+            lost = self.placements.lost_at_takeover(msg.lm, {t for t, _p, _pos in msg.running}, msg.since, self.in_doubt())
+            self.lost_at_takeovers += len(lost)
+            if lost:
+                log.warning("GM %d: LM %d took over without %d of this GM's task(s): requested again", self.gm.g, msg.lm, len(lost))
         self.gm.recover(msg.update, msg.running)
         self.placements.adopt(msg.running)
         if self.fair is not None and msg.holdings:
             self.fair._on_report(HoldingsReport(msg.lm, msg.holdings))
+        if lost:
+            self.gm.request_again(lost)
         if msg.lm in self.missing:
             self.missing.discard(msg.lm)
             self.adopted += len(msg.running)
@@ -131,12 +149,18 @@ class GMRecovery:
                 log.info("GM %d recovered from every LM in %.3f s (%d running task(s) held again)", self.gm.g,
                          self.recovered_in, self.adopted)
 
+    def _on_verify(self, msg: VerifyEnds) -> None:
+        accepted = self.placements.verify_ends(msg.group, msg.runs)
+        if accepted:
+            self.rt.deliver(self.gm.address, TasksFinished(accepted))
+
     def stop(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
 
     def counters(self) -> dict[str, Any]:
-        return {"recovered_in": self.recovered_in, "lms_missing": sorted(self.missing), "tasks_adopted": self.adopted}
+        return {"recovered_in": self.recovered_in, "lms_missing": sorted(self.missing), "tasks_adopted": self.adopted,
+                "lm_takeovers_seen": self.takeovers_seen, "tasks_lost_at_takeovers": self.lost_at_takeovers}
 
 
 class DurableJobs:
@@ -271,3 +295,82 @@ class LMRecovery:
     def counters(self) -> dict[str, int]:
         return {"gm_recoveries_served": self.recoveries}
 
+
+
+class LMTakeover:
+    """An LM process's start: its state rebuilt from its worker hosts, then announced to every GM.
+
+    Every LM process starts this way — the first, a restarted one, a standby
+    taking over — with its port already bound (only one process can serve as
+    LM *i*: the fence). It asks each of its worker hosts what it runs
+    (:class:`~.messages.HostState`; from then on the host refuses launches from
+    any other LM process) and holds those tasks again
+    (``LocalMaster.host_back``); a host that does not answer within the lease
+    is down (its workers come back empty when it is heard again, anything it
+    still runs being stopped). The node then drains what waited in the LM's
+    queue — ends of tasks nobody adopted go to their GM to verify
+    (:class:`~.messages.VerifyEnds`) — and :meth:`announce` sends every GM a
+    ``Recovered`` with the time the process started: each GM treats its tasks
+    placed on this LM before then and not running here as lost, and requests
+    them again.
+    """
+
+    def __init__(self, rt: AsyncRuntime, lm: LocalMaster, monitor: Any, positions: dict[int, list[tuple[int, int]]],
+                 incarnation: int, holding: Any = None) -> None:
+        self.rt = rt
+        self.lm = lm
+        self.monitor = monitor
+        self.positions = positions  # host -> its workers' (p, pos)
+        self.where = lm.layout.where
+        self.incarnation = incarnation
+        self.holding = holding
+        self.started = time.time()
+        self.waiting = set(positions)
+        self.adopted = 0
+        self.hosts_silent: list[int] = []
+        self.rebuilt_in: float | None = None
+        self._answered = asyncio.Event()
+        rt.add_handler(lm.address, HostReport, self._on_report)
+
+    async def rebuild(self, wait: float) -> None:
+        """Ask every host until it answers; after ``wait`` seconds the silent ones are down."""
+        self.lm.view_unknown()
+        deadline = time.monotonic() + wait
+        while self.waiting and time.monotonic() < deadline:
+            for h in sorted(self.waiting):
+                self.rt.send(("host", h), HostState(self.lm.i, self.incarnation))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._answered.wait(), min(0.5, max(0.01, deadline - time.monotonic())))
+            self._answered.clear()
+        for h in sorted(self.waiting):
+            self.unreachable(h)
+        self.rebuilt_in = time.time() - self.started
+
+    def _on_report(self, msg: HostReport) -> None:
+        h = msg.host
+        if h not in self.waiting:
+            return  # answered twice, or too late (it is down; its beacons bring it back empty)
+        self.waiting.discard(h)
+        where = self.where
+        running = [(tid, *where[w], gm) for tid, w, gm in msg.running]
+        self.lm.host_back(self.positions[h], running)
+        self.adopted += len(running)
+        self.monitor.heard(h, msg.incarnation)
+        self._answered.set()
+
+    def unreachable(self, h: int) -> None:
+        """The host did not take the question at all (not up yet, or gone): it is down until heard again."""
+        if h in self.waiting:
+            self.waiting.discard(h)
+            self.hosts_silent.append(h)
+            self.monitor.mark_down(h)
+            self._answered.set()
+
+    def announce(self) -> None:
+        for g in range(self.lm.G):
+            update, running = self.lm.recovery_state(g)
+            holdings = [] if self.holding is None else [self.holding(t, p, pos) for t, (p, pos, _g) in self.lm.running.items()]
+            self.rt.send(self.lm.gm_addr[g], Recovered(self.lm.i, update, running, holdings, since=self.started))
+
+    def counters(self) -> dict[str, Any]:
+        return {"rebuilt_in": self.rebuilt_in, "tasks_adopted_from_hosts": self.adopted, "hosts_silent_at_start": self.hosts_silent}

@@ -181,22 +181,55 @@ async def up(loaded: LoadedCluster, cluster_file: str | os.PathLike, timeout: fl
         else:
             procs.append(Proc(role, ident, ep.url, pid, log))
     await _wait_healthy(loaded, cluster_file, procs, timeout)
+    if loaded.spec.lm_standby and not embedded:
+        for lm in loaded.spec.lms:
+            spawn_standby(cluster_file, lm.id)
     return procs
 
 
-def _spawn(cluster_file: str | os.PathLike, role: str, ident: int) -> tuple[int, Path]:
+def _spawn(cluster_file: str | os.PathLike, role: str, ident: int, name: str | None = None, standby: bool = False) -> tuple[int, Path]:
     """Start ``schedlab serve ROLE --id IDENT`` in the background; its pid file and log in the run folder."""
     d = run_dir(cluster_file)
     d.mkdir(parents=True, exist_ok=True)
-    log = d / f"{role}-{ident}.log"
+    name = name or f"{role}-{ident}"
+    log = d / f"{name}.log"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     with open(log, "ab") as out:
         child = subprocess.Popen(
-            [sys.executable, "-m", "schedlab", "serve", role, "--cluster", str(cluster_file), "--id", str(ident)],
+            [sys.executable, "-m", "schedlab", "serve", role, "--cluster", str(cluster_file), "--id", str(ident), *(["--standby"] if standby else [])],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env,
         )
-    (d / f"{role}-{ident}.pid").write_text(f"{child.pid}\n")
+    (d / f"{name}.pid").write_text(f"{child.pid}\n")
     return child.pid, log
+
+
+def spawn_standby(cluster_file: str | os.PathLike, lm: int) -> int:
+    """Start a standby for LM ``lm`` (it waits for the active one to die, then takes over); returns its pid.
+
+    An LM has two process slots, ``lm-N`` and ``lm-N-standby``; after a takeover either may hold the active
+    one (``/v1/health`` says which pid serves), and a new standby takes the slot of the process that died.
+    """
+    d = run_dir(cluster_file)
+    live = running_pids(cluster_file)
+    name = next((n for n in (f"lm-{lm}-standby", f"lm-{lm}") if n not in live), None)
+    if name is None:
+        raise InputError(str(cluster_file), f"LM {lm} has an active and a standby process already")
+    (d / f"{name}.pid").unlink(missing_ok=True)
+    pid, _log = _spawn(cluster_file, "lm", lm, name=name, standby=True)
+    return pid
+
+
+async def serving_pid(url: str, timeout: float = 1.0) -> int | None:
+    """The pid of the process answering ``url``'s health check (None if nothing answers)."""
+    import aiohttp
+
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session, session.get(url + "/v1/health") as resp:
+            if resp.status == 200:
+                return int((await resp.json())["pid"])
+    except Exception:
+        return None
+    return None
 
 
 def kill(cluster_file: str | os.PathLike, role: str, ident: int, sig: int = signal.SIGKILL) -> int:

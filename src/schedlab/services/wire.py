@@ -50,6 +50,8 @@ from schedlab.services.messages import (
     HoldingsReport,
     HostAlive,
     HostFinished,
+    HostReport,
+    HostState,
     KillTask,
     RecordEvents,
     Recover,
@@ -58,6 +60,7 @@ from schedlab.services.messages import (
     Resolved,
     SubmitJob,
     TaskKilled,
+    VerifyEnds,
 )
 from schedlab.services.tasks import TaskStore
 from schedlab.workers.protocol import LaunchBatch, LaunchTask, TaskFinished, TasksFinished
@@ -248,6 +251,24 @@ class RecoveredW(_Body):
     running: list[tuple[int, int, int]] = Field(default_factory=list, max_length=MAX_ITEMS)
     holdings: list[HoldingsEventW] = Field(default_factory=list, max_length=MAX_ITEMS)
     tasks: list[TaskWire] = Field(default_factory=list, max_length=MAX_ITEMS)
+    since: float = Field(0.0, ge=0)
+
+
+class HostStateW(_Body):
+    lm: int = Field(ge=0)
+    incarnation: int = Field(ge=0)
+
+
+class HostReportW(_Body):
+    host: int = Field(ge=0)
+    incarnation: int = Field(ge=0)
+    running: list[tuple[int, int, int]] = Field(default_factory=list, max_length=MAX_ITEMS)
+    tasks: list[TaskWire] = Field(default_factory=list, max_length=MAX_ITEMS)
+
+
+class VerifyEndsW(_Body):
+    group: list[tuple[int, int]] = Field(max_length=MAX_ITEMS)
+    runs: list[tuple[float, float, dict[str, Any]]] = Field(max_length=MAX_ITEMS)
 
 
 class ResolveW(_Body):
@@ -413,10 +434,15 @@ SCHEMAS["Recover"] = (RecoverW, lambda m: {"gm": m.gm}, lambda w: Recover(w.gm))
 SCHEMAS["Recovered"] = (
     RecoveredW,
     lambda m: {"lm": m.lm, "update": _update_body(m.update), "running": m.running,
-               "holdings": _holdings_body(HoldingsReport(m.lm, m.holdings))["events"]},
+               "holdings": _holdings_body(HoldingsReport(m.lm, m.holdings))["events"], "since": m.since},
     lambda w: Recovered(w.lm, _update_msg(w.update), [tuple(r) for r in w.running],
-                        _holdings_msg(HoldingsReportW(lm=w.lm, events=w.holdings)).events),
+                        _holdings_msg(HoldingsReportW(lm=w.lm, events=w.holdings)).events, w.since),
 )
+SCHEMAS["HostState"] = (HostStateW, lambda m: {"lm": m.lm, "incarnation": m.incarnation}, lambda w: HostState(w.lm, w.incarnation))
+SCHEMAS["HostReport"] = (HostReportW, lambda m: {"host": m.host, "incarnation": m.incarnation, "running": m.running},
+                         lambda w: HostReport(w.host, w.incarnation, [tuple(r) for r in w.running]))
+SCHEMAS["VerifyEnds"] = (VerifyEndsW, lambda m: {"group": m.group, "runs": m.runs},
+                         lambda w: VerifyEnds([tuple(g) for g in w.group], [tuple(r) for r in w.runs]))
 SCHEMAS["Resolve"] = (ResolveW, lambda m: {"gm": m.gm, "ask": m.ask, "tids": m.tids}, lambda w: Resolve(w.gm, w.ask, list(w.tids)))
 SCHEMAS["Resolved"] = (ResolvedW, lambda m: {"lm": m.lm, "ask": m.ask, "completed": m.completed, "running": m.running},
                        lambda w: Resolved(w.lm, w.ask, list(w.completed), list(w.running)))
@@ -429,6 +455,7 @@ _NAMED_TASKS: dict[str, Callable[[Any], list[int]]] = {
     "LaunchTask": lambda m: [m.tid],
     "PreemptRequest": lambda m: [m.tid],
     "Recovered": lambda m: [t for t, _p, _pos in m.running],
+    "HostReport": lambda m: [t for t, _w, _g in m.running],
 }
 
 

@@ -544,6 +544,14 @@ class GlobalMaster(Component):
         self.groups = ((0, self.internal), (1, self.external))
         self.rr = [0, 0]
 
+    def request_again(self, tids: list[int]) -> None:
+        """Tasks back in this GM's hands after their LM's snapshot already replaced its view of their workers
+        (an LM process that took over did not find them): each is a new request."""
+        out: dict = {}
+        for tid in tids:
+            self._request_again(tid, out)
+        self._dispatch(out)
+
     def launch_failed(self, items: list[tuple[int, int, int]]) -> None:
         """These requests never took effect at their LM (it refused them unread, or they were never sent):
         the workers are not this GM's, and each task is a new request — like a rejection without a state."""

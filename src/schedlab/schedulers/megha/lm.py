@@ -350,6 +350,24 @@ class LocalMaster(Component):
                 self.free[p][pos] = [float(c) for c in cap[self.layout.order[p][pos]]]
             self._note(p, bit, -1)
 
+    # -- an LM process that takes over (real clusters: restarted, or a standby) ----------------------
+    def view_unknown(self) -> None:
+        """This LM process has just started: no worker is available until its host has said what it runs."""
+        for p in self.parts:
+            self.avail[p] = 0
+            if not self.slot_mode:
+                for fv in self.free[p]:
+                    for k in range(len(fv)):
+                        fv[k] = 0.0
+
+    def host_back(self, positions: list[tuple[int, int]], running: list[tuple[int, int, int, int]]) -> None:
+        """A worker host told this LM what it runs, as ``(tid, p, pos, gm)``: its workers are available again
+        less what those tasks hold, and the tasks are this LM's active tasks again (the rebuilt state)."""
+        self.workers_up(positions)
+        for tid, p, pos, gm in running:
+            if tid not in self.running:
+                self._occupy(p, pos, tid, gm)
+
     # -- a GM that restarted (real clusters: the services run the recovery) ---------------------------
     def recovery_state(self, gm: int) -> tuple[StateUpdate, list[tuple[int, int, int]]]:
         """GM ``gm`` restarted with an empty view (Megha paper IV: GMs are stateless and rebuild their view

@@ -1,0 +1,111 @@
+"""LM active/standby: a lease in RabbitMQ to learn at once that the active LM died, its port as the fence.
+
+Megha paper, Section IV (last paragraph): "high availability of the LMs can
+be implemented using an active-standby configuration". Here:
+
+* **The lease** is an exclusive, auto-deleted queue ``<cluster>.lm.<i>.lease``
+  that the active LM declares on a connection of its own. RabbitMQ deletes it
+  the moment that connection closes — at once when the process dies (the
+  kernel closes its sockets), after the connection's heartbeat timeout when
+  the host vanishes — and the standby, which tries to declare it every
+  :data:`POLL` seconds, gets it then. No clock, no timeout of ours decides
+  that an LM is dead.
+* **The fence** is the LM's port: the standby serves as LM *i* only once it
+  has bound LM *i*'s host:port, which the kernel refuses while another process
+  listens there. A lease lost for another reason (a broker restart) can hand
+  it to the standby while the active still runs: the standby then cannot bind,
+  gives the lease back and waits again, and the active takes it again. So at
+  most one process ever acts as LM *i*, and the standby must run where LM
+  *i*'s address points (the same host, or behind a floating address).
+* **The state** is not mirrored (the paper has both LMs receive every update;
+  with requests from several GMs that is a replicated log, since an LM's
+  accept/reject decisions depend on the order it sees requests in). The worker
+  hosts hold the truth of what runs; the new LM process rebuilds from them
+  (:class:`~.recovery.LMTakeover`), in milliseconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from typing import Any
+
+log = logging.getLogger("schedlab.services.lease")
+
+POLL = 0.2  # seconds between a standby's tries
+
+
+def lease_queue(cluster: str, lm: int) -> str:
+    return f"{cluster}.lm.{lm}.lease"
+
+
+class Lease:
+    """One process's hold on (or wait for) a lease queue."""
+
+    def __init__(self, url: str, name: str) -> None:
+        self.url = url
+        self.name = name
+        self.connection: Any = None
+        self.channel: Any = None
+
+    @property
+    def held(self) -> bool:
+        return self.channel is not None and not self.channel.is_closed and self.connection is not None and not self.connection.is_closed
+
+    async def try_acquire(self) -> bool:
+        import aio_pika
+
+        try:
+            if self.connection is None or self.connection.is_closed:
+                # its own, plain connection: when it drops, the lease must be lost, not restored behind our back
+                self.connection = await aio_pika.connect(self.url, timeout=3.0)
+            channel = await self.connection.channel()
+            await channel.declare_queue(self.name, exclusive=True, auto_delete=True)
+        except Exception:  # held by another connection (RESOURCE_LOCKED), or the broker is away
+            return False
+        self.channel = channel
+        return True
+
+    async def release(self) -> None:
+        connection, self.connection, self.channel = self.connection, None, None
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                await connection.close()
+
+    async def keep(self, stop: asyncio.Event) -> None:
+        """The active LM's side: take the lease again whenever it was lost (a broker restart)."""
+        while not stop.is_set():
+            if not self.held and not await self.try_acquire():
+                await self.release()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 1.0)
+
+
+def bind(host: str, port: int) -> socket.socket | None:
+    """A listening socket on host:port, or None while another process listens there (the fence)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a dead process's TIME_WAIT, not a live listener
+    try:
+        sock.bind((host, port))
+        sock.listen(1024)
+    except OSError:
+        sock.close()
+        return None
+    sock.setblocking(False)
+    return sock
+
+
+async def wait_to_serve(url: str, name: str, host: str, port: int) -> tuple[Lease, socket.socket]:
+    """A standby's wait: until it holds the lease *and* has bound the port."""
+    lease = Lease(url, name)
+    while True:
+        if await lease.try_acquire():
+            sock = bind(host, port)
+            if sock is not None:
+                return lease, sock
+            log.warning("lease %s free but %s:%d still served by another process: waiting", name, host, port)
+            await lease.release()
+        await asyncio.sleep(POLL)
