@@ -201,7 +201,7 @@ def test_bad_input_is_refused_counted_and_changes_nothing(broker, tmp_path):
         assert status == want, (status, text)
         assert "\n" not in text and text, text
     assert [t.split(":")[0] for (_s, t) in got[:7] if _s == 401] == ["unauthenticated", "forged", "forged", "stale", "replayed"]
-    assert got[4][1].startswith("stale request: a request signed"), got[4]
+    assert got[4][1].startswith("stale request: first sent"), got[4]
     assert healthy and status_unsigned == 401
     lm = statuses[("lm", 0)]
     r = lm["refused"]
@@ -554,7 +554,7 @@ def test_slow_and_partitioned_gm_lm_links_place_nothing_twice(broker, tmp_path):
     assert gm["doubt_found_placed"] >= 1, "the request LM 0 acted on without answering was not found placed"
     assert gm["doubt_requested_again"] >= 1, "the request that never reached LM 0 was not requested again"
     assert gm["doubt_found_placed"] + gm["doubt_requested_again"] <= gm["requests_in_doubt"]
-    assert gm["requests_refused_unread"] >= 1, "nothing queued behind a lost request was requested again at once"
+    assert gm["requests_never_sent"] >= 1, "nothing queued behind a lost request was requested again at once"
     # while the link was cut, LM 1 took the work: LM 0 launched nothing new between the partition and the heal
     before, after = phases[3][2]["lm", 0]["launched"], phases[4][2]["lm", 0]["launched"]
     assert after - before <= statuses["gm", 0]["requests_in_doubt"], (before, after)
@@ -597,10 +597,13 @@ def test_chaos_kills_active_lms_their_standbys_take_over_and_every_task_complete
     # is started. Every task completes once, and each takeover is quick.
     from schedlab.cli import main
 
-    path = write_cluster(tmp_path, gms=2, lms=2, workers=8, hosts_per_lm=2, heartbeat=0.2)
+    # about 30 task ends a second: kills land while ends are being relayed (an LM killed between telling a
+    # GM of an end and its own record of it reaching the broker lost that record before acknowledgements
+    # waited for the records: this campaign found it)
+    path = write_cluster(tmp_path, gms=2, lms=2, workers=24, hosts_per_lm=3, heartbeat=0.2)
     path.write_text(path.read_text().replace("lm_standby: false", "lm_standby: true"))
     trace = tmp_path / "t.tr"
-    trace.write_text("".join(f"{0.2 * i:.2f} 2 1 1 1\n" for i in range(45)))
+    trace.write_text("".join(f"{0.125 * i:.3f} 4 0.5 0.5 0.5 0.5 0.5\n" for i in range(120)))
     loaded = load_cluster(path)
     assert loaded.spec.lm_standby
     asyncio.run(supervise.up(loaded, path, timeout=60))
@@ -608,15 +611,15 @@ def test_chaos_kills_active_lms_their_standbys_take_over_and_every_task_complete
         live = supervise.running_pids(path)
         assert {"lm-0-standby", "lm-1-standby"} <= set(live), live
         summary = tmp_path / "chaos.json"
-        rc = main(["chaos", "--cluster", str(path), "--trace", str(trace), "--kill", "lm", "--every", "2.5", "--restart-after", "0.5",
+        rc = main(["chaos", "--cluster", str(path), "--trace", str(trace), "--kill", "lm", "--every", "2", "--restart-after", "0.5",
                    "--seed", "2", "--no-constraints", "--timeout", "90", "--summary-json", str(summary)])
         out = capsys.readouterr().out
         assert rc == 0, out
         assert "every task completed exactly once" in out
         s = json.loads(summary.read_text())
         kills = s["chaos"]["kills"]
-        assert s["chaos"]["ok"] and len(kills) >= 2 and {k["role"] for k in kills} == {"lm"}
-        assert s["counters"]["tasks_unfinished"] == 0 and s["tasks"] == 90
+        assert s["chaos"]["ok"] and len(kills) >= 5 and {k["role"] for k in kills} == {"lm"}
+        assert s["counters"]["tasks_unfinished"] == 0 and s["tasks"] == 480
         for k in kills:
             assert k["recovery"]["standby_took_over"] is True, k
             assert k["healthy_after"] < 3.0, k  # the target: standby active within 3 s

@@ -13,7 +13,17 @@ from schedlab.schedulers.megha.messages import LaunchRejected, LaunchRequest, St
 from schedlab.services.client import replay
 from schedlab.services.embedded import EmbeddedMegha
 from schedlab.services.execution import TaskSpec
-from schedlab.services.messages import RecordEvents, SubmitJob
+from schedlab.services.messages import (
+    HostReport,
+    HostState,
+    RecordEvents,
+    Recover,
+    Recovered,
+    Resolve,
+    Resolved,
+    SubmitJob,
+    VerifyEnds,
+)
 from schedlab.services.tasks import TaskStore
 from schedlab.services.wire import Codec, WireError, roundtrip_codec
 from schedlab.workers.protocol import LaunchBatch, TasksFinished
@@ -34,6 +44,13 @@ BIG = (1 << 9999) | 0b1011
         TasksFinished([(10, 44), (11, 45)]),
         SubmitJob(1 << 32 | 3, [1 << 32 | 7], [1.5], [0b101], None, [TaskSpec(kind="command", argv=["true"])], 0),
         RecordEvents(9, [("mark", 1, 2.5, 0), ("finished", 1, 3.0, {"status": "ok"})]),
+        Recover(1),
+        Recovered(0, StateUpdate(0, True, bits={0: (0b101, 0b010)}), [(10, 0, 2)], [("launch", 10, 0, 2, 1, [1.0])], since=12.5),
+        Resolve(1, 7, [10, 11]),
+        Resolved(0, 7, [10], [11]),
+        HostState(1, 12345),
+        HostReport(3, 99, [(10, 44, 1)]),
+        VerifyEnds([(10, 44)], [(1.0, 2.0, {"status": "ok"})]),
     ],
 )
 def test_every_message_round_trips(msg):

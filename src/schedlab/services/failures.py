@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -66,6 +67,8 @@ from schedlab.services.tasks import split_id
 from schedlab.workers.protocol import POOL_ADDRESS, TasksFinished
 
 log = logging.getLogger("schedlab.services.failures")
+
+RECENT = 1 << 16  # completions a GM remembers (tid -> worker), to record again an end whose LM died before recording it
 
 
 class HostBeacon:
@@ -233,6 +236,9 @@ class GMPlacements:
         self.emit = emit
         self.placed: dict[int, int] = {}  # tid -> worker of its current run
         self.sent_at: dict[int, float] = {}  # tid -> when its current request left (0: held again after a restart)
+        self.last_sent = 0.0  # when the request being sent now left (stamped in its envelope: links' fence)
+        self.recent: OrderedDict[int, int] = OrderedDict()  # the last RECENT completions: tid -> worker
+        self.ends_repeated = 0
         self.dropped_completions = 0
         self.dropped_losses = 0
         order = gm.layout.order
@@ -252,6 +258,7 @@ class GMPlacements:
 
     def _launching(self, _dst: Any, msg: LaunchRequest) -> LaunchRequest:
         order, now = self.order, self.rt.now()
+        self.last_sent = now
         for tid, p, pos in msg.items:
             self.placed[tid] = order[p][pos]
             self.sent_at[tid] = now
@@ -259,15 +266,19 @@ class GMPlacements:
 
     def _preempting(self, _dst: Any, msg: PreemptRequest) -> PreemptRequest:
         self.placed[msg.tid] = self.order[msg.p][msg.pos]
-        self.sent_at[msg.tid] = self.rt.now()
+        self.sent_at[msg.tid] = self.last_sent = self.rt.now()
         return msg
 
     def _finished(self, _dst: Any, msg: TasksFinished) -> TasksFinished | None:
         placed = self.placed
         group = [(tid, w) for tid, w in msg.group if placed.get(tid) == w]
-        for tid, _w in group:
+        recent = self.recent
+        for tid, w in group:
             del placed[tid]
             self.sent_at.pop(tid, None)
+            recent[tid] = w
+        while len(recent) > RECENT:
+            recent.popitem(last=False)
         if len(group) == len(msg.group):
             return msg
         self.dropped_completions += len(msg.group) - len(group)
@@ -316,9 +327,16 @@ class GMPlacements:
                 accepted.append((tid, w))
                 run, local = split_id(tid)
                 self.emit(run, (FINISHED, local, ended, {**outcome, "worker": w, "started_at": started}))
+            elif self.recent.get(tid) == w:
+                # completed here already: the LM that relayed it died before its own record of the end reached
+                # the broker, and the host's report came again — the same run's end, recorded again (the client
+                # counts a repeat of the same run once)
+                self.ends_repeated += 1
+                run, local = split_id(tid)
+                self.emit(run, (FINISHED, local, ended, {**outcome, "worker": w, "started_at": started}))
             else:
                 self.dropped_completions += 1
         return accepted
 
     def counters(self) -> dict[str, int]:
-        return {"completions_dropped": self.dropped_completions, "losses_dropped": self.dropped_losses}
+        return {"completions_dropped": self.dropped_completions, "losses_dropped": self.dropped_losses, "ends_recorded_again": self.ends_repeated}

@@ -5,12 +5,14 @@ answered synchronously. When the network fails, the GM's transport tells it
 which requests did not get an answer, and how they failed
 (:class:`LaunchLinks`):
 
-* **refused unread** — the LM answered that the request was too old to act on
-  (``409 stale request``: signed more than :data:`REQUEST_FRESH` seconds
-  before it arrived, a slow link), or the request was never sent (queued
-  behind one that failed). The LM did nothing: the GM takes the workers back
-  in its view and requests the tasks again at once
-  (``GlobalMaster.launch_failed``), elsewhere if it can.
+* **never sent** — queued behind a request that failed: certainly not acted
+  on. The GM takes the workers back in its view and requests the tasks again
+  at once (``GlobalMaster.launch_failed``), elsewhere if it can.
+* **refused unread** — the LM process answering refused it as too old (``409
+  stale request``): first sent more than :data:`REQUEST_FRESH` seconds ago (a
+  slow link, or retries that took that long), or before that LM process took
+  over (it was meant for its predecessor, which may have acted on an earlier
+  try). It is in doubt, as below, without suspending the LM.
 * **unreachable** — no answer after the transport's retries. The LM may have
   launched the tasks and lost only the reply, so requesting them elsewhere now
   could run them twice. They are **in doubt**: the GM suspends the LM (no new
@@ -18,11 +20,17 @@ which requests did not get an answer, and how they failed
   its state again (``Recover``, every few seconds until it answers, which
   resumes it), and asks it what became of the tasks in doubt (``Resolve``):
   running or completed there — nothing to do; neither — requested again.
-  That question is asked only once the requests can no longer take effect: an
-  LM refuses launch requests signed more than :data:`REQUEST_FRESH` seconds
-  ago, so a request delayed on the wire past that is refused, never run after
-  the answer (the fence; hosts' clocks are assumed synchronised to well under
-  a second, as the run records already assume).
+  That question is asked only once the requests can no longer take effect.
+  **The fence:** every request carries the time it was first sent (its
+  retries repeat it), and an LM process acts on a request only if that time is
+  less than :data:`REQUEST_FRESH` seconds ago and after the process itself
+  took over. So a request delayed on the wire, or retried into a standby that
+  took over meanwhile, is refused, never run after the LM has told what it
+  runs; and a GM that hears an LM process took over (its ``Recovered`` with
+  ``since``) can count as lost what it sent before ``since`` and is not
+  running there — the LM decided with the same number. (Hosts' clocks are
+  assumed synchronised to well under a second, as the run records already
+  assume; a skew only delays, since both sides compare the GM's own stamp.)
 
 A task in doubt that its GM has meanwhile heard of otherwise (completed, lost
 with its worker) is left to that news. Choices: GM → LM requests time out
@@ -99,27 +107,33 @@ class LaunchLinks:
         self.recovery = recovery
         self.order = gm.layout.order
         self.suspensions = 0
-        self.requested_again = 0  # refused unread or never sent: requested again at once
+        self.never_sent = 0  # queued behind a failed request: requested again at once
+        self.stale = 0  # refused unread by the LM process answering
         self.in_doubt = 0
         self.doubt_running = 0  # in doubt, found running (or completed) at the LM
         self.doubt_again = 0  # in doubt, found nowhere: requested again
         self.pending: set[int] = set()  # tids in doubt, not settled yet
         recovery.in_doubt = lambda: self.pending
 
-    def undelivered(self, dst: Any, msgs: list[Any], refused: bool) -> None:
-        """The transport's report: ``msgs`` to ``dst`` got no answer; ``refused``: certainly not acted on."""
+    def undelivered(self, dst: Any, msgs: list[Any], outcome: str) -> None:
+        """The transport's report: ``msgs`` to ``dst`` got no answer — ``unsent`` (never left: certainly not
+        acted on), ``stale`` (the LM process answering refused it unread; an earlier one may have acted on
+        it) or ``unreachable``."""
         if not (isinstance(dst, tuple) and dst[0] == "lm"):
             return
         items = [it for m in msgs for it in _items(m)]
         if not items:
             return
-        if refused:
-            self.requested_again += len(items)
+        if outcome == "unsent":
+            self.never_sent += len(items)
             self.gm.launch_failed(items)
             return
         i = dst[1]
         self.in_doubt += len(items)
-        if i not in self.gm.suspended:
+        if outcome == "stale":
+            self.stale += len(items)
+        stamps = [self.placements.sent_at.get(t) for t, _p, _pos in items]  # a newer request for a task settles it
+        if outcome == "unreachable" and i not in self.gm.suspended:
             self.suspensions += 1
             log.warning("GM %d: LM %d does not answer; %d task(s) in doubt, no new task goes there until it answers",
                         self.gm.g, i, len(items))
@@ -127,23 +141,24 @@ class LaunchLinks:
             self.recovery.ask_again(i)
         self.pending.update(t for t, _p, _pos in items)
         self.rt.loop.call_later(REQUEST_FRESH + FENCE_MARGIN, self.rt._guarded, self.questions.ask,
-                                ({i}, [t for t, _p, _pos in items], lambda c, r: self._settle(items, c, r)))
+                                ({i}, [t for t, _p, _pos in items], lambda c, r: self._settle(items, stamps, c, r)))
 
-    def _settle(self, items: list[tuple[int, int, int]], completed: set[int], running: set[int]) -> None:
-        placed, order = self.placements.placed, self.order
+    def _settle(self, items: list[tuple[int, int, int]], stamps: list[float | None], completed: set[int], running: set[int]) -> None:
+        placed, sent_at, order = self.placements.placed, self.placements.sent_at, self.order
         again = []
-        for tid, p, pos in items:
+        for (tid, p, pos), stamp in zip(items, stamps, strict=True):
             self.pending.discard(tid)
             if tid in completed or tid in running:
                 self.doubt_running += 1
-            elif placed.get(tid) == order[p][pos]:  # still where the lost request put it: it never ran there
-                again.append((tid, p, pos))
+            elif placed.get(tid) == order[p][pos] and sent_at.get(tid) == stamp:
+                again.append((tid, p, pos))  # still as the doubtful request left it, and it never ran: request again
         self.doubt_again += len(again)
         if again:
             self.gm.launch_failed(again)
 
     def counters(self) -> dict[str, int]:
-        return {"lm_suspensions": self.suspensions, "requests_refused_unread": self.requested_again, "requests_in_doubt": self.in_doubt,
+        return {"lm_suspensions": self.suspensions, "requests_never_sent": self.never_sent, "requests_stale": self.stale,
+                "requests_in_doubt": self.in_doubt,
                 "doubt_found_placed": self.doubt_running, "doubt_requested_again": self.doubt_again}
 
 

@@ -154,6 +154,9 @@ class AmqpLink:
         self._closing = False
         self.queues: dict[str, Any] = {}
         self._to_ack: Any = None  # the latest message handled and not yet acknowledged
+        # a service: acknowledge only once what handling caused has reached the broker — at_flush(fn) runs fn when
+        # the service's pending output (its run records) is handed to the publisher (:class:`~.node.RecordsPublisher`)
+        self.at_flush: Callable[[Callable[[], None]], None] | None = None
 
     async def connect(self, timeout: float = 5.0) -> None:
         import aio_pika
@@ -210,7 +213,10 @@ class AmqpLink:
             if body is not None:
                 on_body(body)
             if self._to_ack is None:
-                asyncio.get_running_loop().call_later(ACK_EVERY, self._ack_handled)
+                if self.at_flush is not None:
+                    self.at_flush(self._ack_when_published)
+                else:
+                    asyncio.get_running_loop().call_later(ACK_EVERY, self._ack_handled)
             self._to_ack = message
 
         self.queues[queue] = (q, await q.consume(on_ack_message))
@@ -252,6 +258,17 @@ class AmqpLink:
             if self.on_refused is not None:
                 self.on_refused(e)
             return None
+
+    def _ack_when_published(self) -> None:
+        """Everything handled so far has put its output in the publish queue: acknowledge it once that is
+        confirmed (a service killed before then gets the messages again — its output may be lost, not its input)."""
+        last, self._to_ack = self._to_ack, None
+        if last is not None:
+            self.when_published(lambda: self._ack_now(last))
+
+    def _ack_now(self, message: Any) -> None:
+        task = asyncio.get_running_loop().create_task(message.ack(multiple=True))
+        task.add_done_callback(_log_ack_failure)
 
     def _ack_handled(self) -> None:
         last, self._to_ack = self._to_ack, None
@@ -449,8 +466,10 @@ class NetTransport:
         self.identity = identity
         self.signer = None if secret is None else Signer(secret, identity)
         self.incarnation_of: Callable[[Address], int | None] | None = None  # an LM: its worker hosts' current incarnations
-        # a GM: told of requests that got no answer — on_undelivered(dst, messages, refused) (:mod:`~.links`)
-        self.on_undelivered: Callable[[Address, list[Any], bool], None] | None = None
+        # a GM: told of requests that got no answer — on_undelivered(dst, messages, outcome) (:mod:`~.links`)
+        self.on_undelivered: Callable[[Address, list[Any], str], None] | None = None
+        # a GM: the time its request was first sent (stamped in the envelope; every retry carries it)
+        self.sent_of: Callable[[Any], float] | None = None
         self.tries: dict[str, tuple[float, int]] = {}  # destination kind -> (timeout per try, tries); default HTTP_*
         self._launches = 0
         self.verifier = None if secret is None else Verifier(secret)
@@ -504,6 +523,8 @@ class NetTransport:
             if url is None:
                 raise KeyError(f"no HTTP endpoint for {dst!r}")
             env = self.codec.envelope(self.identity, dst, msg)
+            if self.sent_of is not None and name in ("LaunchRequest", "PreemptRequest"):
+                env["sent"] = self.sent_of(msg)
             if self.incarnation_of is not None:
                 inc = self.incarnation_of(dst)
                 if inc is not None:  # stamped now: a retry must not reach a process that started since
@@ -545,19 +566,19 @@ class NetTransport:
                 for env in replies:
                     self._deliver_reply(env)
                 if outcome in ("stale", "unreachable") and self.on_undelivered is not None:
-                    self._undelivered(items, refused=outcome == "stale")
+                    self._undelivered(items, outcome)
                     if outcome == "unreachable":  # what waited behind it was never sent: certainly not acted on
                         waiting, self._http_out[url] = self._http_out[url], []
                         if waiting:
-                            self._undelivered(waiting, refused=True)
+                            self._undelivered(waiting, "unsent")
 
-    def _undelivered(self, items: list[tuple[dict, Any, Address]], refused: bool) -> None:
+    def _undelivered(self, items: list[tuple[dict, Any, Address]], outcome: str) -> None:
         per_dst: dict[Any, list[Any]] = {}
         for _env, msg, dst in items:
             per_dst.setdefault(dst, []).append(msg)
         for dst, msgs in per_dst.items():
             try:
-                self.on_undelivered(dst, msgs, refused)  # type: ignore[misc]
+                self.on_undelivered(dst, msgs, outcome)  # type: ignore[misc]
             except Exception as e:  # a bug in the handler must not stop this link's sender
                 log.error("handling undelivered messages to %r: %s: %s", dst, type(e).__name__, e)
 

@@ -49,6 +49,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -104,6 +105,13 @@ log = logging.getLogger("schedlab.services.node")
 ROLES = ("gm", "lm", "worker")  # and "all": every component of the file in one process (cluster up --embedded)
 
 
+def reason_key(reason: str) -> str:
+    """The counter a refusal goes to: its reason's leading words, without the values that vary
+    ("unknown partition 99 (LM 0 has 0..0)" -> "unknown partition"), so counters stay few."""
+    head = reason.split(":")[0]
+    return re.split(r"\s*['\"\d(\[{]", head, maxsplit=1)[0].strip() or head
+
+
 def host_address(h: int) -> tuple[str, int]:
     return ("host", h)
 
@@ -135,6 +143,10 @@ class RecordsPublisher:
     def after(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` once every event emitted so far has reached the broker (a GM acknowledges a finished
         job only then: killed in between, it would take the job's last completion records with it)."""
+        self.at_flush(lambda: self.amqp.when_published(fn) if self.amqp is not None else fn())
+
+    def at_flush(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` at the next flush, once the events emitted so far are handed to the publisher."""
         self.waiting.append(fn)
         if not self.scheduled:
             self.scheduled = True
@@ -147,10 +159,7 @@ class RecordsPublisher:
             self.rt.send(("run", run), RecordEvents(run, events))
         waiting, self.waiting = self.waiting, []
         for fn in waiting:
-            if self.amqp is not None:
-                self.amqp.when_published(fn)
-            else:
-                fn()
+            fn()
 
 
 class WorkerRouter(Component):
@@ -262,6 +271,7 @@ class Node:
         self.transport = transport
         cl = loaded.cluster
         publisher = self.publisher = RecordsPublisher(rt, self.amqp)
+        self.amqp.at_flush = publisher.at_flush  # a consumed message is acknowledged once its output reached the broker
         queues: list[Any] = []
         if self.role in ("gm", "lm"):
             layout = Layout(cl, megha_topology(cl, p.gms, p.lms))
@@ -287,6 +297,7 @@ class Node:
                 self.recovery = GMRecovery(rt, gm, self.placements, layout.num_lms, self.fair)
                 self.links = LaunchLinks(rt, gm, self.placements, questions, self.recovery)
                 transport.on_undelivered = self.links.undelivered
+                transport.sent_of = lambda _msg: self.placements.last_sent
                 transport.tries["lm"] = (REQUEST_TIMEOUT, REQUEST_TRIES)
                 await self.recovery.run()
                 queues = [self.address]
@@ -351,7 +362,7 @@ class Node:
             elif time.monotonic() - quiet_since > idle:
                 break
 
-    def _undelivered_to_host(self, dst: Any, msgs: list[Any], refused: bool) -> None:
+    def _undelivered_to_host(self, dst: Any, msgs: list[Any], outcome: str) -> None:
         """A worker host an LM process taking over cannot reach runs nothing it could adopt: down, now."""
         if self.takeover is not None and dst[0] == "host" and any(isinstance(m, HostState) for m in msgs):
             self.takeover.unreachable(dst[1])
@@ -530,13 +541,18 @@ class Node:
             return refusal
         try:
             frames = self.transport.codec.decode_frames(body)
-            for _src, dst, msg, tasks, _seq, (inc, bid) in frames:
+            for _src, dst, msg, tasks, _seq, (inc, bid, sent) in frames:
                 self._check(dst, msg, tasks)
                 if isinstance(msg, LaunchRequest | PreemptRequest):
-                    age = time.time() - float(request.headers[TIME])
-                    if age > REQUEST_FRESH:  # the fence of links: its sender may have given up on it
-                        return web.Response(status=409, text=self._refuse(
-                            STALE_REQUEST, f"a request signed {age:.1f} s ago (acted on within {REQUEST_FRESH:g} s)") + "\n")
+                    # the fence (links): act only on a request first sent less than REQUEST_FRESH ago, and after
+                    # this process took over — an older one was meant for another process, or its sender may
+                    # have given up on it; either way its fate is settled by this LM's truth, never by acting on it
+                    first = float(request.headers[TIME]) if sent is None else sent
+                    age = time.time() - first
+                    if age > REQUEST_FRESH or (self.takeover is not None and first < self.takeover.started):
+                        why = (f"first sent {age:.1f} s ago (acted on within {REQUEST_FRESH:g} s)" if age > REQUEST_FRESH
+                               else "first sent before this LM process took over")
+                        return web.Response(status=409, text=self._refuse(STALE_REQUEST, why) + "\n")
                 if inc is not None and self.beacon is not None and inc != self.beacon.incarnation:
                     return web.Response(status=409, text=self._refuse(
                         "stale launch", f"meant for incarnation {inc}; this host restarted as {self.beacon.incarnation}") + "\n")
@@ -556,7 +572,7 @@ class Node:
                 frames = fresh
         except WireError as e:
             status = 404 if e.reason.startswith("unknown ") else 400
-            return web.Response(status=status, text=self._refuse(e.reason.split(":")[0], e.reason) + "\n")
+            return web.Response(status=status, text=self._refuse(reason_key(e.reason), e.reason) + "\n")
         replies = self.transport.handle_frames(frames)
         return self._signed({"replies": replies})
 

@@ -91,6 +91,7 @@ class RunRecords:
         self._finished: set[int] = set()
         self._reported: set[int] = set()
         self._applied: set[int] = set()
+        self._finish_run: dict[int, tuple] = {}  # task -> (worker, start) of the run whose end was recorded
         self._report_time: dict[int, float] = {}  # job -> latest report so far
         self.jobs_done = 0
         self.tasks_done = 0
@@ -125,16 +126,21 @@ class RunRecords:
             self.counters["reports_repeated_after_gm_restart"] = self.counters.get("reports_repeated_after_gm_restart", 0) + 1
             return
         if local in self._applied:  # the task's record is complete: anything more is late or a duplicate
+            if kind == FINISHED:
+                self._count_finish_again(local, _run_of(ev))
+                return
             key = _DUPLICATE[kind]
             if kind == STARTED and abs(self.recorder.t_start[local] - (ev[2] - self.origin)) < 1e-6:
                 key = "late_starts"  # the start of the recorded run, overtaken by its end (which carries it)
             self.counters[key] = self.counters.get(key, 0) + 1
             return
         if kind == FINISHED:
+            run = _run_of(ev)
             if local in self._finished:
-                self.counters["duplicate_finishes"] += 1
+                self._count_finish_again(local, run)
                 return
             self._finished.add(local)
+            self._finish_run[local] = run
         elif kind == REPORTED:
             if local in self._reported:
                 self.counters["duplicate_reports"] += 1
@@ -143,6 +149,14 @@ class RunRecords:
         self._events.setdefault(local, []).append(ev)
         if local in self._finished and local in self._reported:
             self._apply(local)
+
+    def _count_finish_again(self, local: int, run: tuple) -> None:
+        """A second end of a task: of the same run (worker and start) — a report repeated after a crash — or
+        of another run, which would be the task running twice."""
+        if run[0] is not None and run == self._finish_run.get(local):
+            self.counters["ends_reported_again"] = self.counters.get("ends_reported_again", 0) + 1
+        else:
+            self.counters["duplicate_finishes"] += 1
 
     def _apply(self, local: int) -> None:
         self._applied.add(local)
@@ -187,6 +201,14 @@ class RunRecords:
         self.tasks_done += 1
         if self._changed is not None:
             self._changed.set()
+
+
+def _run_of(ev: Event) -> tuple:
+    """Which run a finished event ends: (worker, start) from its outcome."""
+    value = ev[3]
+    if isinstance(value, dict):
+        return (value.get("worker"), value.get("started_at"))
+    return (None, None)
 
 
 class RecordsHub:

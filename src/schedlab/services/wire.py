@@ -295,6 +295,7 @@ class Envelope(BaseModel):
     seq: tuple[int, int] | None = None  # (sender incarnation, number) on links delivered in order
     inc: int | None = None  # to a worker host: the incarnation the sender meant (a restarted host refuses older launches)
     bid: int | None = None  # to a worker host: this launch's id (an HTTP retry repeats it; a relaunch has a new one)
+    sent: float | None = None  # GM -> LM requests: when first sent (retries repeat it; an LM acts only on fresh ones, see links)
 
 
 # -- addresses ---------------------------------------------------------------------------------------
@@ -534,7 +535,7 @@ class Codec:
     def decode_frames(self, data: bytes) -> list[tuple[Any, Any, Any, Any]]:
         """A JSON list of envelopes (an HTTP body): every one is checked before any is filed or used.
 
-        Returns ``(src, dst, message, tasks, seq, (inc, bid))`` per envelope; the caller files
+        Returns ``(src, dst, message, tasks, seq, (inc, bid, sent))`` per envelope; the caller files
         ``tasks`` (:meth:`file`) once it has accepted the whole request.
         """
         if len(data) > self.max_bytes:
@@ -551,16 +552,16 @@ class Codec:
                 env = Envelope.model_validate(frame)
             except ValidationError as e:
                 raise WireError(f"envelope {k}: {_first_error(e)}") from None
-            out.append((*self._open(env, file=False), env.seq, (env.inc, env.bid)))
+            out.append((*self._open(env, file=False), env.seq, (env.inc, env.bid, env.sent)))
         return out
 
     def decode_envelope(self, env: dict) -> tuple[Any, Any, Any, Any, Any]:
-        """One envelope given as a dict (from a component in the same process): ``(src, dst, message, tasks, seq, (inc, bid))``."""
+        """One envelope given as a dict (from a component in the same process): ``(src, dst, message, tasks, seq, (inc, bid, sent))``."""
         try:
             e = Envelope.model_validate(env)
         except ValidationError as err:
             raise WireError(f"malformed envelope: {_first_error(err)}") from None
-        return (*self._open(e, file=False), e.seq, (e.inc, e.bid))
+        return (*self._open(e, file=False), e.seq, (e.inc, e.bid, e.sent))
 
     def file(self, tasks: Any) -> None:
         if tasks and self.store is not None:

@@ -1,0 +1,48 @@
+"""A run's records judge exactly-once from the user's side: a task's end reported twice is not a task run twice."""
+
+from __future__ import annotations
+
+from schedlab.services.records import FINISHED, RECOVERED_REPORT, REPORTED, STARTED, RunRecords
+
+
+def records_of_one_task() -> RunRecords:
+    r = RunRecords(1)
+    r.add_job(0.0, [1.0], None, None, 1.0)
+    return r
+
+
+def test_the_same_runs_end_reported_again_is_counted_apart_and_a_second_run_is_a_duplicate():
+    r = records_of_one_task()
+    end = {"status": "ok", "worker": 3, "started_at": 0.5}
+    r.event((STARTED, 0, 0.5, 3))
+    r.event((FINISHED, 0, 1.5, end))
+    r.event((REPORTED, 0, 1.6, 3))
+    assert r.tasks_done == 1
+    # an LM died before its record of the end reached the broker: the GM records the same run's end again
+    r.event((FINISHED, 0, 1.5, dict(end)))
+    assert r.counters["ends_reported_again"] == 1 and r.counters["duplicate_finishes"] == 0
+    # another run's end (another worker, or another start) is the task run twice
+    r.event((FINISHED, 0, 2.5, {**end, "worker": 4}))
+    r.event((FINISHED, 0, 2.5, {**end, "started_at": 1.9}))
+    assert r.counters["duplicate_finishes"] == 2
+
+
+def test_a_repeat_before_the_report_is_judged_the_same_way():
+    r = records_of_one_task()
+    end = {"status": "ok", "worker": 3, "started_at": 0.5}
+    r.event((FINISHED, 0, 1.5, end))
+    r.event((FINISHED, 0, 1.5, dict(end)))
+    r.event((FINISHED, 0, 1.7, {"status": "ok", "worker": 2, "started_at": 0.6}))
+    assert r.counters["ends_reported_again"] == 1 and r.counters["duplicate_finishes"] == 1
+    r.event((REPORTED, 0, 1.6, 3))
+    assert r.tasks_done == 1
+
+
+def test_a_restarted_gms_report_of_a_completion_already_reported_is_not_a_duplicate():
+    r = records_of_one_task()
+    r.event((FINISHED, 0, 1.5, {"status": "ok", "worker": 3, "started_at": 0.5}))
+    r.event((REPORTED, 0, 1.6, 3))
+    r.event((REPORTED, 0, 9.0, RECOVERED_REPORT))
+    assert r.counters["reports_repeated_after_gm_restart"] == 1 and r.counters["duplicate_reports"] == 0
+    r.event((REPORTED, 0, 9.5, 3))  # a second ordinary report is a duplicate
+    assert r.counters["duplicate_reports"] == 1
