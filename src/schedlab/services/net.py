@@ -273,8 +273,7 @@ class AmqpLink:
     def _ack_handled(self) -> None:
         last, self._to_ack = self._to_ack, None
         if last is not None:
-            task = asyncio.get_running_loop().create_task(last.ack(multiple=True))
-            task.add_done_callback(_log_ack_failure)
+            self._ack_now(last)
 
     def publish(self, queue: str, body: bytes, persistent: bool = False) -> None:
         self._out.put_nowait((queue, body, persistent))
