@@ -39,15 +39,19 @@ def test_a_lost_message_holds_the_link_only_for_the_gap_timeout(monkeypatch):
     async def main():
         counters = defaultdict(int)
         io = net.InOrder(counters)
+        gaps = []
+        io.on_gap = lambda src, dst: gaps.append((src, dst))  # a GM asks that LM for its whole state
         got = []
         io.accept("lm:0", "gm:0", (1, 1), lambda: got.append(1))
         io.accept("lm:0", "gm:0", (1, 3), lambda: got.append(3))
         io.accept("lm:0", "gm:0", (1, 4), lambda: got.append(4))
-        assert got == [1]
+        assert got == [1] and gaps == []
         await asyncio.sleep(0.15)
-        assert got == [1, 3, 4]
+        assert got == [1, 3, 4] and gaps == [("lm:0", "gm:0")]
         io.accept("lm:0", "gm:0", (1, 2), lambda: got.append(2))  # the lost one, late: still delivered
         assert got == [1, 3, 4, 2]
+        io.accept("lm:0", "gm:0", (2, 1), lambda: got.append("restarted"))  # a sender's restart is no lost message
+        assert got[-1] == "restarted" and gaps == [("lm:0", "gm:0")]
         return counters
 
     counters = asyncio.run(main())

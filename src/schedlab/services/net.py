@@ -34,7 +34,11 @@ task then waits for good for a worker it believes busy). So every message on
 that link carries ``seq = (sender incarnation, number)`` and the GM side
 delivers them in order (:class:`InOrder`), holding back one that arrives
 early until the gap closes — or, if a message was lost, until
-:data:`GAP_TIMEOUT` has passed (counted as ``gaps_skipped``).
+:data:`GAP_TIMEOUT` has passed (counted as ``gaps_skipped``). A message lost
+for good — a state update still queued in the broker when it restarted (state
+updates are not persistent) — would leave a GM's view stale where that delta
+changed it, so a GM whose link skipped a gap asks that LM for its whole state
+(``Recover``, :mod:`~.recovery`).
 """
 
 from __future__ import annotations
@@ -361,6 +365,9 @@ class InOrder:
     def __init__(self, counters: dict[str, int]) -> None:
         self.counters = counters
         self.links: dict[tuple[Any, Any], list] = {}  # (src, dst) -> [incarnation, expected, {n: deliver}, timer]
+        # on_gap(src, dst): a gap timed out — a message of the link is lost for good (a state update queued in the
+        # broker when it restarted: those are not persistent), so the receiver should ask for the sender's state
+        self.on_gap: Callable[[Any, Any], None] | None = None
 
     def accept(self, src: Any, dst: Any, seq: tuple[int, int] | None, deliver: Callable[[], None]) -> None:
         if seq is None:
@@ -386,7 +393,7 @@ class InOrder:
         st[2][n] = deliver
         self._drain(st)
         if st[2] and st[3] is None:
-            st[3] = asyncio.get_running_loop().call_later(GAP_TIMEOUT, self._flush, key, True)
+            st[3] = asyncio.get_running_loop().call_later(GAP_TIMEOUT, self._gap_timed_out, key)
         elif not st[2] and st[3] is not None:
             st[3].cancel()
             st[3] = None
@@ -411,16 +418,23 @@ class InOrder:
             held.pop(st[1])()
             st[1] += 1
 
-    def _flush(self, key: tuple[Any, Any], skip: bool) -> None:
+    def _gap_timed_out(self, key: tuple[Any, Any]) -> None:
+        if self._flush(key, True) and self.on_gap is not None:
+            self.on_gap(*key)
+
+    def _flush(self, key: tuple[Any, Any], skip: bool) -> int:
+        """Deliver what is held, skipping the gaps; returns how many numbers were skipped."""
         st = self.links.get(key)
         if st is None:
-            return
+            return 0
         if st[3] is not None:
             st[3].cancel()
             st[3] = None
         held = st[2]
+        gaps = 0
         while held:
             first = min(held)
+            gaps += first - st[1]
             self.counters["gaps_skipped"] += first - st[1]
             skipped = st[4]
             skipped.update(range(st[1], first))
@@ -429,6 +443,7 @@ class InOrder:
                     skipped.discard(n)
             st[1] = first
             self._drain(st)
+        return gaps
 
 
 class _Capture:

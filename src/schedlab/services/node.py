@@ -298,6 +298,9 @@ class Node:
                 self.links = LaunchLinks(rt, gm, self.placements, questions, self.recovery)
                 transport.on_undelivered = self.links.undelivered
                 transport.sent_of = lambda _msg: self.placements.last_sent
+                # a message from an LM lost for good (a state update queued in the broker when it restarted):
+                # with delta updates the view would stay stale there; that LM's full state replaces it
+                transport.in_order.on_gap = lambda src, _dst: self.recovery.ask_again(src[1]) if src[0] == "lm" else None
                 transport.tries["lm"] = (REQUEST_TIMEOUT, REQUEST_TRIES)
                 await self.recovery.run()
                 queues = [self.address]
