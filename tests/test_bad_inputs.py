@@ -97,6 +97,10 @@ CASES += [
     ("locality generate -o {adir}/l.json --tasks 10000000000", "--tasks"),
     # empty: nothing to simulate is said, not "succeeded" with null statistics
     ("grid simulate --local-jobs 50 --global-jobs 0", "--global-jobs"),
+    # durations: a unit we do not know, a negative one
+    ("chaos --cluster {cluster_yaml} --trace {good_tr} --every 5x", "--every: expected a duration such as 5, 5s, 500ms or 2m"),
+    ("chaos --cluster {cluster_yaml} --trace {good_tr} --restart-after -1s", "--restart-after: must be a duration >= 0"),
+    ("chaos --cluster {cluster_yaml} --trace {good_tr} --every 0s", "--every: must be > 0"),
 ]
 
 

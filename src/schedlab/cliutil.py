@@ -78,6 +78,29 @@ def output_dir(ctx: typer.Context, param: typer.CallbackParam, value: Path | Non
     return check_output_dir(value, _option_name(param))
 
 
+def parse_seconds(text: str, option: str) -> float:
+    """A duration: ``5``, ``5s``, ``500ms`` or ``2m`` -> seconds (one clear error otherwise)."""
+    t = str(text).strip().lower()
+    for unit, scale in (("ms", 1e-3), ("s", 1.0), ("m", 60.0)):
+        if t.endswith(unit):
+            t, factor = t[: -len(unit)], scale
+            break
+    else:
+        factor = 1.0
+    try:
+        value = float(t) * factor
+    except ValueError:
+        raise InputError(option, f"expected a duration such as 5, 5s, 500ms or 2m, got {text!r}") from None
+    if value != value or value < 0:
+        raise InputError(option, f"must be a duration >= 0, got {text!r}")
+    return value
+
+
+def seconds(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> float | None:
+    """Typer callback for a duration option (``callback=seconds``): 5, 5s, 500ms, 2m."""
+    return None if value is None else parse_seconds(value, _option_name(param))
+
+
 def _option_name(param: Any) -> str:
     opts = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
     return opts[0] if opts else str(getattr(param, "name", "output"))

@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from schedlab.cliutil import output_dir, output_file
+from schedlab.cliutil import output_dir, output_file, seconds
 from schedlab.errors import InputError
 
 cluster_app = typer.Typer(
@@ -284,8 +284,8 @@ def chaos_cmd(
     cluster: Annotated[Path, typer.Option("--cluster", "-c", help="Cluster file of a running cluster (schedlab cluster up).")],
     trace: Annotated[str, typer.Option("--trace", "-t", help="Trace to replay meanwhile: google, syn_250, … or a file.")],
     kill: Annotated[str, typer.Option("--kill", help="Roles to kill, comma-separated: worker, gm, lm, broker.")] = "worker",
-    every: Annotated[float, typer.Option("--every", help="Seconds between kills.")] = 5.0,
-    restart_after: Annotated[float, typer.Option("--restart-after", help="Seconds a killed component stays down.")] = 1.0,
+    every: Annotated[str, typer.Option("--every", help="Time between kills: 5, 5s, 500ms, 2m.", callback=seconds)] = "5",
+    restart_after: Annotated[str, typer.Option("--restart-after", help="How long a killed component stays down (1, 1s, 500ms).", callback=seconds)] = "1",
     max_jobs: Annotated[int | None, typer.Option("--max-jobs", help="Replay only the first N jobs.")] = None,
     speedup: Annotated[float, typer.Option("--speedup", help="Replay K times faster.")] = 1.0,
     seed: Annotated[int, typer.Option("--seed", help="Which components die, and the request draws.")] = 0,
@@ -295,7 +295,7 @@ def chaos_cmd(
 ) -> None:
     """Replay a trace on a running cluster while killing and restarting its components; exit 1 if a task was lost or duplicated.
 
-    Example: schedlab chaos --cluster demo.yaml --trace google --max-jobs 200 --speedup 20 --kill worker --every 5
+    Example: schedlab chaos --cluster demo.yaml --trace google --max-jobs 200 --speedup 20 --kill worker,gm,lm --every 5s
     """
     from schedlab.services.chaos import check_roles, run_chaos
 
