@@ -265,6 +265,15 @@ class DurableJobs:
                 "jobs_delivered_again": self.deliveries_again}
 
 
+def recovered(lm: LocalMaster, gm: int, holding: Any = None, since: float = 0.0) -> Recovered:
+    """LM ``lm``'s whole truth for GM ``gm``: a snapshot, the GM's running tasks and, with fair sharing
+    (``holding``: tid, p, pos -> its holdings event), every task as holdings. ``since``: when the LM process
+    took over (0 in an answer to the GM's own ``Recover``)."""
+    update, running = lm.recovery_state(gm)
+    holdings = [] if holding is None else [holding(t, p, pos) for t, (p, pos, _g) in lm.running.items()]
+    return Recovered(lm.i, update, running, holdings, since=since)
+
+
 class LMRecovery:
     """An LM's answers to a restarted GM: its state (:class:`Recover`) and what became of tasks (:class:`Resolve`).
 
@@ -282,9 +291,7 @@ class LMRecovery:
 
     def _on_recover(self, msg: Recover) -> None:
         self.recoveries += 1
-        update, running = self.lm.recovery_state(msg.gm)
-        holdings = [] if self.holding is None else [self.holding(t, p, pos) for t, (p, pos, _g) in self.lm.running.items()]
-        self.rt.send(self.lm.gm_addr[msg.gm], Recovered(self.lm.i, update, running, holdings))
+        self.rt.send(self.lm.gm_addr[msg.gm], recovered(self.lm, msg.gm, self.holding))
 
     def _on_resolve(self, msg: Resolve) -> None:
         running, completed = self.lm.running, self.completed
@@ -368,9 +375,7 @@ class LMTakeover:
 
     def announce(self) -> None:
         for g in range(self.lm.G):
-            update, running = self.lm.recovery_state(g)
-            holdings = [] if self.holding is None else [self.holding(t, p, pos) for t, (p, pos, _g) in self.lm.running.items()]
-            self.rt.send(self.lm.gm_addr[g], Recovered(self.lm.i, update, running, holdings, since=self.started))
+            self.rt.send(self.lm.gm_addr[g], recovered(self.lm, g, self.holding, since=self.started))
 
     def counters(self) -> dict[str, Any]:
         return {"rebuilt_in": self.rebuilt_in, "tasks_adopted_from_hosts": self.adopted, "hosts_silent_at_start": self.hosts_silent}
