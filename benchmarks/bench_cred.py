@@ -5,7 +5,7 @@ planning and the full slot-by-slot schedule) plus ``verify`` on the result, best
 of ``--repeat`` runs. The cases cover the regimes that matter: storage-bound (small B),
 slot-bound (large B, few VMs, short deadlines), more deadline classes and ~100k tasks.
 
-    PYTHONPATH=src python benchmarks/bench_cred.py [--repeat 5] [--profile]
+    python benchmarks/bench_cred.py [--repeat 5] [--profile]
 """
 
 from __future__ import annotations

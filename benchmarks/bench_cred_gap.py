@@ -4,7 +4,7 @@ Prints the distribution of (active nodes − optimum) and of the ratio for each 
 ``--instances`` instances drawn like the test suite's (6–15 jobs, 8–20 chunks, 1–3 deadline
 classes in 2..10, B in 2..6, S in 1..4), plus how often the lower bound is tight.
 
-    PYTHONPATH=src python benchmarks/bench_cred_gap.py [--instances 200]
+    python benchmarks/bench_cred_gap.py [--instances 200]
 """
 
 from __future__ import annotations

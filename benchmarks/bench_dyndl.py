@@ -6,7 +6,7 @@ end-to-end time (Phase I + Phase II), Phase II alone, and the ratio to the
 paper's Java implementation (4.81 s on an i7-8700). Targets: <= 2 s end to end,
 <= 100 ms for Phase II. A script, not a test: run
 
-    PYTHONPATH=src python benchmarks/bench_dyndl.py [--repeat N] [--seed S]
+    python benchmarks/bench_dyndl.py [--repeat N] [--seed S]
 """
 
 from __future__ import annotations

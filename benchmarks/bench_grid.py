@@ -1,7 +1,7 @@
 """Speed of the grid simulation: the paper's full setup (8 sites × 64 processors, conservative backfilling,
 8 × 100,000 local jobs + 100,000 global jobs), one run per scenario.
 
-    PYTHONPATH=src python benchmarks/bench_grid.py [--scale 1.0] [--scenario NAME ...] [--heavy]
+    python benchmarks/bench_grid.py [--scale 1.0] [--scenario NAME ...] [--heavy]
 
 Prints, per scenario, the wall and CPU time of the simulation (workload generation
 excluded, shown apart), the jobs simulated per second and the mean global queue time.

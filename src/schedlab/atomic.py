@@ -43,8 +43,10 @@ def _make_parents(folder: Path, created: list[Path] | None) -> None:
         created.extend(reversed(missing))
 
 
-def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
+def atomic_write(path: str | os.PathLike, write: Callable[[str], object]) -> Path:
     """Call ``write(tmp_path)`` then rename the temp file onto ``path``; the temp file is removed on failure.
+
+    ``write``'s return value is ignored (so ``Path.write_text`` and the like can be passed as they are).
 
     Inside :func:`all_or_nothing` the rename waits for the end of the block.
     An OSError names ``path`` (the user's), not the temp file.

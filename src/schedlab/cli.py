@@ -21,11 +21,26 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from schedlab.cliutil import output_dir, output_file, parse_key_values
+from schedlab.cli_params import (
+    FLAG_CONTEXT,
+    SchedulerParamsCommand,
+    flag_error,
+    merge_params,
+    parse_flags,
+)
+from schedlab.cliutil import (
+    fmt,
+    output_dir,
+    output_file,
+    parse_key_values,
+    summary_table,
+    usable_jobs,
+)
 from schedlab.edge.cli import app as _edge_app
 from schedlab.errors import InputError, InvariantError
 from schedlab.grid.cli import app as _grid_app
 from schedlab.locality.cli import app as _locality_app
+from schedlab.run_config import RunConfig, option_name
 from schedlab.services.cli import chaos_cmd as _chaos_cmd
 from schedlab.services.cli import cluster_app as _cluster_app
 from schedlab.services.cli import serve_cmd as _serve_cmd
@@ -59,31 +74,6 @@ err = Console(stderr=True)
 
 
 # -- helpers -------------------------------------------------------------------------------------
-def _fmt(x: Any) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, float):
-        if x != x:
-            return "-"
-        if x == int(x) and abs(x) < 1e9:
-            return str(int(x))
-        return f"{x:.4g}"
-    return str(x)
-
-
-def _summary_table(s: dict[str, Any]) -> Table:
-    t = Table(title=f"{s['scheduler']} on {s['trace']} — {s['workers']} workers, seed {s['seed']}", title_justify="left")
-    cols = ("count", "mean", "p50", "p90", "p99", "p999", "max")
-    t.add_column("seconds")
-    for c in cols:
-        t.add_column(c, justify="right")
-    rows = [("jrt_delay", s["jrt_delay"]), ("jrt", s["jrt"]), ("allocation_time", s["allocation_time"])]
-    rows += [(f"  {k}", v) for k, v in s["allocation_components"].items()]
-    for name, st in rows:
-        t.add_row(name, *(_fmt(st.get(c)) for c in cols))
-    return t
-
-
 class _Progress:
     """A progress bar on stderr, shown only once a run has lasted half a second."""
 
@@ -129,45 +119,44 @@ class _Progress:
 
 
 # -- simulate -------------------------------------------------------------------------------------
-@app.command()
+def _run_option(field: str, *decls: str, **kw: Any) -> Any:
+    """A typer option for a RunConfig field: its flag and its description as help (the default is the field's)."""
+    return typer.Option(*(decls or (option_name(field),)), help=RunConfig.describe(field), **kw)
+
+
+_D = RunConfig.default
+
+
+@app.command(cls=SchedulerParamsCommand, context_settings=FLAG_CONTEXT)
 def simulate(
-    scheduler: Annotated[str, typer.Option("--scheduler", "-s", help="Scheduler name (see `schedlab schedulers`).")] = "ideal",
-    trace: Annotated[str, typer.Option("--trace", "-t", help="google, syn_250, syn_500, syn_1000, or a trace file.")] = "google",
-    workers: Annotated[int | None, typer.Option("--workers", "-w", help="Data-center size (default: the paper's size for a bundled trace, else 10000).")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Run seed: generated data center and schedulers' random choices.")] = 0,
-    config: Annotated[str | None, typer.Option("--config", help="Data-center config file (*_config_*.json) or 'reference' / 'reference-pigeon'.")] = None,
-    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Scheduler parameter KEY=VALUE (repeatable).")] = None,
-    worker_choice: Annotated[str | None, typer.Option("--worker-choice", help="random or min-constraints (schedulers that choose workers).")] = None,
-    gms: Annotated[int | None, typer.Option("--gms", help="Megha: number of Global Masters.")] = None,
-    lms: Annotated[int | None, typer.Option("--lms", help="Megha: number of Local Masters.")] = None,
-    distributors: Annotated[int | None, typer.Option("--distributors", help="Pigeon/PigeonC: number of distributors.")] = None,
-    masters: Annotated[int | None, typer.Option("--masters", help="Pigeon/PigeonC: number of masters (worker groups).")] = None,
-    heartbeat: Annotated[float | None, typer.Option("--heartbeat", help="Megha: seconds between LM state updates.")] = None,
-    updates: Annotated[str | None, typer.Option("--updates", help="Megha: delta (enhanced design) or snapshot (original).")] = None,
-    compat: Annotated[str | None, typer.Option("--compat", help="'authors' reproduces the papers' own simulators' behaviour.")] = None,
-    constraints: Annotated[bool, typer.Option("--constraints/--no-constraints", help="Placement constraints (Sharma et al.) on tasks and workers.")] = True,
-    constraint_seed: Annotated[int, typer.Option("--constraint-seed", help="Seed of the task-constraint draws (42 = the papers').")] = 42,
-    machine_model: Annotated[str, typer.Option("--machine-model", help="Generated machine constraints: independent or reference.")] = "independent",
-    resources: Annotated[str, typer.Option("--resources", help="slots (one task per worker) or multi (64 cores, 16 GB per worker).")] = "slots",
-    requests: Annotated[str | None, typer.Option("--requests", help="Task resource requests in multi mode, e.g. fixed:1,256.")] = None,
-    latency: Annotated[float, typer.Option("--latency", help="One-way network latency per message, seconds.")] = 0.0005,
+    ctx: typer.Context,
+    scheduler: Annotated[str, _run_option("scheduler", "--scheduler", "-s")] = _D("scheduler"),
+    trace: Annotated[str, _run_option("trace", "--trace", "-t")] = _D("trace"),
+    workers: Annotated[int | None, _run_option("workers", "--workers", "-w")] = _D("workers"),
+    seed: Annotated[int, _run_option("seed")] = _D("seed"),
+    config: Annotated[str | None, _run_option("config")] = _D("config"),
+    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Scheduler parameter KEY=VALUE (repeatable; each also has a flag of its own, listed below).")] = None,
+    constraints: Annotated[bool, _run_option("constraints", "--constraints/--no-constraints")] = _D("constraints"),
+    constraint_seed: Annotated[int, _run_option("constraint_seed")] = _D("constraint_seed"),
+    machine_model: Annotated[str, _run_option("machine_model")] = _D("machine_model"),
+    resource_mode: Annotated[str, _run_option("resource_mode", "--resource-mode", "--resources")] = _D("resource_mode"),
+    requests: Annotated[str, _run_option("requests")] = _D("requests"),
+    latency: Annotated[float, _run_option("latency")] = _D("latency"),
     msg_cost: Annotated[list[str] | None, typer.Option("--msg-cost", help="Processing cost at the receiver for a message type, TYPE=SECONDS (repeatable).")] = None,
-    exact_durations: Annotated[bool, typer.Option("--exact-durations", help="Keep fractional durations and equal arrival times (no truncation or dephasing).")] = False,
+    exact_durations: Annotated[bool, _run_option("exact_durations")] = _D("exact_durations"),
     summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the summary JSON here.", callback=output_file)] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Write tasks, jobs, utilization tables and summary.json into this folder.", callback=output_dir)] = None,
-    fmt: Annotated[str, typer.Option("--format", help="Table format for --out: parquet, csv or both.")] = "parquet",
+    table_format: Annotated[str, typer.Option("--format", help="Table format for --out: parquet, csv or both.")] = "parquet",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table, no progress bar.")] = False,
 ) -> None:
     """Run one scheduler on one workload and print a summary."""
-    from schedlab.datafiles import BUNDLED_TRACES
-    from schedlab.engine import simulate as run
-    from schedlab.workload.requests import DEFAULT_REQUESTS
-    from schedlab.workload.trace import TraceConventions, count_jobs
+    from schedlab import engine
+    from schedlab.datafiles import BUNDLED_JOBS
+    from schedlab.workload.trace import count_jobs
 
-    formats = {"parquet": ("parquet",), "csv": ("csv",), "both": ("parquet", "csv")}.get(fmt)
+    formats = {"parquet": ("parquet",), "csv": ("csv",), "both": ("parquet", "csv")}.get(table_format)
     if formats is None:
-        raise InputError("--format", f"unknown format {fmt!r} (choose from parquet, csv, both)")
-    params = parse_key_values(param)
+        raise InputError("--format", f"unknown format {table_format!r} (choose from parquet, csv, both)")
     costs: dict[str, float] = {}
     for item in msg_cost or []:
         name, sep, val = item.partition("=")
@@ -177,48 +166,46 @@ def simulate(
             sep = ""
         if not sep or not name or costs[name] < 0:
             raise InputError("--msg-cost", f"expected TYPE=SECONDS with SECONDS >= 0, got {item!r}")
-    for key, value in (
-        ("worker_choice", worker_choice),
-        ("gms", gms),
-        ("lms", lms),
-        ("distributors", distributors),
-        ("masters", masters),
-        ("heartbeat", heartbeat),
-        ("updates", updates),
-        ("compat", compat),
-    ):
-        if value is not None:
-            params[key] = value
-    total = {"google": 10000, "syn_250": 2000, "syn_500": 2000, "syn_1000": 2000}.get(trace)
-    if total is None and trace not in BUNDLED_TRACES and not quiet:
-        total = count_jobs(trace)
+    settings = {
+        "scheduler": scheduler,
+        "trace": trace,
+        "workers": workers,
+        "seed": seed,
+        "config": config,
+        "constraints": constraints,
+        "constraint_seed": constraint_seed,
+        "machine_model": machine_model,
+        "resource_mode": resource_mode,
+        "requests": requests,
+        "latency": latency,
+        "processing_costs": costs,
+        "exact_durations": exact_durations,
+    }
+    from schedlab.schedulers import (
+        registry,  # loads the simulation stack: only when a run is asked for
+    )
+
+    flags = parse_flags(scheduler, ctx.args)
+    try:
+        params = merge_params(parse_key_values(param), flags)
+        registry.parse_params(registry.get(scheduler), params)
+    except InputError as e:
+        raise flag_error(e, flags) from None
+    cfg = RunConfig.build(**settings, params=params)
+    total = BUNDLED_JOBS.get(cfg.trace)
+    if total is None and not quiet:
+        total = count_jobs(cfg.trace)
     progress = _Progress(total, not quiet)
     try:
-        result = run(
-            scheduler,
-            trace,
-            workers,
-            seed,
-            params=params,
-            config=config,
-            constraints=constraints,
-            constraint_seed=constraint_seed,
-            machine_model=machine_model,
-            resource_mode=resources,
-            requests=requests or DEFAULT_REQUESTS,
-            latency=latency,
-            processing_costs=costs,
-            conventions=TraceConventions.exact() if exact_durations else None,
-            progress=progress,
-        )
+        result = engine.simulate(cfg, progress=progress)
     finally:
         progress.close()
     s = result.summary
     if not quiet:
-        out.print(_summary_table(s))
+        out.print(summary_table(s))
         c = s["counters"]
         out.print(
-            f"jobs {s['jobs']}  tasks {s['tasks']}  utilization mean {_fmt(s['utilization']['mean'])}  "
+            f"jobs {s['jobs']}  tasks {s['tasks']}  utilization mean {fmt(s['utilization']['mean'])}  "
             f"dropped tasks {c['tasks_dropped_unsatisfiable']}  unfinished {c['tasks_unfinished']}  "
             f"messages {c['messages']}  events {s['events']}  wall {s['wall_seconds']:.2f}s"
         )
@@ -276,18 +263,18 @@ def trace_info(
     t.add_row("jobs", str(w["jobs"]))
     t.add_row("tasks", str(w["tasks"]))
     t.add_row("short / long jobs", f"{w['short_jobs']} / {w['long_jobs']} (mean task duration < {w['short_cutoff']} s)")
-    t.add_row("arrival span (s)", _fmt(w["arrival_span"]))
+    t.add_row("arrival span (s)", fmt(w["arrival_span"]))
     for key in ("task_duration", "tasks_per_job"):
         d = w[key]
-        t.add_row(key.replace("_", " "), "  ".join(f"{k} {_fmt(v)}" for k, v in d.items()))
+        t.add_row(key.replace("_", " "), "  ".join(f"{k} {fmt(v)}" for k, v in d.items()))
     if "load" in report:
         ld = report["load"]
-        t.add_row(f"load vs {report['workers']} workers", f"median {_fmt(ld['median'])}  mean {_fmt(ld['mean'])}  p99 {_fmt(ld['p99'])}")
+        t.add_row(f"load vs {report['workers']} workers", f"median {fmt(ld['median'])}  mean {fmt(ld['mean'])}  p99 {fmt(ld['p99'])}")
     out.print(t)
     if "per_constraint_load" in report:
         pc = Table("constraint", "workers", "tasks", "mean", "p50", "p95", "p99", title="per-constraint load", title_justify="left")
         for row in report["per_constraint_load"]:
-            pc.add_row(*(_fmt(row[k]) for k in ("constraint", "workers", "tasks", "mean", "p50", "p95", "p99")))
+            pc.add_row(*(fmt(row[k]) for k in ("constraint", "workers", "tasks", "mean", "p50", "p95", "p99")))
         out.print(pc)
 
 
@@ -444,37 +431,43 @@ def report_cmd(
 
 @app.command("reproduce")
 def reproduce_cmd(
-    name: Annotated[str | None, typer.Argument(help="Built-in spec (see --list).")] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="A few jobs on small data centers, one seed: seconds, for CI.")] = False,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Results folder (default results/NAME[-quick]).", callback=output_dir)] = None,
+    name: Annotated[str | None, typer.Argument(help="What to reproduce (see --list).")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="A seconds-long check of the whole path (few jobs, small sizes, one seed), for CI: not a result.")] = False,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Output (default: the report's place under reports/; results/NAME[-quick] for specs and quick runs).")] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Runs at once.")] = None,
-    backend: Annotated[str, typer.Option("--backend", help="local or ray.")] = "local",
-    address: Annotated[str | None, typer.Option("--address", help="Ray cluster address.")] = None,
-    list_specs: Annotated[bool, typer.Option("--list", help="List the built-in specs.")] = False,
+    backend: Annotated[str, typer.Option("--backend", help="Specs: local or ray.")] = "local",
+    address: Annotated[str | None, typer.Option("--address", help="Specs: Ray cluster address.")] = None,
+    list_specs: Annotated[bool, typer.Option("--list", help="List every figure and table that can be reproduced, in every module.")] = False,
     embedded: Annotated[bool, typer.Option("--embedded", help="megha-prototype: run the real cluster in this process (no broker).")] = False,
 ) -> None:
-    """Run a built-in experiment that regenerates a paper's figures, then write its report."""
-    from schedlab.experiments.reproduce import builtin_specs, reproduce
+    """Regenerate a paper's figures or tables — from any module — and write their report."""
+    from schedlab.cliutil import check_output_dir, check_output_file
+    from schedlab.experiments.catalogue import Options, catalogue, find
 
     if list_specs:
-        t = Table("name", "what it reproduces")
-        for k, v in builtin_specs().items():
-            t.add_row(k, v)
-        t.add_row("megha-prototype", "Megha paper Fig. 12: a real local cluster beside the simulator (allocation time, execution delay)")
+        t = Table("name", "module", "what it reproduces", "written to")
+        for e in catalogue():
+            t.add_row(e.name, e.domain, f"{e.paper}: {e.what}", e.out or f"results/{e.name}/report.md")
         out.print(t)
         return
     if name is None:
-        raise InputError("reproduce", "give a spec name (see `schedlab reproduce --list`)")
-    if name == "megha-prototype":
-        from schedlab.services.prototype import run as run_prototype
-
-        if jobs is not None or backend != "local" or address is not None:
-            raise InputError("reproduce megha-prototype", "runs one simulation and one real cluster: --jobs, --backend and --address do not apply")
-        report = run_prototype(out_dir, quick=quick, embedded=embedded)
+        raise InputError("reproduce", "give a name (see `schedlab reproduce --list`)")
+    entry = find(name)
+    if embedded and name != "megha-prototype":
+        raise InputError("--embedded", "applies to megha-prototype only")
+    if not entry.is_spec:
+        if backend != "local" or address is not None:
+            raise InputError(f"reproduce {name}", "--backend and --address apply to the data-center specs only")
+        if jobs is not None:
+            usable_jobs(jobs)
+        target = out_dir if out_dir is not None else entry.default_out(quick)
+        (check_output_file if Path(entry.out).suffix else check_output_dir)(target, "--out")
+        report = entry.run(target, Options(quick=quick, jobs=jobs, embedded=embedded, say=lambda line: err.print(line, highlight=False)))
         err.print(f"report: {report}", highlight=False)
         return
-    if embedded:
-        raise InputError("--embedded", "applies to megha-prototype only")
+    from schedlab.experiments.reproduce import reproduce
+
+    check_output_dir(out_dir, "--out")
     display = _SweepDisplay(f"reproduce {name}")
     try:
         res, rep = reproduce(name, out_dir, quick=quick, jobs=jobs, backend=backend, address=address, progress=display)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.table import Table
 
 from schedlab.errors import InputError
 
@@ -116,3 +117,31 @@ def usable_jobs(jobs: int | None, option: str = "--jobs", runs: int | None = Non
     if jobs > 4 * cpus:
         raise InputError(option, f"{jobs} processes on a machine with {cpus} CPUs: at most {4 * cpus} are of any use")
     return jobs if runs is None else max(1, min(jobs, runs))
+
+
+# -- tables -------------------------------------------------------------------------------------
+def fmt(x: Any) -> str:
+    """A number as tables show it: integers without a point, others with 4 significant digits, nothing as '-'."""
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        if x != x:
+            return "-"
+        if x == int(x) and abs(x) < 1e9:
+            return str(int(x))
+        return f"{x:.4g}"
+    return str(x)
+
+
+def summary_table(s: dict[str, Any]) -> Table:
+    """A run summary's JRT delay, JRT and allocation time (with its components) as one table (simulated or real runs)."""
+    t = Table(title=f"{s['scheduler']} on {s['trace']} — {s['workers']} workers, seed {s['seed']}", title_justify="left")
+    cols = ("count", "mean", "p50", "p90", "p99", "p999", "max")
+    t.add_column("seconds")
+    for c in cols:
+        t.add_column(c, justify="right")
+    rows = [("jrt_delay", s["jrt_delay"]), ("jrt", s["jrt"]), ("allocation_time", s["allocation_time"])]
+    rows += [(f"  {k}", v) for k, v in s["allocation_components"].items()]
+    for name, st in rows:
+        t.add_row(name, *(fmt(st.get(c)) for c in cols))
+    return t

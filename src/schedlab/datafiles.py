@@ -20,6 +20,9 @@ BUNDLED_TRACES: dict[str, str] = {
 
 # The data-center size each bundled trace is studied with in the papers.
 PAPER_WORKERS: dict[str, int] = {"google": 20000, "syn_250": 10000, "syn_500": 10000, "syn_1000": 10000}
+# How many jobs each bundled trace holds (for progress bars, without reading the trace).
+BUNDLED_JOBS: dict[str, int] = {"google": 10000, "syn_250": 2000, "syn_500": 2000, "syn_1000": 2000}
+DEFAULT_WORKERS = 10000  # a data center for any other workload: the size of the papers' configs
 
 REFERENCE_CONFIGS: dict[str, str] = {
     "megha": "megha_config_G5L5S10000_C.json.gz",

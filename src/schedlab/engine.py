@@ -1,6 +1,9 @@
 """``schedlab.simulate``: one run — a workload through a scheduler on a data center — and its results.
 
-The engine wires the layers together and owns the conventions of a run:
+What to run is one :class:`~schedlab.run_config.RunConfig` (the CLI, the
+Python API and experiment specs all build one); :func:`run` carries it out and
+:func:`simulate` is its keyword form. The engine wires the layers together and
+owns the conventions of a run:
 
 1. **Data center.** ``config`` (a papers' config file, or the bundled
    ``reference``) gives the exact workers; otherwise ``workers`` workers are
@@ -19,9 +22,10 @@ The engine wires the layers together and owns the conventions of a run:
 3. **Run.** At each job's arrival the scheduler's ``submit`` is called; the
    kernel runs until no event is left.
 4. **Results.** Per-task and per-job tables, per-second utilization, and the
-   summary (the JSON contract of issue 2): run identification, statistics of
+   summary (one JSON schema for simulated and real runs): run identification, statistics of
    JRT delay, JRT, ideal JRT, allocation time and its components, utilization,
-   counters, messages by type, ``wall_seconds`` and ``events``.
+   counters, messages by type, ``wall_seconds``, ``events`` and the
+   ``config`` block the RunConfig writes.
 """
 
 from __future__ import annotations
@@ -40,23 +44,22 @@ from schedlab.cluster.bitsets import ConstraintBitsets
 from schedlab.cluster.config import load_config
 from schedlab.cluster.generate import MACHINE_MODELS, generate_machine_masks
 from schedlab.cluster.model import Cluster
-from schedlab.datafiles import BUNDLED_TRACES, PAPER_WORKERS
+from schedlab.datafiles import BUNDLED_TRACES, DEFAULT_WORKERS, PAPER_WORKERS
+from schedlab.defaults import DEFAULT_CAPACITY, MULTI_RESOURCES
 from schedlab.errors import InputError
 from schedlab.memory import BYTES_PER_WORKER, check_fits
 from schedlab.metrics.export import write_run
 from schedlab.metrics.recorder import Recorder
 from schedlab.metrics.summary import build_summary, jobs_frame, tasks_frame, utilization_frame
+from schedlab.run_config import RESOURCE_MODES, RunConfig
 from schedlab.schedulers import registry
 from schedlab.schedulers.base import SchedulerContext
-from schedlab.sim.runtime import DEFAULT_LATENCY, NetworkModel, SimRuntime
+from schedlab.sim.runtime import NetworkModel, SimRuntime
 from schedlab.workers.simulated import WorkerPool
-from schedlab.workload.constraints import PAPER_CONSTRAINT_SEED, TaskConstraintSampler
+from schedlab.workload.constraints import TaskConstraintSampler
 from schedlab.workload.model import TaskTable
-from schedlab.workload.requests import DEFAULT_REQUESTS, RequestModel
-from schedlab.workload.trace import TraceConventions, TraceJob, read_trace
-
-DEFAULT_WORKERS = 10000
-RESOURCE_MODES = ("slots", "multi")
+from schedlab.workload.requests import RequestModel
+from schedlab.workload.trace import TraceJob, read_trace
 
 
 @dataclass
@@ -82,8 +85,8 @@ def build_cluster(
     machine_model: str = "independent",
     constraints: bool = True,
     resource_mode: str = "slots",
-    capacity: tuple[float, ...] = (64.0, 16384.0),
-    resources: tuple[str, ...] = ("cores", "memory_mb"),
+    capacity: tuple[float, ...] = DEFAULT_CAPACITY,
+    resources: tuple[str, ...] = MULTI_RESOURCES,
 ) -> Cluster:
     """The data center of a run (see the module docstring)."""
     if resource_mode not in RESOURCE_MODES:
@@ -263,66 +266,76 @@ class _Satisfiable(dict):
 
 
 def simulate(
-    scheduler: str = "ideal",
+    scheduler: str | RunConfig = "ideal",
     trace: str | os.PathLike | Iterable[TraceJob] = "google",
     workers: int | None = None,
     seed: int = 0,
     *,
-    params: dict[str, Any] | None = None,
-    config: str | os.PathLike | None = None,
-    constraints: bool = True,
-    constraint_seed: int = PAPER_CONSTRAINT_SEED,
-    machine_model: str = "independent",
-    resource_mode: str = "slots",
-    capacity: tuple[float, ...] = (64.0, 16384.0),
-    requests: str = DEFAULT_REQUESTS,
-    latency: float = DEFAULT_LATENCY,
-    processing_costs: dict[str, float] | None = None,
-    conventions: TraceConventions | None = None,
     progress: Callable[[float, int, int], None] | None = None,
     trace_label: str | None = None,
     cluster: Cluster | None = None,
+    **settings: Any,
 ) -> Result:
     """Run ``scheduler`` on ``trace`` with a data center of ``workers`` workers (or ``config``) and ``seed``.
 
     ``trace`` is a bundled name (``google``, ``syn_250``, ``syn_500``,
     ``syn_1000``), a trace file path, or an iterable of
     :class:`~schedlab.workload.trace.TraceJob` (e.g. from
-    :func:`~schedlab.workload.synthetic.generate_jobs`). ``params`` are the
-    scheduler's own parameters (validated; see ``schedlab simulate --help``).
+    :func:`~schedlab.workload.synthetic.generate_jobs`), called
+    ``trace_label`` in the summary. ``settings`` are the other fields of
+    :class:`~schedlab.run_config.RunConfig` (``config``, ``params`` — the
+    scheduler's own parameters —, ``constraints``, ``latency``, …); a
+    ``RunConfig`` may be given instead of the scheduler name.
     ``progress(sim_time, events, jobs_submitted)`` is called periodically.
     ``cluster`` replaces the generated or configured data center (its resource
     mode wins over ``resource_mode``).
     """
-    t_wall = time.perf_counter()
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise InputError("--seed", f"must be a non-negative integer, got {seed!r}")
-    cls = registry.get(scheduler)
-    sched_params = registry.parse_params(cls, params)
+    jobs: Iterable[TraceJob] | None = None
     if isinstance(trace, str | os.PathLike):
-        label = trace_label or str(trace)
-        if workers is None and config is None:
-            workers = PAPER_WORKERS.get(str(trace), DEFAULT_WORKERS)
-        job_iter = read_trace(trace, conventions)
+        name = str(trace)
     else:
-        label = trace_label or "custom"
-        if workers is None and config is None:
-            workers = DEFAULT_WORKERS
-        job_iter = iter(trace)
-    if cluster is None:
-        cluster = build_cluster(workers, config, seed, machine_model, constraints, resource_mode, capacity)
-    resource_mode = "slots" if cluster.slot_mode else "multi"
-    req_model = RequestModel.parse(requests, len(cluster.resources)) if resource_mode == "multi" else None
+        jobs, name = trace, trace_label or "custom"
+    if isinstance(scheduler, RunConfig):
+        if settings or workers is not None or seed != 0:
+            raise InputError("simulate", "give a RunConfig or settings, not both")
+        cfg = scheduler if jobs is None else scheduler.model_copy(update={"trace": name})
+    else:
+        cfg = RunConfig.build(scheduler=scheduler, trace=name, workers=workers, seed=seed, **settings)
+    return run(cfg, jobs, progress=progress, cluster=cluster)
 
-    if not latency >= 0:
-        raise InputError("--latency", f"must be >= 0, got {latency}")
-    runtime = SimRuntime(seed, NetworkModel(latency, dict(processing_costs or {})))
+
+def run(
+    cfg: RunConfig,
+    jobs: Iterable[TraceJob] | None = None,
+    *,
+    progress: Callable[[float, int, int], None] | None = None,
+    cluster: Cluster | None = None,
+) -> Result:
+    """The run ``cfg`` describes; ``jobs``, when given, is its workload (``cfg.trace`` is then only its label)."""
+    t_wall = time.perf_counter()
+    cls = registry.get(cfg.scheduler)
+    sched_params = registry.parse_params(cls, cfg.params)
+    workers = cfg.workers
+    if jobs is None:
+        if workers is None and cfg.config is None:
+            workers = PAPER_WORKERS.get(cfg.trace, DEFAULT_WORKERS)
+        job_iter = read_trace(cfg.trace, cfg.conventions())
+    else:
+        if workers is None and cfg.config is None:
+            workers = DEFAULT_WORKERS
+        job_iter = iter(jobs)
+    if cluster is None:
+        cluster = build_cluster(workers, cfg.config, cfg.seed, cfg.machine_model, cfg.constraints, cfg.resource_mode, cfg.capacity)
+    multi = not cluster.slot_mode
+    req_model = RequestModel.parse(cfg.requests, len(cluster.resources)) if multi else None
+
+    runtime = SimRuntime(cfg.seed, NetworkModel(cfg.latency, dict(cfg.processing_costs)))
     recorder = Recorder()
     tasks = TaskTable()
     pool = WorkerPool(runtime, cluster, tasks, recorder)
     ctx = SchedulerContext(runtime, cluster, tasks, recorder, pool)
     sched = cls(ctx, sched_params)
-    sampler = TaskConstraintSampler(constraint_seed) if constraints else None
+    sampler = TaskConstraintSampler(cfg.constraint_seed) if cfg.constraints else None
     preparer = JobPreparer(cluster, sampler, req_model, runtime.streams.np_rng("requests"))
     feeder = _Feeder(job_iter, runtime, tasks, recorder, sched.submit, preparer)
     ctx.more_jobs = lambda: not feeder.exhausted
@@ -337,31 +350,17 @@ def simulate(
     kernel.run(progress=report)
     wall = time.perf_counter() - t_wall
     if preparer.trace_jobs == 0:
-        raise InputError(label, "the trace has no jobs: nothing to simulate")
+        raise InputError(cfg.trace, "the trace has no jobs: nothing to simulate")
 
     messages = runtime.message_counts()
-    tdf, jdf, udf, summary = summarize_run(
-        recorder, tasks, cluster, {"scheduler": scheduler, "trace": label, "seed": seed}, preparer.counters(), messages, sched.counters()
-    )
+    head = {"scheduler": cfg.scheduler, "trace": cfg.trace, "seed": cfg.seed}
+    tdf, jdf, udf, summary = summarize_run(recorder, tasks, cluster, head, preparer.counters(), messages, sched.counters())
     summary.update(
         {
             "wall_seconds": wall,
             "events": kernel.events,
             "sim_time": kernel.now,
-            "config": {
-                "params": sched_params.model_dump(),
-                "data_center": cluster.source,
-                "resource_mode": resource_mode,
-                "resources": list(cluster.resources),
-                "constraints": constraints,
-                "constraint_seed": constraint_seed if constraints else None,
-                "machine_model": machine_model if config is None else None,
-                "latency": latency,
-                "processing_costs": dict(processing_costs or {}),
-                "truncate_durations": (conventions or TraceConventions()).truncate_durations,
-                "dephase": (conventions or TraceConventions()).dephase,
-                "requests": requests if resource_mode == "multi" else None,
-            },
+            "config": cfg.summary_block(sched_params.model_dump(), cluster.source, cluster.resources, multi),
         }
     )
     # what the tables do not carry, for checks that trust nothing but the run's own records

@@ -6,7 +6,7 @@ import pytest
 
 from schedlab.cli import main
 from schedlab.errors import InputError
-from schedlab.experiments.grid import expand
+from schedlab.experiments.matrix import expand
 from schedlab.experiments.reproduce import builtin_specs, check_schedulers, load_builtin
 from schedlab.experiments.spec import parse_spec
 from schedlab.schedulers import registry
@@ -44,7 +44,7 @@ def test_a_spec_naming_an_unavailable_scheduler_fails_in_one_line(tmp_path, caps
         assert err.startswith(f"error: reproduce {missing[0]}: needs scheduler") and "\n" not in err
         assert not (tmp_path / "r").exists()
     assert main(["reproduce", "nosuch"]) == 2
-    assert "no built-in spec 'nosuch'" in capsys.readouterr().err
+    assert "no reproduction 'nosuch'" in capsys.readouterr().err
 
 
 def test_reproduce_quick_end_to_end(tmp_path, capsys):

@@ -7,7 +7,7 @@ from exp_support import TINY, write_spec
 
 from schedlab.cli import main
 from schedlab.errors import InputError
-from schedlab.experiments.grid import expand
+from schedlab.experiments.matrix import expand
 from schedlab.experiments.spec import load_spec, parse_spec
 
 GRID = """\
@@ -54,7 +54,7 @@ def test_bad_scheduler_parameter_names_file_line_and_field(tmp_path):
         (('arrivals: "poisson:0.5"', 'arrivals: "poison:0.5"'), "exp.yaml:4: workloads[0].generate: arrivals: unknown arrival process 'poison'"),
         (("  - name: gen\n", "  - name: gen\n    trace: syn_250\n"), "exp.yaml:3: workloads[0]: give exactly one of 'trace' and 'generate'"),
         (("name: megha\n", "name: nosuch\n"), "exp.yaml:8: schedulers[0].name: unknown scheduler 'nosuch'"),
-        (("[random, min-constraints]", "[random, best]"), "exp.yaml:11: schedulers[0].grid.worker_choice[1]: Input should be 'random' or 'min-constraints'"),
+        (("[random, min-constraints]", "[random, best]"), "exp.yaml:11: schedulers[0].grid.worker_choice[1]: Input should be 'min-constraints' or 'random'"),
         (("params: {gms: 2, lms: 2}", "params: {gms: 2, lms: 2, colour: 1}"), "schedulers[0].params.colour: unknown parameter for scheduler 'megha'"),
         (('label: "megha_{worker_choice}"', "label: megha"), "exp.yaml:9: schedulers[0].label: two variants are labelled 'megha'"),
         (('label: "megha_{worker_choice}"', 'label: "m_{colour}"'), "exp.yaml:9: schedulers[0].label: cannot fill placeholder 'colour'"),

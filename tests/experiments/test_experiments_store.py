@@ -17,7 +17,7 @@ from exp_support import TINY, comparable, write_spec
 
 import schedlab.metrics.export as export
 from schedlab.errors import InputError
-from schedlab.experiments.grid import expand
+from schedlab.experiments.matrix import expand
 from schedlab.experiments.runner import run_sweep
 from schedlab.experiments.spec import load_spec
 from schedlab.experiments.store import Store, load_results

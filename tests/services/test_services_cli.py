@@ -73,7 +73,7 @@ lms:
         (GOOD.replace("name: demo", "name: demo\ncolour: blue"), "c.yaml:2: colour: unknown field"),
         (GOOD.replace("port: 7102", "port: 7100"), "worker host 0 and gm 0 both listen on 127.0.0.1:7100"),
         (GOOD.replace("count: 4", "count: 4, capacity: [4]"), "slot mode (resources [slots]) takes no worker capacity"),
-        (GOOD + "megha: {worker_choice: best}\n", "c.yaml: megha.worker_choice: Input should be 'random' or 'min-constraints'"),
+        (GOOD + "megha: {worker_choice: best}\n", "c.yaml: megha.worker_choice: Input should be 'min-constraints' or 'random'"),
         (GOOD + "megha: {shares: [0.7, 0.7]}\n", "c.yaml: megha: shares must be positive and sum to at most 1"),
         (GOOD + "megha: {shares: [0.5, 0.5], queue_gms: [1, 3]}\n", "c.yaml: megha.queue_gms: GMs are numbered 1..1"),
         ("gms: [", "c.yaml:1: invalid YAML"),

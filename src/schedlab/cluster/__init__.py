@@ -1,33 +1,28 @@
-"""Cluster model: workers (slot or multi-resource), machine-constraint bitsets, topology, configs."""
+"""Cluster model: workers (slot or multi-resource), machine-constraint bitsets, topology, configs.
 
-from schedlab.cluster.bitsets import (
-    NUM_CONSTRAINTS,
-    ConstraintBitsets,
-    constraints_of,
-    iter_set_bits,
-    kth_set_bit,
-    lowest_set_bit,
-    mask_of,
-    random_set_bit,
+Exports load on first use (numpy comes with them), so the run configuration
+and the CLI can read this package's constants without paying for numpy.
+"""
+
+from schedlab.lazy import lazy_exports
+
+__all__, __getattr__ = lazy_exports(
+    __name__,
+    {
+        "NUM_CONSTRAINTS": "bitsets",
+        "ConstraintBitsets": "bitsets",
+        "constraints_of": "bitsets",
+        "iter_set_bits": "bitsets",
+        "kth_set_bit": "bitsets",
+        "lowest_set_bit": "bitsets",
+        "mask_of": "bitsets",
+        "random_set_bit": "bitsets",
+        "load_config": "config",
+        "MACHINE_MODELS": "generate",
+        "generate_machine_masks": "generate",
+        "Cluster": "model",
+        "Topology": "model",
+        "split_federated": "model",
+        "split_groups": "model",
+    },
 )
-from schedlab.cluster.config import load_config
-from schedlab.cluster.generate import MACHINE_MODELS, generate_machine_masks
-from schedlab.cluster.model import Cluster, Topology, split_federated, split_groups
-
-__all__ = [
-    "MACHINE_MODELS",
-    "NUM_CONSTRAINTS",
-    "Cluster",
-    "ConstraintBitsets",
-    "Topology",
-    "constraints_of",
-    "generate_machine_masks",
-    "iter_set_bits",
-    "kth_set_bit",
-    "load_config",
-    "lowest_set_bit",
-    "mask_of",
-    "random_set_bit",
-    "split_federated",
-    "split_groups",
-]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from schedlab.errors import InputError
 BUNDLED_CONFIGS = {"reference": REFERENCE_CONFIGS["megha"], "reference-pigeon": REFERENCE_CONFIGS["pigeon"]}
 
 
-def resolve_config_path(spec: str | Path) -> Path:
+def resolve_config_path(spec: str | os.PathLike[str]) -> Path:
     """A path, or one of the bundled names ``reference`` / ``reference-pigeon``."""
     if isinstance(spec, str) and spec in BUNDLED_CONFIGS:
         return data_path(BUNDLED_CONFIGS[spec])
@@ -94,7 +95,7 @@ def _numbered(obj: Any, where: str) -> list[Any]:
     return [obj[k] for k in keys]
 
 
-def load_config(spec: str | Path) -> Cluster:
+def load_config(spec: str | os.PathLike[str]) -> Cluster:
     """Load a Megha or Pigeon config into a slot-mode :class:`Cluster` with its topology."""
     path = resolve_config_path(spec)
     data = _read_json(path)

@@ -24,9 +24,8 @@ import numpy as np
 
 from schedlab.cluster.bitsets import NUM_CONSTRAINTS
 from schedlab.datafiles import sharma_constraints
+from schedlab.defaults import MACHINE_MODELS
 from schedlab.errors import InputError
-
-MACHINE_MODELS = ("independent", "reference")
 
 
 def machine_constraint_percent() -> list[float]:

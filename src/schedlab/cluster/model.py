@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from schedlab.cluster.bitsets import ConstraintBitsets
+from schedlab.defaults import DEFAULT_CAPACITY, MULTI_RESOURCES
 from schedlab.errors import InputError
 
 
@@ -145,8 +146,8 @@ class Cluster:
     def multi_resource(
         cls,
         machine_masks: Sequence[int],
-        capacity: Sequence[float] = (64.0, 16384.0),
-        resources: Sequence[str] = ("cores", "memory_mb"),
+        capacity: Sequence[float] = DEFAULT_CAPACITY,
+        resources: Sequence[str] = MULTI_RESOURCES,
         *,
         source: str = "generated",
         topology: Topology | None = None,

@@ -3,13 +3,15 @@
 Modules:
 
 * :mod:`~schedlab.experiments.spec` — the YAML spec and its validation;
-* :mod:`~schedlab.experiments.grid` — expansion into runs, run ids (config hashes);
+* :mod:`~schedlab.experiments.matrix` — expansion into runs, run ids (config hashes);
 * :mod:`~schedlab.experiments.runner` — :func:`run_sweep` on the ``local`` pool or ``ray``;
 * :mod:`~schedlab.experiments.store` — the results folder, :func:`load_results`;
 * :mod:`~schedlab.experiments.compare` — metric tables with ratios to a baseline;
 * :mod:`~schedlab.experiments.plots` and :mod:`~schedlab.experiments.report` —
   the papers' figures and the Markdown/HTML report;
-* :mod:`~schedlab.experiments.reproduce` — the built-in specs (``specs/*.yaml``).
+* :mod:`~schedlab.experiments.reproduce` — the built-in specs (``specs/*.yaml``);
+* :mod:`~schedlab.experiments.catalogue` — every module's reproductions behind
+  ``schedlab reproduce`` (the specs, and each module's own figures and tables).
 
 From a notebook::
 
@@ -30,8 +32,8 @@ _EXPORTS = {
     "LoadedSpec": "spec",
     "load_spec": "spec",
     "parse_spec": "spec",
-    "Run": "grid",
-    "expand": "grid",
+    "Run": "matrix",
+    "expand": "matrix",
     "RunOutput": "runner",
     "SweepProgress": "runner",
     "SweepResult": "runner",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -45,7 +45,7 @@ def _figure(panels: int = 1, rows: int = 1, width: float = 6.0, height: float = 
     return fig, [a for row in axes for a in row]
 
 
-def _finish(ax: Axes, title: str, ylabel: str, xlabel: str | None = None, log: bool = False, grid: str = "y") -> None:
+def _finish(ax: Axes, title: str, ylabel: str, xlabel: str | None = None, log: bool = False, grid: Literal["both", "x", "y"] = "y") -> None:
     if log:
         ax.set_yscale("log")
     if xlabel:

@@ -286,7 +286,7 @@ def _utilization_normalized(b: _Builder) -> None:
 
 
 def _constraint_load(b: _Builder) -> None:
-    from schedlab.experiments.grid import workload_jobs
+    from schedlab.experiments.matrix import workload_jobs
     from schedlab.workload.info import trace_report
 
     b.add("## Per-constraint load (constraint-aware paper, Figures 2–4; Table 1)", "")

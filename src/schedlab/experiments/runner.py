@@ -39,7 +39,7 @@ from typing import Any
 import pandas as pd
 
 from schedlab.errors import InputError, InvariantError
-from schedlab.experiments.grid import Run, expand
+from schedlab.experiments.matrix import Run, expand
 from schedlab.experiments.spec import LoadedSpec, load_spec
 from schedlab.experiments.store import Store
 
@@ -56,30 +56,9 @@ class RunOutput:
 
 def execute_run(run: Run) -> RunOutput:
     """Simulate one run of the grid (the function every backend ships to its workers)."""
-    from schedlab.engine import simulate
-    from schedlab.workload.requests import DEFAULT_REQUESTS
-    from schedlab.workload.trace import TraceConventions
+    from schedlab.engine import run as simulate_run
 
-    c = run.config
-    wl, dc, net = c["workload"], c["data_center"], c["network"]
-    result = simulate(
-        c["scheduler"],
-        run.jobs(),
-        dc["workers"] if dc["config"] is None else None,
-        run.seed,
-        params=c["params"],
-        config=run.config_path or dc["config"],
-        constraints=wl["constraints"],
-        constraint_seed=wl["constraint_seed"] if wl["constraints"] else 42,
-        machine_model=dc["machine_model"] or "independent",
-        resource_mode=dc["resource_mode"],
-        capacity=tuple(dc["capacity"]) if dc["capacity"] else (64.0, 16384.0),
-        requests=wl["requests"] or DEFAULT_REQUESTS,
-        latency=net["latency"],
-        processing_costs=net["processing_costs"],
-        conventions=TraceConventions.exact() if wl["exact_durations"] else TraceConventions(),
-        trace_label=run.workload,
-    )
+    result = simulate_run(run.run_config(), run.jobs())
     summary = {"run_id": run.id, **result.summary}
     tables = {"tasks": result.tasks, "jobs": result.jobs, "utilization": result.utilization}
     return RunOutput(summary, {t: tables[t] for t in run.tables})

@@ -1,7 +1,7 @@
 """Experiment specs: a YAML file, validated by pydantic, whose errors name the file, line and field.
 
 An experiment crosses **workloads** × **data centers** × **scheduler variants**
-× **seeds**; every combination is one run (:mod:`schedlab.experiments.grid`).
+× **seeds**; every combination is one run (:mod:`schedlab.experiments.matrix`).
 A minimal spec::
 
     name: megha-vs-centralized
@@ -50,12 +50,16 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from schedlab.errors import InputError
+from schedlab.run_config import RunConfig, check_costs
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 PLOTS = (
     "jrt_delay_cdf",
@@ -69,6 +73,7 @@ PLOTS = (
     "fairness_counters",
 )
 TABLES = ("tasks", "jobs", "utilization")
+ExcludeField = Literal["workload", "data_center", "scheduler", "seed"]  # what an ``exclude`` rule can match
 DEFAULT_METRICS = ("jrt_delay.p50", "jrt_delay.p99", "allocation_time.p50", "allocation_time.p99", "utilization.mean")
 
 _DISTRIBUTIONS = ("jrt_delay", "jrt", "ideal_jrt", "allocation_time")
@@ -146,10 +151,10 @@ class WorkloadSpec(_Model):
     trace: str | None = None
     generate: GeneratorSpec | None = None
     max_jobs: int | None = Field(None, ge=1, description="keep only the first N jobs")
-    exact_durations: bool = Field(False, description="no truncation of durations, no dephasing of equal arrivals")
-    constraints: bool = True
-    constraint_seed: int = Field(42, ge=0)
-    requests: str | None = Field(None, description="task resource requests in multi-resource mode")
+    exact_durations: bool = Field(RunConfig.default("exact_durations"), description=RunConfig.describe("exact_durations"))
+    constraints: bool = Field(RunConfig.default("constraints"), description=RunConfig.describe("constraints"))
+    constraint_seed: int = Field(RunConfig.default("constraint_seed"), ge=0, description=RunConfig.describe("constraint_seed"))
+    requests: str | None = Field(None, description=f"{RunConfig.describe('requests')} (default {RunConfig.default('requests')})")
 
     @model_validator(mode="after")
     def _one_source(self) -> WorkloadSpec:
@@ -173,9 +178,9 @@ class DataCenterSpec(_Model):
     config: str | dict[str, str] | None = Field(
         None, description="config file, 'reference' / 'reference-pigeon', or one per scheduler name (the same workers in each one's layout)"
     )
-    resource_mode: Literal["slots", "multi"] = "slots"
-    capacity: list[float] | None = Field(None, description="multi mode: cores and memory (MB) per worker")
-    machine_model: Literal["independent", "reference"] = "independent"
+    resource_mode: Literal["slots", "multi"] = Field(RunConfig.default("resource_mode"), description=RunConfig.describe("resource_mode"))
+    capacity: list[float] | None = Field(None, description=f"{RunConfig.describe('capacity')} (default {list(RunConfig.default('capacity'))})")
+    machine_model: Literal["independent", "reference"] = Field(RunConfig.default("machine_model"), description=RunConfig.describe("machine_model"))
 
     @field_validator("workers")
     @classmethod
@@ -223,16 +228,13 @@ class SchedulerSpec(_Model):
 
 
 class NetworkSpec(_Model):
-    latency: float = Field(0.0005, ge=0, description="one-way latency per message, seconds")
-    processing_costs: dict[str, float] = Field(default_factory=dict, description="receiver cost per message type")
+    latency: float = Field(RunConfig.default("latency"), ge=0, description=RunConfig.describe("latency"))
+    processing_costs: dict[str, float] = Field(default_factory=dict, description=RunConfig.describe("processing_costs"))
 
     @field_validator("processing_costs")
     @classmethod
     def _non_negative(cls, v: dict[str, float]) -> dict[str, float]:
-        for k, x in v.items():
-            if not x >= 0:
-                raise ValueError(f"cost of {k!r} must be >= 0")
-        return v
+        return check_costs(v)
 
 
 class ExperimentSpec(_Model):
@@ -249,7 +251,7 @@ class ExperimentSpec(_Model):
     plots: list[Literal[PLOTS]] = Field(default_factory=lambda: list(PLOTS))  # type: ignore[valid-type]
     baseline: str | None = Field(None, description="scheduler label the comparisons divide by")
     tables: list[Literal[TABLES]] = Field(default_factory=lambda: list(TABLES))  # type: ignore[valid-type]
-    exclude: list[dict[Literal["workload", "data_center", "scheduler", "seed"], str | int]] = Field(default_factory=list)
+    exclude: list[dict[ExcludeField, str | int]] = Field(default_factory=list)
     quick: dict[str, Any] | None = None
 
     @field_validator("name")
@@ -359,7 +361,7 @@ def locate(node: Any, loc: tuple[Any, ...]) -> tuple[str, int | None]:
     return path, line
 
 
-def _message(err: dict[str, Any]) -> str:
+def _message(err: ErrorDetails) -> str:
     msg = str(err["msg"])
     for prefix in ("Value error, ", "Assertion failed, "):
         if msg.startswith(prefix):

@@ -37,7 +37,7 @@ from typing import Any
 import pandas as pd
 
 from schedlab.errors import InputError
-from schedlab.experiments.grid import Run
+from schedlab.experiments.matrix import Run
 from schedlab.folderlock import exclusive_folder
 from schedlab.metrics.export import atomic_write, write_json, write_run
 

@@ -9,7 +9,6 @@ paper's generator from ``--tasks --servers --cores --alpha --beta --theta
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -163,8 +162,7 @@ def sweep(
     quick: Annotated[bool, typer.Option("--quick", help="Small instances and one seed: seconds, for smoke tests.")] = False,
 ) -> None:
     """Reproduce the trends of the paper's Figures 5-9 (CSV, JSON, PNG and a Markdown summary)."""
-    from schedlab.locality.experiments import FIGURES, markdown, write_figure
-    from schedlab.metrics.export import atomic_write
+    from schedlab.locality.experiments import FIGURES, reproduce_figures
 
     if figure == "all":
         figs = list(FIGURES)
@@ -175,18 +173,7 @@ def sweep(
             raise InputError("--figure", f"expected 5, 6, 7, 8, 9 or all, got {figure!r}") from None
         if figs[0] not in FIGURES:
             raise InputError("--figure", f"unknown figure {figs[0]} (choose from 5, 6, 7, 8, 9 or all)")
-    if quick:
-        seeds = 1
-    parts = []
-    for f in figs:
-        t0 = time.perf_counter()
-        s = write_figure(f, out_dir, seeds=seeds, quick=quick)
-        parts.append(markdown(f, s["points"], s["claims"], seeds, quick))
-        held = [c for c in s["claims"] if c.get("holds") is not None]
-        err.print(f"figure {f}: {sum(bool(c['holds']) for c in held)}/{len(held)} claims hold, {time.perf_counter() - t0:.1f} s -> {out_dir}/fig{f}.*")
-    if len(figs) > 1:
-        text = "# DynDL reproduction: Figures 5-9\n\n" + "\n".join(parts)
-        atomic_write(Path(out_dir) / "summary.md", lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    reproduce_figures(out_dir, tuple(figs), seeds=seeds, quick=quick, progress=lambda line: err.print(line, highlight=False))
 
 
 @app.command()

@@ -17,18 +17,37 @@ classes run under the real services' runtime (:mod:`schedlab.services`).
 
 from __future__ import annotations
 
+import typing
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from schedlab.cluster.model import Cluster
 from schedlab.metrics.recorder import Recorder
 from schedlab.sim.runtime import Runtime
 from schedlab.workers.simulated import WorkerPool
 from schedlab.workload.model import Job, TaskTable
+
+# How a scheduler picks among the free workers that can run a task (one name, one meaning, for every scheduler).
+WorkerChoice = Literal["min-constraints", "random"]
+WORKER_CHOICES: tuple[str, ...] = typing.get_args(WorkerChoice)
+
+
+def worker_choice_field(default: WorkerChoice) -> Any:
+    """The ``worker_choice`` parameter; each scheduler keeps its paper's default."""
+    return Field(
+        default,
+        description="which eligible free worker gets a task: min-constraints (the one with the fewest machine "
+        "constraints, keeping versatile workers free) or random",
+    )
+
+
+def compat_field() -> Any:
+    """The ``compat`` parameter of the schedulers whose papers' own simulators we reproduce."""
+    return Field("none", description="'authors' reproduces the behaviour of the paper's own simulator (see the scheduler's docs)")
 
 
 class SchedulerParams(BaseModel):

@@ -37,12 +37,17 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from typing import Literal
 
 from pydantic import Field
 
 from schedlab.metrics.recorder import FRAMEWORK_QUEUING, PROCESSING
-from schedlab.schedulers.base import Scheduler, SchedulerContext, SchedulerParams
+from schedlab.schedulers.base import (
+    Scheduler,
+    SchedulerContext,
+    SchedulerParams,
+    WorkerChoice,
+    worker_choice_field,
+)
 from schedlab.schedulers.exact_view import ExactView
 from schedlab.sim.runtime import Component
 from schedlab.workers.protocol import POOL_ADDRESS, LaunchTask, TaskFinished
@@ -52,7 +57,7 @@ ADDRESS = "scheduler"
 
 
 class CentralizedParams(SchedulerParams):
-    worker_choice: Literal["min-constraints", "random"] = "min-constraints"
+    worker_choice: WorkerChoice = worker_choice_field("min-constraints")
     decision_cost: float = Field(20e-6, ge=0, description="fixed seconds of processing per decision")
     scan_cost_per_worker: float = Field(1e-8, ge=0, description="seconds per worker examined by a decision")
 

@@ -2,7 +2,7 @@
 
 P. Delgado, D. Didona, F. Dinu, W. Zwaenepoel, "Job-aware Scheduling in Eagle:
 Divide and Stick to Your Probes", SoCC 2016. On top of the hybrid design
-(:mod:`~schedlab.schedulers.hybrid`), Eagle adds:
+(:mod:`~schedlab.schedulers.short_long`), Eagle adds:
 
 * **Succinct State Sharing (SSS)**: the centralized scheduler keeps a bit
   vector of the workers holding long tasks (queued or running) and ships it
@@ -47,12 +47,6 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from schedlab.schedulers.base import SchedulerContext
-from schedlab.schedulers.hybrid import (
-    HybridParams,
-    HybridScheduler,
-    LeastWaitScheduler,
-    distributed_address,
-)
 from schedlab.schedulers.probing import (
     ACC,
     COMM,
@@ -70,9 +64,15 @@ from schedlab.schedulers.probing import (
     Probes,
     ProbeScheduler,
 )
+from schedlab.schedulers.short_long import (
+    LeastWaitScheduler,
+    ShortLongParams,
+    ShortLongScheduler,
+    distributed_address,
+)
 
 
-class EagleParams(HybridParams):
+class EagleParams(ShortLongParams):
     min_probes: int = Field(20, ge=0, description="at least this many probes per short job")
     sss: bool = Field(True, description="succinct state sharing: short probes avoid workers with long work")
     sss_rounds: int = Field(5, ge=0, description="rejections before a probe goes to the short partition")
@@ -250,7 +250,7 @@ class EagleNodeMonitors(NodeMonitors):
         return {**super().counters(), "probes_rejected": self.rejected, "sticky_requeues": self.sticky_runs}
 
 
-class EagleScheduler(HybridScheduler):
+class EagleScheduler(ShortLongScheduler[EagleParams]):
     name = "eagle"
     summary = "hybrid: central least-wait for long jobs; SSS, sticky batch probing, SRPT queues for short ones (Eagle)"
     Params = EagleParams

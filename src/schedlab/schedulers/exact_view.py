@@ -27,10 +27,9 @@ import random
 from schedlab.cluster.bitsets import fit_position, random_set_bit
 from schedlab.cluster.model import Cluster
 from schedlab.errors import InputError
+from schedlab.schedulers.base import WORKER_CHOICES
 from schedlab.schedulers.waiting import WaitingClasses
 from schedlab.workload.model import TaskTable
-
-WORKER_CHOICES = ("min-constraints", "random")
 
 
 class _FreeByPosition:

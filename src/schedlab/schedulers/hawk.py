@@ -2,7 +2,7 @@
 
 P. Delgado, F. Dinu, A.-M. Kermarrec, W. Zwaenepoel, "Hawk: Hybrid Datacenter
 Scheduling", USENIX ATC 2015. On top of the hybrid design
-(:mod:`~schedlab.schedulers.hybrid`: centralized least-waiting-time placement
+(:mod:`~schedlab.schedulers.short_long`: centralized least-waiting-time placement
 of long jobs in the general partition, Sparrow-style probing for short jobs
 anywhere, a partition reserved for short jobs), Hawk adds:
 
@@ -35,11 +35,6 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from schedlab.schedulers.base import SchedulerContext
-from schedlab.schedulers.hybrid import (
-    HybridParams,
-    HybridScheduler,
-    distributed_address,
-)
 from schedlab.schedulers.probing import (
     IDLE,
     JID,
@@ -50,9 +45,14 @@ from schedlab.schedulers.probing import (
     NodeMonitors,
     ProbeScheduler,
 )
+from schedlab.schedulers.short_long import (
+    ShortLongParams,
+    ShortLongScheduler,
+    distributed_address,
+)
 
 
-class HawkParams(HybridParams):
+class HawkParams(ShortLongParams):
     min_probes: int = Field(2, ge=0, description="at least this many probes per short job")
     steal_attempts: int = Field(10, ge=0, description="workers an idle worker contacts before giving up (0: no stealing)")
     steal_limit: int = Field(10000, ge=1, description="most probes taken in one steal")
@@ -221,7 +221,7 @@ class HawkNodeMonitors(NodeMonitors):
         }
 
 
-class HawkScheduler(HybridScheduler):
+class HawkScheduler(ShortLongScheduler[HawkParams]):
     name = "hawk"
     summary = "hybrid: central least-wait for long jobs, probing for short ones, short partition, work stealing (Hawk)"
     Params = HawkParams

@@ -13,16 +13,20 @@ free for tasks that need them) or ``random`` (constraint-aware paper, 4.3).
 
 from __future__ import annotations
 
-from typing import Literal
-
 from schedlab.metrics.recorder import FRAMEWORK_QUEUING
-from schedlab.schedulers.base import Scheduler, SchedulerContext, SchedulerParams
+from schedlab.schedulers.base import (
+    Scheduler,
+    SchedulerContext,
+    SchedulerParams,
+    WorkerChoice,
+    worker_choice_field,
+)
 from schedlab.schedulers.exact_view import ExactView
 from schedlab.workload.model import Job
 
 
 class IdealParams(SchedulerParams):
-    worker_choice: Literal["min-constraints", "random"] = "min-constraints"
+    worker_choice: WorkerChoice = worker_choice_field("min-constraints")
 
 
 class IdealScheduler(Scheduler):

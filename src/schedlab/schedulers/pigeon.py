@@ -81,7 +81,14 @@ from schedlab.cluster.bitsets import ConstraintBitsets, random_set_bit, set_bits
 from schedlab.cluster.model import Cluster, split_groups
 from schedlab.errors import InputError
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, Recorder
-from schedlab.schedulers.base import Scheduler, SchedulerContext, SchedulerParams
+from schedlab.schedulers.base import (
+    Scheduler,
+    SchedulerContext,
+    SchedulerParams,
+    WorkerChoice,
+    compat_field,
+    worker_choice_field,
+)
 from schedlab.schedulers.waiting import WaitingClasses
 from schedlab.sim.runtime import Component, Runtime
 from schedlab.workers.protocol import POOL_ADDRESS, LaunchBatch, TasksFinished
@@ -97,7 +104,7 @@ class _GroupParams(SchedulerParams):
     masters: int | None = Field(None, ge=1, description="number of masters/groups (default: the config's, else groups of ~100)")
     fqw: int | None = Field(None, ge=1, description="short tasks served per long one (default: the config's FQW, else 20)")
     cutoff: float | None = Field(None, ge=0, description="short job: mean task duration below this (default 90.5811 s)")
-    worker_choice: Literal["min-constraints", "random"] = "min-constraints"
+    worker_choice: WorkerChoice = worker_choice_field("min-constraints")
 
 
 class PigeonParams(_GroupParams):
@@ -105,7 +112,7 @@ class PigeonParams(_GroupParams):
 
 
 class PigeonCParams(_GroupParams):
-    compat: Literal["none", "authors"] = "none"
+    compat: Literal["none", "authors"] = compat_field()
 
 
 @dataclass(slots=True)

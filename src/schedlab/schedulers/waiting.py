@@ -26,6 +26,9 @@ from collections.abc import Callable, Hashable, Iterator
 
 from schedlab.cluster.bitsets import iter_set_bits
 
+# A class key: the constraint mask first, then whatever else tells classes apart (the request)
+ClassKey = tuple[int, *tuple[Hashable, ...]]
+
 
 class WaitingClasses:
     """FIFO waiting tasks grouped by class key ``(mask, …)``."""
@@ -33,14 +36,14 @@ class WaitingClasses:
     __slots__ = ("queues", "heads", "count", "_order", "_front", "slot", "_free_slots", "requires", "alive")
 
     def __init__(self) -> None:
-        self.queues: dict[Hashable, deque[int]] = {}
-        self.heads: list[tuple[int, Hashable]] = []  # (order of the head, key), sorted
+        self.queues: dict[ClassKey, deque[int]] = {}
+        self.heads: list[tuple[int, ClassKey]] = []  # (order of the head, key), sorted
         self.count = 0
         # A task's place in the order is its tid, unless it was pushed to the very front
         # of the whole queue (push_front): then a negative number below every other.
         self._order: dict[int, int] = {}
         self._front = 0
-        self.slot: dict[Hashable, int] = {}
+        self.slot: dict[ClassKey, int] = {}
         self._free_slots: list[int] = []
         self.requires: dict[int, int] = {}  # constraint -> bits of the class slots needing it
         self.alive = 0
@@ -49,24 +52,24 @@ class WaitingClasses:
         return self.count
 
     # -- classes ---------------------------------------------------------------------------------
-    def _new_class(self, key: Hashable, tid: int) -> None:
+    def _new_class(self, key: ClassKey, tid: int) -> None:
         self.queues[key] = deque((tid,))
         s = self._free_slots.pop() if self._free_slots else len(self.slot)
         self.slot[key] = s
         bit = 1 << s
         self.alive |= bit
         req = self.requires
-        for c in iter_set_bits(key[0]):  # type: ignore[index]
+        for c in iter_set_bits(key[0]):
             req[c] = req.get(c, 0) | bit
         insort(self.heads, (self._rank(tid), key))
 
-    def _drop_class(self, key: Hashable) -> None:
+    def _drop_class(self, key: ClassKey) -> None:
         del self.queues[key]
         s = self.slot.pop(key)
         bit = 1 << s
         self.alive &= ~bit
         req = self.requires
-        for c in iter_set_bits(key[0]):  # type: ignore[index]
+        for c in iter_set_bits(key[0]):
             req[c] &= ~bit
         self._free_slots.append(s)
 
@@ -79,7 +82,7 @@ class WaitingClasses:
         return self.alive & ~blocked
 
     # -- adding ------------------------------------------------------------------------------------
-    def add(self, tid: int, key: Hashable) -> None:
+    def add(self, tid: int, key: ClassKey) -> None:
         """Append ``tid`` to its class (within a class, later additions come later in the order)."""
         q = self.queues.get(key)
         if q is None:
@@ -91,7 +94,7 @@ class WaitingClasses:
     def _rank(self, tid: int) -> int:
         return self._order.get(tid, tid)
 
-    def add_front(self, tid: int, key: Hashable) -> None:
+    def add_front(self, tid: int, key: ClassKey) -> None:
         """Put ``tid`` back at the front of its class, keeping its place by arrival (it had been taken out and failed)."""
         q = self.queues.get(key)
         if q is None:
@@ -105,7 +108,7 @@ class WaitingClasses:
                 insort(self.heads, (new, key))
         self.count += 1
 
-    def push_front(self, tid: int, key: Hashable) -> None:
+    def push_front(self, tid: int, key: ClassKey) -> None:
         """Put ``tid`` ahead of every waiting task (a queue's insert(0))."""
         self._front -= 1
         self._order[tid] = self._front
@@ -126,7 +129,7 @@ class WaitingClasses:
                 return self._pop_at(i)
         return -1  # pragma: no cover - ok names a live class, which has a head
 
-    def pop_first(self, accept: Callable[[Hashable], bool], lacking: int | None = None) -> int:
+    def pop_first(self, accept: Callable[[ClassKey], bool], lacking: int | None = None) -> int:
         """Remove and return the earliest task whose class key ``accept`` takes, or -1.
 
         With ``lacking``, classes whose mask needs one of those constraint bits
@@ -160,7 +163,7 @@ class WaitingClasses:
             self._order.pop(tid, None)
         return tid
 
-    def remove(self, tid: int, key: Hashable) -> None:
+    def remove(self, tid: int, key: ClassKey) -> None:
         """Take a specific waiting task out."""
         q = self.queues[key]
         head = q[0]

@@ -232,7 +232,7 @@ def submit_cmd(
 
     Example: schedlab submit --cluster demo.yaml --trace google --max-jobs 100 --speedup 10 --summary-json real.json
     """
-    from schedlab.cli import _summary_table
+    from schedlab.cliutil import summary_table
 
     if (trace is None) == (command is None):
         raise InputError("submit", "give either --trace or --command")
@@ -263,7 +263,7 @@ def submit_cmd(
     result = asyncio.run(_replay(cluster, trace, max_jobs, speedup, task, cpus, seed, constraints, embedded, timeout))
     s = result.summary
     if not quiet:
-        out.print(_summary_table(s))
+        out.print(summary_table(s))
         c = s["counters"]
         out.print(f"jobs {s['jobs']}  tasks {s['tasks']}  unfinished {c['tasks_unfinished']}  inconsistencies {c.get('inconsistencies', 0)}  "
                   f"repartitions {c.get('repartitions', 0)}  transport {s['runtime']['transport']}  wall {s['wall_seconds']:.2f}s", highlight=False)

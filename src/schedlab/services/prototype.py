@@ -174,7 +174,7 @@ def run(out: str | Path | None = None, *, quick: bool = False, embedded: bool = 
         asyncio.run(check_broker(probe))
     params = {"gms": setup.gms, "lms": setup.lms, "heartbeat": setup.heartbeat, "worker_choice": "random"}
     sim = simulate("megha", trace, cluster=cluster.with_topology(_topology(setup, cluster)), params=params, seed=setup.seed,
-                   resource_mode="multi", requests=requests(setup), conventions=None, trace_label=f"google[:{setup.jobs}]/{setup.speedup:g}")
+                   resource_mode="multi", requests=requests(setup), trace_label=f"google[:{setup.jobs}]/{setup.speedup:g}")
     real = asyncio.run(_real(setup, cluster, trace, folder, embedded))
     return write_report(folder, setup, sim, real, embedded)
 

@@ -1,15 +1,20 @@
-"""Simulation kernel: event heap, the Runtime interface, network-delay model, named RNG streams."""
+"""Simulation kernel: event heap, the Runtime interface, network-delay model, named RNG streams.
 
-from schedlab.sim.kernel import Kernel
-from schedlab.sim.rng import RngStreams
-from schedlab.sim.runtime import DEFAULT_LATENCY, Component, NetworkModel, Runtime, SimRuntime
+Exports load on first use, so the run configuration and the CLI can read the
+defaults here without numpy.
+"""
 
-__all__ = [
-    "DEFAULT_LATENCY",
-    "Component",
-    "Kernel",
-    "NetworkModel",
-    "RngStreams",
-    "Runtime",
-    "SimRuntime",
-]
+from schedlab.lazy import lazy_exports
+
+__all__, __getattr__ = lazy_exports(
+    __name__,
+    {
+        "Kernel": "kernel",
+        "RngStreams": "rng",
+        "DEFAULT_LATENCY": "runtime",
+        "Component": "runtime",
+        "NetworkModel": "runtime",
+        "Runtime": "runtime",
+        "SimRuntime": "runtime",
+    },
+)

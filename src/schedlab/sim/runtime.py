@@ -31,13 +31,13 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from schedlab.defaults import DEFAULT_LATENCY
 from schedlab.sim.kernel import Kernel
 from schedlab.sim.rng import RngStreams
 
 Address = Hashable
 Handler = Callable[[Any], None]
 
-DEFAULT_LATENCY = 0.0005  # seconds, one way; ND of the papers' simulators
 
 
 @runtime_checkable

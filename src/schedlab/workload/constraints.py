@@ -31,9 +31,9 @@ import numpy as np
 
 from schedlab.cluster.bitsets import NUM_CONSTRAINTS
 from schedlab.datafiles import sharma_constraints
+from schedlab.defaults import PAPER_CONSTRAINT_SEED
 
 DRAWS_PER_TASK = 2 + NUM_CONSTRAINTS
-PAPER_CONSTRAINT_SEED = 42
 _CLUSTERS = [str(k) for k in range(1, 11)]
 _CHUNK = 1 << 15
 _TYPES = ["1", "2", "3", "4"]

@@ -22,9 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from schedlab.defaults import DEFAULT_REQUESTS  # noqa: F401 (importers read it here)
 from schedlab.errors import InputError
-
-DEFAULT_REQUESTS = "choice:1x256@0.4,2x512@0.3,4x1024@0.2,8x2048@0.1"
 
 
 @dataclass(frozen=True)

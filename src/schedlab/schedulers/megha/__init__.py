@@ -44,13 +44,20 @@ Choices where the papers are silent, and defaults:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
 from schedlab.cluster.model import Cluster
 from schedlab.metrics.observer import Observer
-from schedlab.schedulers.base import Scheduler, SchedulerContext, SchedulerParams
+from schedlab.schedulers.base import (
+    Scheduler,
+    SchedulerContext,
+    SchedulerParams,
+    WorkerChoice,
+    compat_field,
+    worker_choice_field,
+)
 from schedlab.schedulers.megha.gm import GlobalMaster
 from schedlab.schedulers.megha.lm import LocalMaster
 from schedlab.schedulers.megha.partitions import Layout, megha_topology
@@ -58,11 +65,14 @@ from schedlab.sim.runtime import Runtime
 from schedlab.workers.protocol import LocalWorkers
 from schedlab.workload.model import Job, TaskLookup
 
+if TYPE_CHECKING:
+    from schedlab.schedulers.megha.fairness import FairSharing
+
 # Per-operation costs of the order of the Megha paper's Python prototype (HTTP requests,
 # RabbitMQ updates, dict-based state): a GM spends ~50 µs matching a task, an LM ~20 µs
 # validating one, ~5 µs folding one worker's entry of a state update, and ~100 µs per
 # message handled. The paper gives no figures; these are our estimates, used to show
-# the overhead effects of its Figs. 6, 8 and 9 (see benchmarks/megha_paper_experiments.py).
+# the overhead effects of its Figs. 6, 8 and 9 (``schedlab reproduce megha-overheads``).
 MEGHA_PAPER_COSTS = {
     "gm_match_cost": 50e-6,
     "lm_verify_cost": 20e-6,
@@ -74,18 +84,18 @@ MEGHA_PAPER_COSTS = {
 class MeghaParams(SchedulerParams):
     gms: int | None = Field(None, ge=1, description="number of Global Masters (default 5, or the config's)")
     lms: int | None = Field(None, ge=1, description="number of Local Masters (default 5, or the config's)")
-    worker_choice: Literal["random", "min-constraints"] = "random"
+    worker_choice: WorkerChoice = worker_choice_field("random")
     heartbeat: float = Field(5.0, gt=0, description="seconds between LM state updates")
-    updates: Literal["delta", "snapshot"] = "delta"
+    updates: Literal["delta", "snapshot"] = Field("delta", description="LM state updates: delta (the enhanced design) or snapshot (the original)")
     piggyback: bool = Field(False, description="LMs answer accepted launches with the GM's pending update (Megha paper IV-A)")
-    compat: Literal["none", "authors"] = "none"
-    gm_match_cost: float = Field(0.0, ge=0)
-    lm_verify_cost: float = Field(0.0, ge=0)
-    update_cost_per_worker: float = Field(0.0, ge=0)
-    message_cost: float = Field(0.0, ge=0)
+    compat: Literal["none", "authors"] = compat_field()
+    gm_match_cost: float = Field(0.0, ge=0, description="seconds a GM spends matching one task")
+    lm_verify_cost: float = Field(0.0, ge=0, description="seconds an LM spends validating one task")
+    update_cost_per_worker: float = Field(0.0, ge=0, description="seconds a GM spends folding one worker's entry of a state update")
+    message_cost: float = Field(0.0, ge=0, description="seconds a GM or LM spends handling one message")
     shares: list[float] | None = Field(None, description="fair sharing: each user queue's share of the data center")
     queue_gms: list[int] | None = Field(None, description="fair sharing: the GM (1-based) serving each user queue")
-    user_assignment: Literal["round-robin", "by-share"] = "round-robin"
+    user_assignment: Literal["round-robin", "by-share"] = Field("round-robin", description="fair sharing: how jobs are given to user queues")
 
     @model_validator(mode="after")
     def _check(self) -> MeghaParams:
@@ -146,7 +156,7 @@ class MeghaScheduler(Scheduler):
         else:
             self.gms = [GlobalMaster(g, self.shared, rt.rng(f"megha:gm:{g}")) for g in range(layout.num_gms)]
             self.lms = [LocalMaster(i, self.shared) for i in range(layout.num_lms)]
-        self.fairness = None
+        self.fairness: FairSharing | None = None
         if params.shares is not None:
             from schedlab.schedulers.megha.fairness import FairSharing, UserAssignment
 
@@ -202,7 +212,8 @@ class MeghaScheduler(Scheduler):
         out: dict[str, int] = {"heartbeat_rounds": self.rounds, "stalled": int(self.stalled)}
         # What GMs still believe they hold once the run is over: must be 0 (a bookkeeping leak otherwise).
         out["gm_holdings_at_end"] = sum(sum(r.bit_count() for r in gm.reserved) + len(gm.mine) for gm in self.gms)
-        for comp in [*self.gms, *self.lms]:
+        comps: list[GlobalMaster | LocalMaster] = [*self.gms, *self.lms]
+        for comp in comps:
             for k, v in comp.counters().items():
                 out[k] = out.get(k, 0) + v
         if self.fairness is not None:

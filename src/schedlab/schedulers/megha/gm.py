@@ -55,6 +55,7 @@ from schedlab.workers.protocol import TasksFinished
 
 if TYPE_CHECKING:
     from schedlab.schedulers.megha import MeghaShared
+    from schedlab.schedulers.megha.fairness import FairSharing
 
 EPS = 1e-9
 
@@ -112,7 +113,7 @@ class GlobalMaster(Component):
         self.repartition_requests = 0
         self.rejections = 0
         self.lost = 0  # tasks re-queued because their worker failed (real clusters only)
-        self.fairness = None  # set by MeghaScheduler when fair sharing is on
+        self.fairness: FairSharing | None = None  # set by MeghaScheduler when fair sharing is on
 
     def handlers(self):
         return {

@@ -33,7 +33,7 @@ Megha paper, Section IV-A/B; constraint-aware paper, Sections 2.1 and 4.4.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from schedlab.cluster.bitsets import iter_set_bits
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, PROCESSING
@@ -53,6 +53,17 @@ from schedlab.workers.protocol import POOL_ADDRESS, LaunchBatch, TasksFinished
 
 if TYPE_CHECKING:
     from schedlab.schedulers.megha import MeghaShared
+
+
+class FairnessLedger(Protocol):
+    """What an LM tells fair sharing: :class:`~schedlab.schedulers.megha.fairness.FairSharing`
+    in a simulation, :class:`~schedlab.services.fairness.LedgerFeed` in a real cluster."""
+
+    def launched(self, tid: int, p: int, pos: int) -> None: ...
+
+    def vacated(self, tid: int) -> None: ...
+
+    def settle(self, victim: int) -> None: ...
 
 
 class LocalMaster(Component):
@@ -87,7 +98,7 @@ class LocalMaster(Component):
         self.proc = Processor(shared.runtime)
         # fair sharing's ledger (FairSharing in a simulation, a LedgerFeed in a real cluster):
         # told of every launch, vacate and carried-out preemption
-        self.fairness = None
+        self.fairness: FairnessLedger | None = None
         # counters
         self.launched = 0
         self.repartitions = 0

@@ -70,8 +70,7 @@ class Layout:
 def megha_topology(cluster: Cluster, gms: int | None, lms: int | None) -> Topology:
     """The cluster's own Megha topology (from a config), or ``lms`` × ``gms`` near-equal blocks."""
     topo = cluster.topology
-    from_config = topo is not None and cluster.extra.get("layout") == "megha"
-    if from_config:
+    if topo is not None and cluster.extra.get("layout") == "megha":  # from the config
         if gms is not None and gms != topo.num_partitions:
             raise InputError("param gms", f"the config has {topo.num_partitions} GMs (partitions per LM), not {gms}")
         if lms is not None and lms != topo.num_clusters:

@@ -1,4 +1,4 @@
-"""Grid expansion: a validated spec → the list of concrete runs, each identified by a hash of its resolved config.
+"""The run matrix: a validated spec → the list of concrete runs, each identified by a hash of its resolved config.
 
 A run's **resolved config** holds everything that decides its results, with
 every default filled in: the scheduler and its validated parameters (all of
@@ -27,12 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from schedlab.datafiles import BUNDLED_TRACES, PAPER_WORKERS
+from schedlab.datafiles import BUNDLED_TRACES, DEFAULT_WORKERS, PAPER_WORKERS
+from schedlab.defaults import DEFAULT_CAPACITY
 from schedlab.errors import InputError
-from schedlab.experiments.spec import DataCenterSpec, LoadedSpec, WorkloadSpec
+from schedlab.experiments.spec import DataCenterSpec, ExcludeField, LoadedSpec, WorkloadSpec
+from schedlab.run_config import RunConfig
 from schedlab.workload.trace import TraceJob
 
-DEFAULT_WORKERS = 10000
 ID_LENGTH = 16
 
 
@@ -67,6 +68,32 @@ class Run:
     def jobs(self) -> Iterator[TraceJob]:
         """The run's workload as a stream of jobs."""
         return workload_jobs(self.config["workload"], self.trace_path)
+
+    def run_config(self) -> RunConfig:
+        """What to simulate: the resolved config as a :class:`RunConfig` (its workload comes from :meth:`jobs`)."""
+        c = self.config
+        wl, dc, net = c["workload"], c["data_center"], c["network"]
+        settings = {
+            "scheduler": c["scheduler"],
+            "trace": self.workload,
+            "workers": dc["workers"] if dc["config"] is None else None,
+            "seed": self.seed,
+            "config": self.config_path or dc["config"],
+            "params": c["params"],
+            "constraints": wl["constraints"],
+            "resource_mode": dc["resource_mode"],
+            "latency": net["latency"],
+            "processing_costs": net["processing_costs"],
+            "exact_durations": wl["exact_durations"],
+        }
+        # a setting the run leaves out (None) takes RunConfig's default
+        optional = {
+            "constraint_seed": wl["constraint_seed"],
+            "machine_model": dc["machine_model"],
+            "capacity": tuple(dc["capacity"]) if dc["capacity"] else None,
+            "requests": wl["requests"],
+        }
+        return RunConfig.build(**settings, **{k: v for k, v in optional.items() if v is not None})
 
 
 def config_id(config: dict[str, Any]) -> str:
@@ -156,19 +183,19 @@ def _workload_config(ls: LoadedSpec, i: int, w: WorkloadSpec) -> dict[str, Any]:
     return cfg
 
 
-def _data_centers(ls: LoadedSpec) -> list[tuple[str, dict[str, Any], dict[str, str | None]]]:
+def _data_centers(ls: LoadedSpec) -> list[tuple[str, dict[str, Any], dict[str, tuple[Any, str | None]]]]:
     """(name, config without the file, {scheduler name or '*': file config ref}) per data center."""
-    out: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    out: list[tuple[str, dict[str, Any], dict[str, tuple[Any, str | None]]]] = []
     names: set[str] = set()
     for j, d in enumerate(ls.spec.data_centers):
         cfg: dict[str, Any] = {
             "workers": d.workers,
             "config": None,
             "resource_mode": d.resource_mode,
-            "capacity": list(d.capacity) if d.capacity else ([64.0, 16384.0] if d.resource_mode == "multi" else None),
+            "capacity": list(d.capacity) if d.capacity else (list(DEFAULT_CAPACITY) if d.resource_mode == "multi" else None),
             "machine_model": d.machine_model if d.config is None else None,
         }
-        configs: dict[str, Any] = {}
+        configs: dict[str, tuple[Any, str | None]] = {}
         if isinstance(d.config, dict):
             for sched, c in d.config.items():
                 configs[sched] = _config_file(ls, ("data_centers", j, "config", sched), c)
@@ -261,7 +288,7 @@ def scheduler_variants(ls: LoadedSpec) -> list[Variant]:
     return out
 
 
-def _matches(rule: dict[str, Any], run: Run) -> bool:
+def _matches(rule: dict[ExcludeField, str | int], run: Run) -> bool:
     fields = {"workload": run.workload, "data_center": run.data_center, "scheduler": run.scheduler, "seed": run.seed}
     return all(fields[k] == v or str(fields[k]) == str(v) for k, v in rule.items())
 

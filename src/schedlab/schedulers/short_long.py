@@ -35,6 +35,7 @@ partition rather than never run.
 from __future__ import annotations
 
 import heapq
+from typing import Generic, TypeVar
 
 import numpy as np
 from pydantic import Field
@@ -57,7 +58,7 @@ from schedlab.workload.stats import SHORT_JOB_CUTOFF
 CENTRAL = "central"
 
 
-class HybridParams(SchedulerParams):
+class ShortLongParams(SchedulerParams):
     cutoff: float = Field(SHORT_JOB_CUTOFF, ge=0, description="long job: estimated (mean) task duration at least this")
     reserve: float = Field(0.02, ge=0, lt=1, description="fraction of workers (lowest ids) reserved for short jobs")
     probe_ratio: float = Field(2.0, ge=1, description="probes per short task (d)")
@@ -152,12 +153,19 @@ class LeastWaitScheduler(ProbeScheduler):
                 self.wait[w] = max(0.0, self.wait[w] - jobs[task_job[tid]].mean_duration)
 
 
-class HybridScheduler(Scheduler):
-    """Wiring of a hybrid scheduler: distributed schedulers, the central one, node monitors; job routing."""
+P = TypeVar("P", bound=ShortLongParams)
 
-    Params = HybridParams
 
-    def __init__(self, ctx: SchedulerContext, params: HybridParams) -> None:
+class ShortLongScheduler(Scheduler, Generic[P]):
+    """Wiring of a hybrid scheduler: distributed schedulers, the central one, node monitors; job routing.
+
+    Generic in its parameters ``P``: a subclass (``ShortLongScheduler[HawkParams]``) builds its
+    frontends and node monitors from its own ``Params``.
+    """
+
+    Params = ShortLongParams
+
+    def __init__(self, ctx: SchedulerContext, params: P) -> None:
         super().__init__(ctx, params)
         require_slot_mode(ctx, self.name)
         n = ctx.cluster.n
@@ -173,13 +181,13 @@ class HybridScheduler(Scheduler):
         self.cutoff = params.cutoff
         self.long_jobs = 0
 
-    def make_frontend(self, i: int, ctx: SchedulerContext, params: HybridParams) -> ProbeScheduler:
+    def make_frontend(self, i: int, ctx: SchedulerContext, params: P) -> ProbeScheduler:
         raise NotImplementedError
 
     def make_central(self, index: int, ctx: SchedulerContext) -> LeastWaitScheduler:
         return LeastWaitScheduler(index, ctx, self.sampler, self.general, f"{self.name}:central")
 
-    def make_monitors(self, ctx: SchedulerContext, addresses: list[object], params: HybridParams) -> NodeMonitors:
+    def make_monitors(self, ctx: SchedulerContext, addresses: list[object], params: P) -> NodeMonitors:
         raise NotImplementedError
 
     def submit(self, job: Job) -> None:

@@ -1,7 +1,9 @@
-"""Reproduction of the baselines' numbers (issue 4): PigeonC vs the papers, Sparrow vs Megha, and where Pigeon/Hawk/Eagle sit.
+"""The baselines' numbers: PigeonC vs the constraint-aware paper, Sparrow vs Megha, and where Pigeon/Hawk/Eagle sit.
 
-Three tables, from runs in worker processes (``--jobs``), cached in ``--out`` (JSON:
-every run's summary figures; an interrupted run resumes where it stopped):
+``schedlab reproduce baselines`` makes three tables from runs in worker processes (``jobs``), cached
+in the JSON file ``out`` (every run's summary figures, saved after each run: an
+interrupted reproduction resumes where it stopped, and runs already in ``out``
+are not run again):
 
 A. **PigeonC** (constraint-aware paper, Section 6, Figures 6–10, Table 2) on
    syn_250 / syn_500 / syn_1000 (the papers' 10,000 workers: ``reference-pigeon``
@@ -10,33 +12,52 @@ A. **PigeonC** (constraint-aware paper, Section 6, Figures 6–10, Table 2) on
    the paper-faithful profile (random and min-constraints worker choice) and the
    authors' profile (``compat=authors``, where worker choice is always
    min-constraints, so one run serves both columns). Beside each: the paper's
-   median, and Megha in the same profile and worker choice, to check the paper's
-   claims — Megha's p99 JRT delay at least 10× below PigeonC's, Megha's mean
-   utilization at least PigeonC's.
+   median (:data:`PAPER_PIGEONC_MEDIAN`), and Megha in the same profile and
+   worker choice, to check the paper's claims — Megha's p99 JRT delay at least
+   10× below PigeonC's, Megha's mean utilization at least PigeonC's.
 B. **Sparrow vs Megha** (Megha paper, Figures 3–4) without constraints on the
    Google sub-trace, 20,000 and 12,000 workers (its bursts fill the data center):
    allocation-time percentiles for ideal, Sparrow, Megha and Megha with the Megha
    paper's processing costs (``MEGHA_PAPER_COSTS``).
 C. **Placement** of ideal, Megha, Pigeon, PigeonC, Sparrow, Hawk and Eagle on the
-   runs of A (constraints on; the papers give no number for Pigeon, Hawk, Eagle).
-   On Google, Hawk and Eagle use the settings their simulator's README gives for
-   that trace (cutoff 1129.532 s, 17 % short partition).
+   runs of A (constraints on; the papers give no number for Pigeon, Hawk, Eagle;
+   section C runs A's runs too). On Google, Hawk and Eagle use the settings their
+   simulator's README gives for that trace (cutoff 1129.532 s, 17 % short
+   partition: :data:`GOOGLE_HYBRID`).
 
-    python benchmarks/reproduce_baselines.py [--jobs 2] [--seeds 1] [--out reports/baselines/reproduction.json]
-        [--sections A,B,C] [--quick]
-
-``--quick`` runs syn_250 only (a few minutes). Every JRT delay and allocation time
-is in seconds; statistics are means over the seeds.
+``sections`` picks the tables ("A,B,C"), ``seeds`` the seeds (1..N).
+``quick=True`` runs syn_250 only in A and C (B always runs the Google
+sub-trace; a few minutes in all). Every JRT delay and allocation time is in
+seconds; statistics are means over the seeds. The tables also go to the
+Markdown file beside ``out`` (same name, ``.md``).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
+from typing import Any
+
+import schedlab
+from schedlab.atomic import atomic_write
+
+__all__ = ["DEFAULT_OUT", "GOOGLE_HYBRID", "PAPER_PIGEONC_MEDIAN", "PARTS", "WORKLOADS", "reproduce"]
+
+DEFAULT_OUT = "reports/baselines/reproduction.json"
+
+PARTS = {
+    "A": "Constraint-aware paper Section 6 (Figures 6–10, Table 2): PigeonC's median/p99 JRT delay and utilization on "
+    "syn_250/500/1000 and Google, random vs min-constraints, paper-faithful and authors' profile, beside the paper's "
+    "median and Megha (claims: Megha's p99 ≥ 10× below PigeonC's, Megha's utilization ≥ PigeonC's)",
+    "B": "Megha paper Figures 3–4: allocation-time percentiles of ideal, Sparrow, Megha and Megha with the paper's "
+    "processing costs, no constraints, Google sub-trace on 20,000 and 12,000 workers",
+    "C": "Placement (JRT delay median/mean/p99 against ideal and Megha, utilization) of ideal, Megha, Pigeon, PigeonC, "
+    "Sparrow, Hawk and Eagle with constraints on the workloads of A (no paper numbers for Pigeon, Hawk, Eagle)",
+}
 
 PAPER_PIGEONC_MEDIAN = {  # constraint-aware paper, Section 6: (random, min-constraints)
     "syn_250": (1.003, 1.002),
@@ -48,15 +69,15 @@ GOOGLE_HYBRID = {"cutoff": 1129.532, "reserve": 0.17}
 WORKLOADS = ["syn_250", "syn_500", "syn_1000", "google"]
 
 
-def _where(trace: str, family: str) -> dict:
+def _where(trace: str, family: str) -> dict[str, Any]:
     if trace == "google":
         return {"workers": 20000}
     return {"config": "reference-pigeon" if family == "pigeon" else "reference"}
 
 
-def plan(sections: set[str], workloads: list[str], seeds: list[int]) -> list[dict]:
+def _plan(sections: set[str], workloads: list[str], seeds: list[int]) -> list[dict[str, Any]]:
     """Every run: an id, the scheduler, the trace and simulate()'s keyword arguments."""
-    runs: list[dict] = []
+    runs: list[dict[str, Any]] = []
 
     def add(key: str, scheduler: str, trace: str, kw: dict, params: dict) -> None:
         for seed in seeds:
@@ -70,6 +91,7 @@ def plan(sections: set[str], workloads: list[str], seeds: list[int]) -> list[dic
                 add(f"A|{tr}|megha|authors|{choice}", "megha", tr, _where(tr, "megha"), {"worker_choice": choice, "compat": "authors"})
             add(f"A|{tr}|pigeonc|authors|min-constraints", "pigeonc", tr, _where(tr, "pigeon"), {"compat": "authors"})
     if "B" in sections:
+        # Imported here: the Megha package pulls in numpy (~0.5 s), which listing this module's PARTS does not need.
         from schedlab.schedulers.megha import MEGHA_PAPER_COSTS
 
         for w in (20000, 12000):
@@ -90,9 +112,8 @@ def plan(sections: set[str], workloads: list[str], seeds: list[int]) -> list[dic
     return runs
 
 
-def execute(run: dict) -> dict:
-    import schedlab
-
+def _execute(run: dict[str, Any]) -> dict[str, Any]:
+    """One run (in a worker process): its summary figures."""
     t0 = time.perf_counter()
     r = schedlab.simulate(run["scheduler"], run["trace"], seed=run["seed"], params=run["params"], **run["kw"])
     s = r.summary
@@ -110,7 +131,12 @@ def execute(run: dict) -> dict:
     }
 
 
-def _mean(results: dict, key: str, seeds: list[int], f) -> float:
+def _pick(metric: str, stat: str) -> Callable[[dict], float]:
+    """One statistic of one metric of a run's record."""
+    return lambda r: r[metric][stat]
+
+
+def _mean(results: dict[str, dict], key: str, seeds: list[int], f: Callable[[dict], float]) -> float:
     vals = [f(results[f"{key}|{s}"]) for s in seeds if f"{key}|{s}" in results]
     return sum(vals) / len(vals) if vals else float("nan")
 
@@ -125,7 +151,7 @@ def _fmt(x: float) -> str:
     return f"{x:.4g}"
 
 
-def table_a(res: dict, workloads: list[str], seeds: list[int]) -> list[str]:
+def _table_a(res: dict[str, dict], workloads: list[str], seeds: list[int]) -> list[str]:
     out = [
         "A. PigeonC vs the constraint-aware paper, and the paper's claims against Megha (JRT delay, s; utilization = mean)",
         "",
@@ -153,7 +179,7 @@ def table_a(res: dict, workloads: list[str], seeds: list[int]) -> list[str]:
     return out
 
 
-def table_b(res: dict, seeds: list[int]) -> list[str]:
+def _table_b(res: dict[str, dict], seeds: list[int]) -> list[str]:
     out = [
         "B. Sparrow vs Megha, no constraints, Google sub-trace (allocation time, s)",
         "",
@@ -163,14 +189,14 @@ def table_b(res: dict, seeds: list[int]) -> list[str]:
     for w in (20000, 12000):
         for name in ("ideal", "sparrow", "megha", "megha-costs"):
             k = f"B|{w}|{name}"
-            a = [_mean(res, k, seeds, lambda r, q=q: r["allocation_time"][q]) for q in ("p50", "p90", "p99", "p9999", "max")]
+            a = [_mean(res, k, seeds, _pick("allocation_time", q)) for q in ("p50", "p90", "p99", "p9999", "max")]
             wq = _mean(res, k, seeds, lambda r: r["components_p99"]["worker_queuing"])
             j99 = _mean(res, k, seeds, lambda r: r["jrt_delay"]["p99"])
             u = _mean(res, k, seeds, lambda r: r["utilization"])
             label = "megha (paper costs)" if name == "megha-costs" else name
             out.append(f"| {w} | {label} | " + " | ".join(_fmt(x) for x in a) + f" | {_fmt(wq)} | {_fmt(j99)} | {u:.4f} |")
-        sp = [_mean(res, f"B|{w}|sparrow", seeds, lambda r, q=q: r["allocation_time"][q]) for q in ("p50", "p99", "p9999")]
-        mg = [_mean(res, f"B|{w}|megha", seeds, lambda r, q=q: r["allocation_time"][q]) for q in ("p50", "p99", "p9999")]
+        sp = [_mean(res, f"B|{w}|sparrow", seeds, _pick("allocation_time", q)) for q in ("p50", "p99", "p9999")]
+        mg = [_mean(res, f"B|{w}|megha", seeds, _pick("allocation_time", q)) for q in ("p50", "p99", "p9999")]
         if all(x == x for x in sp + mg) and mg[1] > 0:
             out.append(
                 f"| {w} | Sparrow/Megha | {_fmt(sp[0] / mg[0])} | | {_fmt(sp[1] / mg[1])} | {_fmt(sp[2] / mg[2])} | | | | |"
@@ -178,7 +204,7 @@ def table_b(res: dict, seeds: list[int]) -> list[str]:
     return out
 
 
-def table_c(res: dict, workloads: list[str], seeds: list[int]) -> list[str]:
+def _table_c(res: dict[str, dict], workloads: list[str], seeds: list[int]) -> list[str]:
     out = [
         "C. Placement relative to ideal and Megha (constraints on; JRT delay, s)",
         "",
@@ -199,7 +225,7 @@ def table_c(res: dict, workloads: list[str], seeds: list[int]) -> list[str]:
         m99 = _mean(res, f"A|{tr}|megha|none|random", seeds, lambda r: r["jrt_delay"]["p99"])
         for label, pat in rows:
             k = pat.format(tr)
-            d = [_mean(res, k, seeds, lambda r, q=q: r["jrt_delay"][q]) for q in ("p50", "mean", "p99")]
+            d = [_mean(res, k, seeds, _pick("jrt_delay", q)) for q in ("p50", "mean", "p99")]
             u = _mean(res, k, seeds, lambda r: r["utilization"])
             ri = d[2] - i99
             rm = d[2] / m99 if m99 > 0 else float("nan")
@@ -207,50 +233,60 @@ def table_c(res: dict, workloads: list[str], seeds: list[int]) -> list[str]:
     return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--seeds", type=int, default=1, help="seeds 1..N")
-    ap.add_argument("--out", type=Path, default=Path("reports/baselines/reproduction.json"))
-    ap.add_argument("--sections", default="A,B,C")
-    ap.add_argument("--quick", action="store_true", help="syn_250 only")
-    args = ap.parse_args()
-    sections = set(args.sections.split(","))
-    workloads = ["syn_250"] if args.quick else WORKLOADS
-    seeds = list(range(1, args.seeds + 1))
-    results: dict = {}
-    if args.out.exists():
-        results = {r["id"]: r for r in json.loads(args.out.read_text())["runs"]}
-    todo = [r for r in plan(sections, workloads, seeds) if r["id"] not in results]
+def reproduce(
+    out: str | os.PathLike,
+    *,
+    quick: bool = False,
+    jobs: int = 2,
+    progress: Callable[[str], None] | None = None,
+    seeds: int = 1,
+    sections: str = "A,B,C",
+) -> Path:
+    """Run the runs of ``sections`` not yet in ``out`` on ``jobs`` processes, then write the tables beside it (``.md``).
+
+    ``out`` (JSON) is rewritten after every run, so an interrupted call resumes
+    where it stopped. ``seeds`` runs seeds 1..N; ``sections`` is a comma-separated
+    subset of A, B, C. ``progress`` gets one line per finished run, then the
+    tables one line at a time (None: silent). Returns ``out``.
+    """
+    out = Path(out)
+    say = progress or (lambda _line: None)
+    wanted = set(sections.split(","))
+    workloads = ["syn_250"] if quick else WORKLOADS
+    seed_list = list(range(1, seeds + 1))
+    results: dict[str, dict] = {}
+    if out.exists():
+        results = {r["id"]: r for r in json.loads(out.read_text())["runs"]}
+    todo = [r for r in _plan(wanted, workloads, seed_list) if r["id"] not in results]
     todo.sort(key=lambda r: (r["trace"] != "syn_1000", r["trace"] != "google"))  # longest first
-    print(f"{len(todo)} runs to do ({len(results)} cached in {args.out})", flush=True)
+    say(f"{len(todo)} runs to do ({len(results)} cached in {out})")
 
     def save() -> None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.out.with_suffix(".tmp")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(".tmp")
         tmp.write_text(json.dumps({"runs": sorted(results.values(), key=lambda r: r["id"])}, indent=1))
-        os.replace(tmp, args.out)
+        os.replace(tmp, out)
 
     if todo:
-        with ProcessPoolExecutor(max_workers=args.jobs) as ex:
-            futures = {ex.submit(execute, r): r for r in todo}
+        with ProcessPoolExecutor(max_workers=jobs) as ex:
+            futures = {ex.submit(_execute, r): r for r in todo}
             for f in as_completed(futures):
                 res = f.result()
                 results[res["id"]] = res
                 save()
                 flag = "" if res["unfinished"] == 0 else f"  ({res['unfinished']} tasks unfinished!)"
-                print(f"  {res['id']}: p50 {_fmt(res['jrt_delay']['p50'])} p99 {_fmt(res['jrt_delay']['p99'])} wall {res['wall']:.1f}s{flag}", flush=True)
+                say(f"  {res['id']}: p50 {_fmt(res['jrt_delay']['p50'])} p99 {_fmt(res['jrt_delay']['p99'])} wall {res['wall']:.1f}s{flag}")
     lines: list[str] = []
-    if "A" in sections:
-        lines += table_a(results, workloads, seeds) + [""]
-    if "B" in sections:
-        lines += table_b(results, seeds) + [""]
-    if "C" in sections:
-        lines += table_c(results, workloads, seeds) + [""]
+    if "A" in wanted:
+        lines += _table_a(results, workloads, seed_list) + [""]
+    if "B" in wanted:
+        lines += _table_b(results, seed_list) + [""]
+    if "C" in wanted:
+        lines += _table_c(results, workloads, seed_list) + [""]
     unfinished = sum(r["unfinished"] for r in results.values())
     lines.append(f"{len(results)} runs; tasks unfinished over all runs: {unfinished}")
-    print("\n".join(lines))
-
-
-if __name__ == "__main__":
-    main()
+    for line in lines:
+        say(line)
+    md = "\n".join(lines) + "\n"
+    atomic_write(out.with_suffix(".md"), lambda tmp: Path(tmp).write_text(md, encoding="utf-8"))
+    return out

@@ -1,0 +1,218 @@
+"""Every paper figure and table the project reproduces, in every module: what ``schedlab reproduce`` lists and runs.
+
+Two kinds of entry:
+
+* **spec** — a built-in experiment spec (``specs/NAME.yaml``) of the
+  data-center engine: a resumable sweep into a results folder, then its report
+  (:mod:`schedlab.experiments.reproduce`);
+* **function** — a module's own reproduction: the Megha prototype beside the
+  simulator (:mod:`schedlab.services.prototype`), Megha's JRT delay in both
+  profiles (:mod:`schedlab.experiments.megha_jrt_delay`), its overhead figures
+  in one table (:mod:`schedlab.experiments.megha_overheads`), the baselines'
+  papers (:mod:`schedlab.experiments.baselines`), DynDL's worked example,
+  Figures 5–9 and MILP gaps (:mod:`schedlab.locality.experiments`), CRED's
+  Figure 4 (:mod:`schedlab.edge.figures`) and the grid paper's Table I and
+  Figures 2–6 (:mod:`schedlab.grid.reproduce`).
+
+Each function entry takes the same options — an output path (its default is
+the folder or file under ``reports/`` that the repository's report reads),
+``quick`` (a seconds-long check of the whole path, not a result), the number
+of processes, and a callback for progress lines — and returns the report file
+it wrote. Modules are imported only when their entry runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from schedlab.errors import InputError
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Options:
+    """What every function entry is run with."""
+
+    quick: bool = False
+    jobs: int | None = None
+    embedded: bool = False  # megha-prototype only: the real cluster in this process, no broker
+    say: Say = field(default=lambda _line: None)
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """One entry of the catalogue."""
+
+    name: str
+    domain: str
+    paper: str
+    what: str
+    out: str = ""  # default output; empty for specs (their sweep picks results/NAME)
+    target: str = ""  # "module:function" taking (out, options); empty for specs
+
+    @property
+    def is_spec(self) -> bool:
+        return not self.target
+
+    def default_out(self, quick: bool) -> Path:
+        """Where a run goes without ``--out``: the report's place, or ``results/NAME-quick`` for a quick check."""
+        if not quick:
+            return Path(self.out)
+        folder = Path("results") / f"{self.name}-quick"
+        return folder / Path(self.out).name if Path(self.out).suffix else folder
+
+    def run(self, out: str | os.PathLike | None, options: Options) -> Path:
+        """Run a function entry into ``out`` (default: :meth:`default_out`) and return the report file."""
+        module, _, attr = self.target.partition(":")
+        fn = getattr(importlib.import_module(module), attr)
+        return fn(Path(out) if out is not None else self.default_out(options.quick), options)
+
+
+# The papers, as the reports name them.
+_MEGHA = "Megha"
+_AWARE = "Constraint-aware Megha vs PigeonC"
+_DYNDL = "DynDL"
+_GRID = "Bursty grid scheduling"
+
+_FUNCTIONS = (
+    Reproduction("megha-prototype", "services", _MEGHA, "Fig. 12: a real local cluster beside the simulator (allocation time, execution delay)",
+                 "reports/services/megha-prototype", "schedlab.experiments.catalogue:_prototype"),
+    Reproduction("megha-jrt-delay", "data center", _AWARE, "Section 6: Megha's JRT delay on syn_250/500/1000 and Google, random vs min-constraints, both profiles",
+                 "reports/megha/reproduction.json", "schedlab.experiments.catalogue:_megha_jrt_delay"),
+    Reproduction("megha-overheads", "data center", _MEGHA, "Figs. 6, 8-11 at a scale of minutes: allocation time against GM/LM counts and data-center size, fair sharing",
+                 "reports/megha/paper_experiments.txt", "schedlab.experiments.catalogue:_megha_overheads"),
+    Reproduction("baselines", "data center", "Pigeon, Sparrow, Eagle, Hawk", "the baselines' papers' comparisons (sections A, B, C of reports/baselines)",
+                 "reports/baselines/reproduction.json", "schedlab.experiments.catalogue:_baselines"),
+    Reproduction("dyndl-table2", "locality", _DYNDL, "Table 2 / Figs. 2-3: the worked example's makespans for every algorithm and the MILP optimum",
+                 "reports/locality/table2.json", "schedlab.experiments.catalogue:_dyndl_table2"),
+    *(
+        Reproduction(f"dyndl-fig{f}", "locality", _DYNDL, what, "reports/locality", f"schedlab.experiments.catalogue:_dyndl_fig{f}")
+        for f, what in (
+            (5, "Fig. 5: makespan and remote tasks against beta"),
+            (6, "Fig. 6: makespan and remote tasks against the load skew alpha"),
+            (7, "Fig. 7: makespan and remote tasks against the network factor theta"),
+            (8, "Fig. 8: makespan and remote tasks against the number of tasks (HTA under a time limit)"),
+            (9, "Fig. 9: running time of the offline algorithms and of DynDLOff's two phases"),
+        )
+    ),
+    Reproduction("dyndl", "locality", _DYNDL, "Figs. 5-9 together, with summary.md", "reports/locality", "schedlab.experiments.catalogue:_dyndl_all"),
+    Reproduction("dyndl-milp-gap", "locality", _DYNDL, "optimality gaps of every algorithm against the exact MILP on small instances",
+                 "reports/locality/milp_gap.json", "schedlab.experiments.catalogue:_dyndl_gap"),
+    Reproduction("cred-fig4", "edge", "CRED", "Fig. 4: active nodes against the deadline spread and the share of early-deadline jobs",
+                 "reports/edge/figure4", "schedlab.experiments.catalogue:_cred_fig4"),
+    Reproduction("grid", "grid", _GRID, "Table I and Figs. 2-6 together, with REPORT.md", "reports/grid", "schedlab.experiments.catalogue:_grid_all"),
+    Reproduction("grid-table1", "grid", _GRID, "Table I: Rand and Qlen without duplication under non-bursty, weak and strong bursty arrivals",
+                 "reports/grid", "schedlab.experiments.catalogue:_grid_table1"),
+    Reproduction("grid-fig2", "grid", _GRID, "Fig. 2: Rand, Qlen, Util, Est.QT at delay 0 and 1 s under strong bursty arrivals",
+                 "reports/grid", "schedlab.experiments.catalogue:_grid_fig2"),
+    Reproduction("grid-figs3-6", "grid", _GRID, "Figs. 3-6: Rand, Qlen, Hybrid-1, Hybrid-2 with 0-7 duplications under each arrival pattern",
+                 "reports/grid", "schedlab.experiments.catalogue:_grid_figs"),
+)
+
+
+def catalogue() -> list[Reproduction]:
+    """Every reproduction: the built-in specs first (data center), then the modules' own."""
+    from schedlab.experiments.reproduce import builtin_specs
+
+    specs = [Reproduction(name, "data center", _AWARE if "constraint-aware" in what else _MEGHA, what) for name, what in builtin_specs().items()]
+    return [*specs, *_FUNCTIONS]
+
+
+def find(name: str) -> Reproduction:
+    """The entry called ``name``; an unknown name is one clear line listing the others."""
+    entries = catalogue()
+    for e in entries:
+        if e.name == name:
+            return e
+    raise InputError("reproduce", f"no reproduction {name!r} (available: {', '.join(e.name for e in entries)})")
+
+
+# -- the function entries: each adapts one module's reproduction to (out, options) -> report file ---------
+def _prototype(out: Path, o: Options) -> Path:
+    from schedlab.services.prototype import run
+
+    return run(out, quick=o.quick, embedded=o.embedded)
+
+
+def _megha_jrt_delay(out: Path, o: Options) -> Path:
+    from schedlab.experiments.megha_jrt_delay import reproduce
+
+    return reproduce(out, quick=o.quick, jobs=o.jobs or 2, progress=o.say)
+
+
+def _megha_overheads(out: Path, o: Options) -> Path:
+    from schedlab.experiments.megha_overheads import reproduce
+
+    return reproduce(out, quick=o.quick, progress=o.say)
+
+
+def _baselines(out: Path, o: Options) -> Path:
+    from schedlab.experiments.baselines import reproduce
+
+    return reproduce(out, quick=o.quick, jobs=o.jobs or 2, progress=o.say)
+
+
+def _dyndl_table2(out: Path, o: Options) -> Path:
+    from schedlab.locality.experiments import worked_example
+    from schedlab.metrics.export import write_json
+
+    doc = worked_example()
+    write_json(out, doc)
+    for row in doc["algorithms"].values():
+        o.say(f"{row['label']}: makespan {row['makespan']:g}, remote tasks {row['remote_tasks']}")
+    return out
+
+
+def _dyndl(figures: tuple[int, ...]) -> Callable[[Path, Options], Path]:
+    def run(out: Path, o: Options) -> Path:
+        from schedlab.locality.experiments import reproduce_figures
+
+        return reproduce_figures(out, figures, seeds=5, quick=o.quick, progress=o.say)
+
+    return run
+
+
+_dyndl_fig5, _dyndl_fig6, _dyndl_fig7, _dyndl_fig8, _dyndl_fig9 = (_dyndl((f,)) for f in (5, 6, 7, 8, 9))
+_dyndl_all = _dyndl((5, 6, 7, 8, 9))
+
+
+def _dyndl_gap(out: Path, o: Options) -> Path:
+    from schedlab.locality.experiments import milp_gaps
+    from schedlab.metrics.export import write_json
+
+    res = milp_gaps(5 if o.quick else 100, 0)
+    write_json(out, res)
+    for a, g in res["gaps"].items():
+        o.say(f"{a}: mean gap {g['mean_gap_percent']:.2f} %, max {g['max_gap_percent']:.2f} %, optimal {g['optimal']}/{g['instances']}")
+    return out
+
+
+def _cred_fig4(out: Path, o: Options) -> Path:
+    from schedlab.edge.figures import SweepSpec, figure4
+
+    spec = SweepSpec(seeds=1, jobs=20, chunks=40) if o.quick else SweepSpec()
+    summary = figure4(spec, out)
+    o.say(f"wrote {', '.join(summary['files'])} and figure4.json to {out}")
+    return out / "figure4.json"
+
+
+def _grid(only: tuple[str, ...] | None) -> Callable[[Path, Options], Path]:
+    def run(out: Path, o: Options) -> Path:
+        from schedlab.grid.reproduce import QUICK, reproduce
+
+        kw: dict[str, Any] = dict(QUICK) if o.quick else {}
+        return reproduce(out, jobs=o.jobs or 2, only=only, progress=o.say, **kw)
+
+    return run
+
+
+_grid_all = _grid(None)
+_grid_table1 = _grid(("table1",))
+_grid_fig2 = _grid(("fig2",))
+_grid_figs = _grid(("figs",))
