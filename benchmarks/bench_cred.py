@@ -1,4 +1,4 @@
-"""Benchmark: CRED-M on 1,000 jobs and 10,000 chunks, verification included, against the 2 s target (issue 7).
+"""Benchmark: CRED-M on 1,000 jobs and 10,000 chunks, verification included, against the 2 s target.
 
 Each case generates its instance first (not timed), then times ``cred_m`` (placement, slot
 planning and the full slot-by-slot schedule) plus ``verify`` on the result, best and median

@@ -1,8 +1,9 @@
-"""Megha speed: the reference runs of issue 3 against their targets and the authors' simulator.
+"""Megha speed: three reference runs against their targets and the authors' simulator.
 
 * syn_250 on the papers' 10,000-worker data center (5 GMs × 5 LMs, the bundled
-  reference config): target <= 5 s; the authors' Python simulator takes about
-  275 s on this machine (REFERENCE-SIMULATORS.md), so the ratio is printed;
+  reference config): target <= 5 s; the ratio to the authors' Python simulator
+  on the same run (``AUTHORS_SYN_250_SECONDS``, docs/authors-simulators.md#measured-runs)
+  is printed too;
 * the Google sub-trace on 20,000 generated workers: target <= 30 s;
 * syn_1000 (2 M tasks) on the reference data center: target <= 40 s.
 

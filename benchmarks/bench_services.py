@@ -1,6 +1,6 @@
 """Megha for real: allocation time, placement throughput and start-up of the services, against the targets.
 
-Targets (issue "Megha for real"):
+Targets:
 
 * **latency** — loopback, 1 GM, 1 LM, 100 workers, light load: median
   allocation time <= 10 ms and p99 <= 50 ms over HTTP + RabbitMQ, median

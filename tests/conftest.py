@@ -1,4 +1,4 @@
-"""Shared test helpers: tiny traces and data centers built by hand."""
+"""Fixtures for the whole suite. Non-fixture helpers live in ``tests/helpers.py``."""
 
 from __future__ import annotations
 
@@ -6,12 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from schedlab.workload.trace import TraceJob
-
-
-def write_lines(path: Path, lines: list[str]) -> Path:
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return path
+from tests.helpers import write_lines
 
 
 @pytest.fixture
@@ -24,8 +19,3 @@ def tiny_trace(tmp_path: Path) -> Path:
             "1 3 1 1 1 1",
         ],
     )
-
-
-def jobs(*specs: tuple[float, list[float]]) -> list[TraceJob]:
-    """TraceJobs from (arrival, durations) pairs."""
-    return [TraceJob(a, sum(d) / len(d), list(d), i + 1) for i, (a, d) in enumerate(specs)]

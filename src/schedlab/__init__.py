@@ -1,6 +1,6 @@
 """schedlab: decentralized, federated and data-aware cluster scheduling, simulated fast and reproducibly.
 
-The layers (see DESIGN.md in the project's shared folder) are, from the bottom:
+The layers (ARCHITECTURE.md, at the repository root, maps them all) are, from the bottom:
 ``sim`` (event kernel and Runtime), ``cluster`` (workers, constraints, topology),
 ``workload`` (jobs, traces, generators), ``metrics`` (recorder and summaries),
 ``schedulers`` (one module or folder per scheduler) and the ``engine`` that wires them.

@@ -7,6 +7,10 @@ options are parsed (:func:`schedlab.cliutil.output_file`, ``output_dir``), and
 a command's outputs land together or not at all
 (:func:`schedlab.atomic.all_or_nothing`), each file atomically. Sweeps are the
 exception by design: their store keeps every finished run, so they resume.
+
+Commands import what they run inside their bodies: ``schedlab --help`` and
+every command start without numpy, pandas, matplotlib or the simulator, which
+load only for the command that needs them.
 """
 
 from __future__ import annotations
@@ -459,6 +463,8 @@ def reproduce_cmd(
         if backend != "local" or address is not None:
             raise InputError(f"reproduce {name}", "--backend and --address apply to the data-center specs only")
         if jobs is not None:
+            if not entry.parallel:
+                raise InputError(f"reproduce {name}", "runs its experiments one after another: --jobs, --backend and --address do not apply")
             usable_jobs(jobs)
         target = out_dir if out_dir is not None else entry.default_out(quick)
         (check_output_file if Path(entry.out).suffix else check_output_dir)(target, "--out")

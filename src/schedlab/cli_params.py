@@ -45,7 +45,9 @@ def _choices(annotation: Any) -> tuple[str, ...]:
 
 def scheduler_fields() -> dict[str, dict[str, Any]]:
     """parameter name → {scheduler name: pydantic field}, over every available scheduler."""
-    from schedlab.schedulers import registry
+    from schedlab.schedulers import (
+        registry,  # the simulator loads only when a command reads scheduler flags
+    )
 
     out: dict[str, dict[str, Any]] = {}
     for name in registry.available():
@@ -87,7 +89,9 @@ def epilog() -> str:
 
 def parse_flags(scheduler: str, args: list[str]) -> dict[str, Any]:
     """The scheduler's parameters given as flags in ``args`` (what the command's own options left)."""
-    from schedlab.schedulers import registry
+    from schedlab.schedulers import (
+        registry,  # the simulator loads only when a command reads scheduler flags
+    )
 
     fields = registry.get(scheduler).Params.model_fields
     out: dict[str, Any] = {}

@@ -1,6 +1,9 @@
 """Files shipped inside the package: the four traces, the reference data-center configs, the constraint model.
 
-Copies of ../shared material, compressed, so the main job runs on a fresh machine.
+Compressed copies of what the papers' authors published with their simulators — the four traces
+(Google sub-trace and syn_250/500/1000, in the Sparrow/Eagle format), the 10,000-worker Megha and
+Pigeon data-center configs and the Sharma et al. (SoCC 2011) constraint tables — so that a run
+needs nothing outside the package (docs/authors-simulators.md#sources).
 """
 
 from __future__ import annotations

@@ -54,6 +54,7 @@ from schedlab.metrics.summary import build_summary, jobs_frame, tasks_frame, uti
 from schedlab.run_config import RESOURCE_MODES, RunConfig
 from schedlab.schedulers import registry
 from schedlab.schedulers.base import SchedulerContext
+from schedlab.sim.rng import RngStreams
 from schedlab.sim.runtime import NetworkModel, SimRuntime
 from schedlab.workers.simulated import WorkerPool
 from schedlab.workload.constraints import TaskConstraintSampler
@@ -105,7 +106,6 @@ def build_cluster(
         check_fits("--workers", workers, BYTES_PER_WORKER, "workers")
         if machine_model not in MACHINE_MODELS:
             raise InputError("--machine-model", f"unknown model {machine_model!r} (choose from {', '.join(MACHINE_MODELS)})")
-        from schedlab.sim.rng import RngStreams
 
         masks = generate_machine_masks(workers, RngStreams(seed).np_rng("machines"), machine_model) if constraints else [0] * workers
         topo, source, extra = None, f"generated:{machine_model}", {}

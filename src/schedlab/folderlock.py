@@ -23,7 +23,7 @@ def exclusive_folder(root: str | os.PathLike) -> Iterator[None]:
     folder = Path(root)
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        import fcntl
+        import fcntl  # POSIX only
     except ImportError:  # pragma: no cover - not POSIX
         yield
         return

@@ -55,7 +55,8 @@ def test_a_quick_figure_from_another_module(tmp_path):
         (["reproduce", "nope"], "error: reproduce: no reproduction 'nope' (available: "),
         (["reproduce", "dyndl-fig5", "--backend", "ray"], "--backend and --address apply to the data-center specs only"),
         (["reproduce", "dyndl-fig5", "--embedded"], "error: --embedded: applies to megha-prototype only"),
-        (["reproduce", "dyndl-fig5", "--jobs", "0"], "error: --jobs: must be >= 1"),
+        (["reproduce", "grid-table1", "--jobs", "0"], "error: --jobs: must be >= 1"),
+        (["reproduce", "dyndl-fig5", "--jobs", "2"], "runs its experiments one after another: --jobs, --backend and --address do not apply"),
     ],
 )
 def test_bad_reproduce_input(args, expect, capsys):

@@ -1,4 +1,4 @@
-"""Backfilling invariants (issue 8 checks): no processor over-allocated; under conservative
+"""Backfilling invariants: no processor over-allocated; under conservative
 backfilling no job starts later than the reservation it got when queued, and no job — backfilled
 or moved — ever delays another's reservation; the pruned compression equals the textbook one."""
 
@@ -9,8 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedlab.grid.site import DONE
-
-from .conftest import max_allocated, run_one_site
+from tests.grid.helpers import max_allocated, run_one_site
 
 PROCESSORS = 16
 

@@ -1,5 +1,5 @@
 """The MMPP-2 generator hits the target mean and SCV within 5 % and the index of dispersion within
-20 % on long samples (issue 8), for the paper's weak and strong bursty targets and our reading of
+20 % on long samples, for the paper's weak and strong bursty targets and our reading of
 the free parameter, and for the balanced fit; impossible targets are refused by name."""
 
 from __future__ import annotations

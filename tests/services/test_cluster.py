@@ -19,9 +19,7 @@ from schedlab.services.client import replay
 from schedlab.services.clusterfile import load_cluster
 from schedlab.services.remote import RemoteCluster, fetch_statuses
 from schedlab.workload.trace import TraceJob
-
-from .conftest import write_cluster
-from .support import assert_valid_schedule
+from tests.services.helpers import assert_valid_schedule, write_cluster
 
 
 def job(t, durations, masks=None):
@@ -606,7 +604,7 @@ def test_chaos_kills_active_lms_their_standbys_take_over_and_every_task_complete
         s = chaos_cli(path, trace, capsys, kill="lm", every=2, seed=2, timeout=90)
         kills = s["chaos"]["kills"]
         assert len(kills) >= 5 and {k["role"] for k in kills} == {"lm"} and s["tasks"] == 480
-        for k in kills:  # how fast (the target: within 3 s) is the faults benchmark's to measure
+        for k in kills:  # how fast (the target: within 3 s) is the faults benchmark's to measure
             assert k["recovery"]["standby_took_over"] is True and k["healthy_after"] is not None, k
         # every LM has a standby again, and the processes serving are the former standbys or their successors
         assert {"lm-0", "lm-0-standby", "lm-1", "lm-1-standby"} == set(n for n in supervise.running_pids(path) if n.startswith("lm"))

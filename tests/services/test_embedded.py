@@ -12,8 +12,7 @@ from schedlab.errors import InputError
 from schedlab.services.client import replay
 from schedlab.services.embedded import EmbeddedMegha
 from schedlab.workload.trace import TraceJob
-
-from .support import assert_valid_schedule
+from tests.services.helpers import assert_valid_schedule
 
 
 def job(t, durations, masks=None):

@@ -24,8 +24,7 @@ from schedlab.services.auth import HEADERS, Signer
 from schedlab.services.clusterfile import load_cluster
 from schedlab.services.remote import fetch_statuses
 from schedlab.services.wire import SCHEMAS
-
-from .conftest import write_cluster
+from tests.services.helpers import write_cluster
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=20),

@@ -76,6 +76,17 @@ def kth_set_bit(x: int, k: int) -> int:
     return lo
 
 
+def choose_position(cand: int, rng: random.Random | None) -> int:
+    """The worker-choice policy of every scheduler, in slot mode: which of the candidate positions ``cand`` (> 0) gets the task.
+
+    Positions are in min-constraints order, so ``min-constraints`` is the highest
+    set bit — the eligible worker with the fewest machine constraints, keeping
+    versatile workers free; with an ``rng`` (``random``) it is a uniformly random
+    one. :func:`fit_position` is the same policy with resource requests.
+    """
+    return cand.bit_length() - 1 if rng is None else random_set_bit(cand, rng)
+
+
 def random_set_bit(x: int, rng: random.Random) -> int:
     """A uniformly random set bit of ``x`` (``x`` > 0).
 

@@ -1,6 +1,6 @@
 """Loader for the papers' data-center configs (``*_config_*.json``): exact machine constraints.
 
-Two layouts, both from the authors' simulators (REFERENCE-SIMULATORS.md):
+Two layouts, both from the authors' simulators (docs/authors-simulators.md#config-files):
 
 * **Megha** — ``{"LMs": {"1": {"partitions": {"1": [21 bit strings], …}}, …}}``:
   LM ``i``'s partition ``j`` is GM ``j``'s internal partition there. Each bit

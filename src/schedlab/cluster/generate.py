@@ -5,8 +5,9 @@ Two models:
 * ``independent`` (default) — worker ``w`` satisfies constraint ``c`` with
   probability ``percent_of_workers_satisfying_each_constraint[c] / 100``
   (``sharma_constraints.json``), independently per constraint. This is the plain
-  reading of "generated from the same constraint frequencies" (constraint-aware
-  paper, Section 5; issue 3 for the 20,000-worker Google runs). It keeps every
+  way to build a data center from the same constraint frequencies when no
+  config exists — as for the constraint-aware paper's 20,000-worker Google runs
+  (Section 5), since the published config has 10,000 workers. It keeps every
   marginal frequency but not the correlations between constraints that the
   reference data center has.
 * ``reference`` — each worker's whole constraint set is drawn uniformly from the
@@ -23,6 +24,7 @@ from functools import cache
 import numpy as np
 
 from schedlab.cluster.bitsets import NUM_CONSTRAINTS
+from schedlab.cluster.config import load_config
 from schedlab.datafiles import sharma_constraints
 from schedlab.defaults import MACHINE_MODELS
 from schedlab.errors import InputError
@@ -34,7 +36,6 @@ def machine_constraint_percent() -> list[float]:
 
 @cache
 def _reference_masks() -> tuple[int, ...]:
-    from schedlab.cluster.config import load_config
 
     return tuple(load_config("reference").machine_masks)
 

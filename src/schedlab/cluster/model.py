@@ -1,6 +1,6 @@
 """The data center: workers, their resources and machine constraints, and how they are grouped.
 
-Two resource modes (DESIGN.md, Core model):
+Two resource modes:
 
 * **slot mode** — every worker runs one task at a time (the constraint-aware
   Megha/PigeonC paper); ``capacity`` is ``None``;

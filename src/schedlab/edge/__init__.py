@@ -1,8 +1,9 @@
-"""CRED: edge-cloud right-sizing with execution deadlines and data locality (issue 7).
+"""CRED: edge-cloud right-sizing with execution deadlines and data locality.
 
-Implements the course report ``cred-edge-cloud-placement-deadlines.txt`` after
-Xu, Alamro, Lan and Subramaniam, "CRED: Cloud Right-Sizing with Execution
-Deadlines and Data Locality", IEEE TPDS 28(12), 2017. Jobs arrive at t = 0; job
+Implements the course project report "Placement and Scheduling Data Intensive
+Jobs in Edge-Cloud System" (CS 528, IIT Guwahati), after Xu, Alamro, Lan and
+Subramaniam, "CRED: Cloud Right-Sizing with Execution Deadlines and Data
+Locality", IEEE TPDS 28(12), 2017. Jobs arrive at t = 0; job
 j needs each chunk of C_j processed once (a unit-time task) by its deadline d_j;
 nodes store at most B chunks and run S VMs; chunks are placed (replicas allowed)
 before execution and never moved; at most one VM of a node reads a given chunk
@@ -48,13 +49,14 @@ from schedlab.lazy import lazy_exports
 # not re-exported: they share their modules' names, which the import system binds on the package.
 _EXPORTS = {
     "ALGORITHMS": "compare",
+    "EdgeRun": "compare",
     "run_algorithm": "compare",
     "cred_m": "cred",
     "cred_s": "cred",
     "cred_s_per_deadline": "cred",
     "first_fit": "baselines",
     "generate_instance": "generate",
-    "Instance": "instance",
+    "EdgeInstance": "instance",
     "load_instance": "instance",
     "lower_bound": "bounds",
     "lower_bounds": "bounds",

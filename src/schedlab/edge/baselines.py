@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from schedlab.edge.instance import Instance
+from schedlab.edge.instance import EdgeInstance
 from schedlab.edge.plan import NodePlan, materialize
 from schedlab.edge.solution import Solution
 
 
-def first_fit(inst: Instance) -> Solution:
+def first_fit(inst: EdgeInstance) -> Solution:
     dem = inst.demand
     plan = NodePlan(inst)
     demand = dem.demand.tolist()

@@ -91,8 +91,13 @@ def solve(
     from schedlab.edge.instance import load_instance
 
     parse_algorithms([algorithm], "--algorithm")
+    params = None
+    if algorithm == "milp":  # --milp-time-limit is the milp algorithm's time_limit parameter
+        if not milp_time_limit > 0:
+            raise InputError("--milp-time-limit", f"must be > 0, got {milp_time_limit}")
+        params = {"time_limit": milp_time_limit}
     inst = load_instance(instance)
-    run = run_algorithm(inst, algorithm, milp_time_limit=milp_time_limit)
+    run = run_algorithm(algorithm, inst, params=params)
     _check_run(run)
     row = {"algorithm": algorithm, **run.row(), "lower_bound": lower_bound(inst), "nodes": inst.nodes}
     if out_path is not None:

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from schedlab.edge.instance import Instance
+from schedlab.edge.instance import EdgeInstance
 from schedlab.edge.plan import NodePlan, materialize
 from schedlab.edge.solution import Solution
 
@@ -139,7 +139,7 @@ def _reuse_spare_storage(plan: NodePlan, remaining: list[list[int]], chunks: lis
             j += 1
 
 
-def cred_m_plan(inst: Instance, reuse: bool = True) -> NodePlan:
+def cred_m_plan(inst: EdgeInstance, reuse: bool = True) -> NodePlan:
     """Run CRED-M on ``inst``; with ``reuse=False`` every class gets its own nodes (CRED-S per deadline)."""
     dem = inst.demand
     plan = NodePlan(inst)
@@ -163,13 +163,13 @@ def cred_m_plan(inst: Instance, reuse: bool = True) -> NodePlan:
     return plan
 
 
-def cred_m(inst: Instance) -> Solution:
+def cred_m(inst: EdgeInstance) -> Solution:
     """CRED-M: deadline classes in order, reusing active nodes' chunks, storage and slots before opening nodes."""
     plan = cred_m_plan(inst)
     return materialize(inst, plan, "cred-m", {"nodes_opened": plan.num_nodes})
 
 
-def cred_s(inst: Instance) -> Solution:
+def cred_s(inst: EdgeInstance) -> Solution:
     """CRED-S. With several deadlines, every job is given the earliest one (the equal-deadline
     algorithm is only defined for one deadline; meeting the earliest meets them all)."""
     earliest = int(inst.deadlines.min())
@@ -178,7 +178,7 @@ def cred_s(inst: Instance) -> Solution:
     return materialize(flat, plan, "cred-s", {"nodes_opened": plan.num_nodes, "deadline_used": earliest})
 
 
-def cred_s_per_deadline(inst: Instance) -> Solution:
+def cred_s_per_deadline(inst: EdgeInstance) -> Solution:
     """Ablation of CRED-M without reuse: CRED-S on each deadline class with its own new nodes."""
     plan = cred_m_plan(inst, reuse=False)
     return materialize(inst, plan, "cred-s-per-deadline", {"nodes_opened": plan.num_nodes})

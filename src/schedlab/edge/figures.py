@@ -74,7 +74,7 @@ def _point(spec: SweepSpec, deadlines: list[int], mix: list[float], seed: int, x
     )
     rows = [{"sweep": sweep, "x": x, "seed": seed, "algorithm": "lower-bound", "active_nodes": lower_bound(inst)}]
     for name in spec.algorithms:
-        run = run_algorithm(inst, name)
+        run = run_algorithm(name, inst)
         if not run.feasible:
             raise InvariantError(f"{name} produced an infeasible schedule in the {sweep} sweep: {run.verdict.summary()}")
         rows.append({"sweep": sweep, "x": x, "seed": seed, "algorithm": name, "active_nodes": run.verdict.active_nodes})

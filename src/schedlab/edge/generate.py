@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.edge.instance import INT_LIMIT, Instance
+from schedlab.edge.instance import INT_LIMIT, EdgeInstance
 from schedlab.errors import InputError
 from schedlab.memory import check_fits
 from schedlab.sim.rng import RngStreams
@@ -101,7 +101,7 @@ def generate_instance(
     seed: int = 0,
     cover: bool = True,
     name: str = "",
-) -> Instance:
+) -> EdgeInstance:
     """A random instance; option names double as the error locations (``--jobs`` …)."""
     for opt, v in (("--jobs", jobs), ("--chunks", chunks), ("--chunks-per-node", chunks_per_node), ("--vms-per-node", vms_per_node)):
         if not isinstance(v, int) or v < 1 or v >= INT_LIMIT:
@@ -151,7 +151,7 @@ def generate_instance(
         "cover": cover,
     }
     total_tasks = int(sum(len(s) for s in sets))
-    return Instance.from_jobs(
+    return EdgeInstance.from_jobs(
         [(int(d), np.sort(s).tolist()) for d, s in zip(job_deadlines, sets, strict=True)],
         nodes=nodes if nodes is not None else min(max(total_tasks, 1), INT_LIMIT - 1),
         chunks_per_node=chunks_per_node,

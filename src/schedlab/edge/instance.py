@@ -51,7 +51,7 @@ INT_LIMIT = 2**31  # every integer in the JSON formats is below this, so int64 a
 
 
 @dataclass(frozen=True, eq=False)
-class Instance:
+class EdgeInstance:
     """A CRED problem: ``nodes`` (N), ``chunks_per_node`` (B), ``vms_per_node`` (S) and the jobs.
 
     Jobs are stored in CSR form: job j needs ``job_chunks[job_start[j]:job_start[j+1]]``
@@ -79,7 +79,7 @@ class Instance:
         name: str = "",
         generator: dict[str, Any] | None = None,
         where: str = "instance",
-    ) -> Instance:
+    ) -> EdgeInstance:
         """Build from ``[(deadline, [chunk ids]), …]``, validating like the JSON loader."""
         data = {
             "nodes": nodes,
@@ -93,7 +93,7 @@ class Instance:
         return cls.from_dict(data, where)
 
     @classmethod
-    def from_dict(cls, data: Any, where: str = "instance") -> Instance:
+    def from_dict(cls, data: Any, where: str = "instance") -> EdgeInstance:
         if not isinstance(data, dict):
             raise InputError(where, f"expected a JSON object, got {type(data).__name__}")
         for key in data:
@@ -197,9 +197,9 @@ class Instance:
     def demand(self) -> Demand:
         return Demand.of(self)
 
-    def with_deadlines(self, deadlines: np.ndarray) -> Instance:
+    def with_deadlines(self, deadlines: np.ndarray) -> EdgeInstance:
         """The same instance with other deadlines (e.g. CRED-S's all-equal view)."""
-        return Instance(
+        return EdgeInstance(
             nodes=self.nodes,
             chunks_per_node=self.chunks_per_node,
             vms_per_node=self.vms_per_node,
@@ -243,7 +243,7 @@ class Demand:
     task_deadline: np.ndarray  # (T,)
 
     @classmethod
-    def of(cls, inst: Instance) -> Demand:
+    def of(cls, inst: EdgeInstance) -> Demand:
         deadlines, job_class = np.unique(inst.deadlines, return_inverse=True)
         lengths = np.diff(deadlines, prepend=0)
         sizes = np.diff(inst.job_start)
@@ -300,6 +300,6 @@ def read_json_file(path: str | Path, what: str) -> Any:
         raise InputError(f"{p}:{e.lineno}", f"invalid JSON: {e.msg} (column {e.colno})") from None
 
 
-def load_instance(path: str | Path) -> Instance:
+def load_instance(path: str | Path) -> EdgeInstance:
     """Read and validate an instance file (errors name ``file: field.path``)."""
-    return Instance.from_dict(read_json_file(path, "instance"), str(path))
+    return EdgeInstance.from_dict(read_json_file(path, "instance"), str(path))

@@ -33,7 +33,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_matrix
 
 from schedlab.edge.bounds import lower_bound
-from schedlab.edge.instance import Instance
+from schedlab.edge.instance import EdgeInstance
 from schedlab.edge.plan import solution_from_units
 from schedlab.edge.solution import Solution
 
@@ -54,7 +54,7 @@ class MilpResult:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def milp_variables(inst: Instance, nodes: int, formulation: str = "intervals") -> int:
+def milp_variables(inst: EdgeInstance, nodes: int, formulation: str = "intervals") -> int:
     dem = inst.demand
     m = dem.num_chunks
     depth = dem.num_classes if formulation == "intervals" else int(dem.deadlines[-1])
@@ -86,7 +86,7 @@ class _Rows:
 
 
 def solve_milp(
-    inst: Instance,
+    inst: EdgeInstance,
     upper: int | None = None,
     *,
     time_limit: float = DEFAULT_TIME_LIMIT,

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from schedlab.edge.instance import Instance
+from schedlab.edge.instance import EdgeInstance
 from schedlab.edge.solution import Solution
 from schedlab.errors import InvariantError
 
@@ -40,7 +40,7 @@ from schedlab.errors import InvariantError
 class NodePlan:
     """Nodes opened so far with their free interval capacity, stored chunks and assigned units."""
 
-    def __init__(self, inst: Instance) -> None:
+    def __init__(self, inst: EdgeInstance) -> None:
         dem = inst.demand
         self.S = inst.vms_per_node
         self.B = inst.chunks_per_node
@@ -145,7 +145,7 @@ class NodePlan:
             raise InvariantError(f"node {n}: {offset} units over a fresh window of S*d = {self.S * horizon}")
 
 
-def materialize(inst: Instance, plan: NodePlan, algorithm: str, info: dict | None = None) -> Solution:
+def materialize(inst: EdgeInstance, plan: NodePlan, algorithm: str, info: dict | None = None) -> Solution:
     """The full solution of a plan: chunks placed at t = 0 where they are used, tasks on VMs and slots."""
     keys = [(n, c) for (n, c), u in plan.units.items() if any(u)]
     if not keys:
@@ -156,13 +156,13 @@ def materialize(inst: Instance, plan: NodePlan, algorithm: str, info: dict | Non
     return _build_solution(inst, kn, kc, amounts, algorithm, info or {})
 
 
-def solution_from_units(inst: Instance, node: np.ndarray, chunk: np.ndarray, amounts: np.ndarray, algorithm: str, info: dict | None = None) -> Solution:
+def solution_from_units(inst: EdgeInstance, node: np.ndarray, chunk: np.ndarray, amounts: np.ndarray, algorithm: str, info: dict | None = None) -> Solution:
     """Like :func:`materialize`, from arrays: ``amounts[r, k]`` units of dense chunk ``chunk[r]`` on ``node[r]`` in interval k."""
     keep = amounts.sum(axis=1) > 0
     return _build_solution(inst, node[keep], chunk[keep], amounts[keep], algorithm, info or {})
 
 
-def _build_solution(inst: Instance, kn: np.ndarray, kc: np.ndarray, amounts: np.ndarray, algorithm: str, info: dict) -> Solution:
+def _build_solution(inst: EdgeInstance, kn: np.ndarray, kc: np.ndarray, amounts: np.ndarray, algorithm: str, info: dict) -> Solution:
     dem = inst.demand
     # Number the nodes that got work 0, 1, … in opening order, so ids stay below N whenever N suffices.
     used, kn = np.unique(kn, return_inverse=True)

@@ -29,8 +29,8 @@ active_nodes_mismatch      the solution's claimed active-node count (if any) is 
 
 An *active node* is one that stores at least one chunk and runs at least one
 task (report, Section 1). Everything is vectorised with numpy (sorting and
-grouping), so verifying ~10^5 tasks takes milliseconds. Each violation kind
-reports its count and the first few offending rows in words.
+grouping). Each violation kind reports its count and the first few offending
+rows in words.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.edge.instance import Instance
+from schedlab.edge.instance import EdgeInstance
 from schedlab.edge.solution import NEVER, Solution
 
 RULES: dict[str, str] = {
@@ -140,7 +140,7 @@ class _Report:
         self.violations.append(Violation(kind, len(rows), examples))
 
 
-def verify(inst: Instance, sol: Solution) -> Verdict:
+def verify(inst: EdgeInstance, sol: Solution) -> Verdict:
     """Check every rule; ``Verdict.ok`` iff none is broken."""
     dem = inst.demand
     N, S, B, J, M = inst.nodes, inst.vms_per_node, inst.chunks_per_node, inst.num_jobs, inst.num_chunks

@@ -44,6 +44,7 @@ from typing import Any
 
 import schedlab
 from schedlab.atomic import atomic_write
+from schedlab.schedulers.megha import MEGHA_PAPER_COSTS
 
 __all__ = ["DEFAULT_OUT", "GOOGLE_HYBRID", "PAPER_PIGEONC_MEDIAN", "PARTS", "WORKLOADS", "reproduce"]
 
@@ -92,7 +93,6 @@ def _plan(sections: set[str], workloads: list[str], seeds: list[int]) -> list[di
             add(f"A|{tr}|pigeonc|authors|min-constraints", "pigeonc", tr, _where(tr, "pigeon"), {"compat": "authors"})
     if "B" in sections:
         # Imported here: the Megha package pulls in numpy (~0.5 s), which listing this module's PARTS does not need.
-        from schedlab.schedulers.megha import MEGHA_PAPER_COSTS
 
         for w in (20000, 12000):
             kw = {"workers": w, "constraints": False}

@@ -55,6 +55,7 @@ class Reproduction:
     what: str
     out: str = ""  # default output; empty for specs (their sweep picks results/NAME)
     target: str = ""  # "module:function" taking (out, options); empty for specs
+    parallel: bool = False  # does --jobs (runs at once) apply?
 
     @property
     def is_spec(self) -> bool:
@@ -84,11 +85,11 @@ _FUNCTIONS = (
     Reproduction("megha-prototype", "services", _MEGHA, "Fig. 12: a real local cluster beside the simulator (allocation time, execution delay)",
                  "reports/services/megha-prototype", "schedlab.experiments.catalogue:_prototype"),
     Reproduction("megha-jrt-delay", "data center", _AWARE, "Section 6: Megha's JRT delay on syn_250/500/1000 and Google, random vs min-constraints, both profiles",
-                 "reports/megha/reproduction.json", "schedlab.experiments.catalogue:_megha_jrt_delay"),
+                 "reports/megha/reproduction.json", "schedlab.experiments.catalogue:_megha_jrt_delay", parallel=True),
     Reproduction("megha-overheads", "data center", _MEGHA, "Figs. 6, 8-11 at a scale of minutes: allocation time against GM/LM counts and data-center size, fair sharing",
                  "reports/megha/paper_experiments.txt", "schedlab.experiments.catalogue:_megha_overheads"),
     Reproduction("baselines", "data center", "Pigeon, Sparrow, Eagle, Hawk", "the baselines' papers' comparisons (sections A, B, C of reports/baselines)",
-                 "reports/baselines/reproduction.json", "schedlab.experiments.catalogue:_baselines"),
+                 "reports/baselines/reproduction.json", "schedlab.experiments.catalogue:_baselines", parallel=True),
     Reproduction("dyndl-table2", "locality", _DYNDL, "Table 2 / Figs. 2-3: the worked example's makespans for every algorithm and the MILP optimum",
                  "reports/locality/table2.json", "schedlab.experiments.catalogue:_dyndl_table2"),
     *(
@@ -106,13 +107,13 @@ _FUNCTIONS = (
                  "reports/locality/milp_gap.json", "schedlab.experiments.catalogue:_dyndl_gap"),
     Reproduction("cred-fig4", "edge", "CRED", "Fig. 4: active nodes against the deadline spread and the share of early-deadline jobs",
                  "reports/edge/figure4", "schedlab.experiments.catalogue:_cred_fig4"),
-    Reproduction("grid", "grid", _GRID, "Table I and Figs. 2-6 together, with REPORT.md", "reports/grid", "schedlab.experiments.catalogue:_grid_all"),
+    Reproduction("grid", "grid", _GRID, "Table I and Figs. 2-6 together, with REPORT.md", "reports/grid", "schedlab.experiments.catalogue:_grid_all", parallel=True),
     Reproduction("grid-table1", "grid", _GRID, "Table I: Rand and Qlen without duplication under non-bursty, weak and strong bursty arrivals",
-                 "reports/grid", "schedlab.experiments.catalogue:_grid_table1"),
+                 "reports/grid", "schedlab.experiments.catalogue:_grid_table1", parallel=True),
     Reproduction("grid-fig2", "grid", _GRID, "Fig. 2: Rand, Qlen, Util, Est.QT at delay 0 and 1 s under strong bursty arrivals",
-                 "reports/grid", "schedlab.experiments.catalogue:_grid_fig2"),
+                 "reports/grid", "schedlab.experiments.catalogue:_grid_fig2", parallel=True),
     Reproduction("grid-figs3-6", "grid", _GRID, "Figs. 3-6: Rand, Qlen, Hybrid-1, Hybrid-2 with 0-7 duplications under each arrival pattern",
-                 "reports/grid", "schedlab.experiments.catalogue:_grid_figs"),
+                 "reports/grid", "schedlab.experiments.catalogue:_grid_figs", parallel=True),
 )
 
 

@@ -27,12 +27,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from schedlab.cluster.config import BUNDLED_CONFIGS
 from schedlab.datafiles import BUNDLED_TRACES, DEFAULT_WORKERS, PAPER_WORKERS
 from schedlab.defaults import DEFAULT_CAPACITY
 from schedlab.errors import InputError
 from schedlab.experiments.spec import DataCenterSpec, ExcludeField, LoadedSpec, WorkloadSpec
 from schedlab.run_config import RunConfig
-from schedlab.workload.trace import TraceJob
+from schedlab.schedulers import registry
+from schedlab.sim.rng import RngStreams
+from schedlab.workload.synthetic import generate_jobs
+from schedlab.workload.trace import TraceConventions, TraceJob, read_trace
 
 ID_LENGTH = 16
 
@@ -104,11 +108,8 @@ def config_id(config: dict[str, Any]) -> str:
 
 def workload_jobs(wl: dict[str, Any], trace_path: str | None = None) -> Iterator[TraceJob]:
     """Jobs of a resolved workload config: read from its trace, or generated from its own seed."""
-    from schedlab.workload.trace import TraceConventions, read_trace
 
     if wl.get("generate") is not None:
-        from schedlab.sim.rng import RngStreams
-        from schedlab.workload.synthetic import generate_jobs
 
         g = wl["generate"]
         rng = RngStreams(g["seed"]).np_rng("workload")  # the stream `schedlab trace generate` uses
@@ -211,7 +212,6 @@ def _data_centers(ls: LoadedSpec) -> list[tuple[str, dict[str, Any], dict[str, t
 
 def _config_file(ls: LoadedSpec, loc: tuple[Any, ...], name: str) -> tuple[Any, str | None]:
     """(what the run config records, the file to read) for a config name or path."""
-    from schedlab.cluster.config import BUNDLED_CONFIGS
 
     if name in BUNDLED_CONFIGS:
         return name, None
@@ -243,7 +243,6 @@ class Variant:
 
 def scheduler_variants(ls: LoadedSpec) -> list[Variant]:
     """Every scheduler × grid point, validated against the scheduler's own parameter model."""
-    from schedlab.schedulers import registry
 
     out: list[Variant] = []
     seen: dict[str, int] = {}

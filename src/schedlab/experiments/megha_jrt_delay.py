@@ -11,7 +11,8 @@ median) beside:
 * the paper (constraint-aware paper, Section 6): median 1.5 ms on syn_250,
   syn_500 and Google; 0.67 s (random) and 0.33 s (min-constraints) on syn_1000
   (:data:`PAPER_MEDIAN`);
-* the authors' simulator as measured in REFERENCE-SIMULATORS.md (syn_250):
+* the authors' simulator, one measured run on syn_250
+  (docs/authors-simulators.md#measured-runs):
   median 1.5 ms, mean 0.257 s, p99 1.003 s, max 300 s (:data:`AUTHORS_SYN_250`).
 
 ``quick=True`` runs syn_250 with seed 1 only (the four profile × worker-choice
@@ -34,6 +35,7 @@ from typing import Any
 
 import schedlab
 from schedlab.atomic import atomic_write
+from schedlab.metrics.export import write_json
 
 __all__ = ["AUTHORS_SYN_250", "DEFAULT_OUT", "PAPER_MEDIAN", "PARTS", "reproduce"]
 
@@ -55,7 +57,7 @@ PAPER_MEDIAN = {
     ("google", "random"): 0.0015,
     ("google", "min-constraints"): 0.0015,
 }
-# The authors' simulator on syn_250, as measured in REFERENCE-SIMULATORS.md (s).
+# The authors' simulator on syn_250, one measured run (s): docs/authors-simulators.md#measured-runs.
 AUTHORS_SYN_250 = {"p50": 0.0015, "mean": 0.257, "p99": 1.003, "max": 300.0}
 
 
@@ -98,7 +100,7 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
             f"{PAPER_MEDIAN[(trace, choice)]:g} | {avg('mean'):.4g} | {avg('p99'):.4g} | {avg('max'):.4g} | "
             f"{statistics.mean(x['inconsistencies'] for x in g):.0f} | {statistics.mean(x['wall_seconds'] for x in g):.1f} |"
         )
-    lines += ["", f"authors' simulator, syn_250 (REFERENCE-SIMULATORS.md): {AUTHORS_SYN_250}"]
+    lines += ["", f"authors' simulator, syn_250 (docs/authors-simulators.md#measured-runs): {AUTHORS_SYN_250}"]
     return lines
 
 
@@ -114,7 +116,6 @@ def reproduce(
     ``progress`` gets the table one line at a time (None: silent).
     """
     # Imported here: it pulls in pandas (~1 s), which listing this module's PARTS does not need.
-    from schedlab.metrics.export import write_json
 
     out = Path(out)
     say = progress or (lambda _line: None)

@@ -31,14 +31,14 @@ from schedlab.metrics.export import atomic_write
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # matplotlib loads only when a figure is drawn
 
 LOG_FLOOR = 1e-4  # seconds: delays at or below are drawn here on a log axis
 _MAX_POINTS = 4000
 
 
 def _figure(panels: int = 1, rows: int = 1, width: float = 6.0, height: float = 4.0) -> tuple[Figure, list[Axes]]:
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # matplotlib loads only when a figure is drawn
 
     fig = Figure(figsize=(width * panels, height * rows), layout="constrained")
     axes = fig.subplots(rows, panels, squeeze=False)

@@ -47,11 +47,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from schedlab.atomic import all_or_nothing
 from schedlab.errors import InputError
 from schedlab.experiments import plots
 from schedlab.experiments.compare import compare_frame, default_baseline, fmt, to_json, wide
+from schedlab.experiments.matrix import workload_jobs
 from schedlab.experiments.store import Store, load_results
 from schedlab.metrics.export import atomic_write, write_json
+from schedlab.workload.info import trace_report
 
 PERCENTILES = {"p50": "median", "mean": "mean", "p90": "p90", "p99": "p99", "p9999": "p99.99"}
 COMPONENTS = ("framework_queuing", "processing", "worker_queuing", "communication")
@@ -286,8 +289,6 @@ def _utilization_normalized(b: _Builder) -> None:
 
 
 def _constraint_load(b: _Builder) -> None:
-    from schedlab.experiments.matrix import workload_jobs
-    from schedlab.workload.info import trace_report
 
     b.add("## Per-constraint load (constraint-aware paper, Figures 2–4; Table 1)", "")
     table1 = []
@@ -383,7 +384,7 @@ th{background:#f3f3f3}img{max-width:100%;margin:0.5em 0}code{background:#f3f3f3;
 
 def to_html(markdown: str, title: str) -> str:
     """The report as a standalone HTML page (markdown-it-py, which rich already depends on)."""
-    from markdown_it import MarkdownIt
+    from markdown_it import MarkdownIt  # only the HTML report needs it
 
     body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown)
     return (
@@ -401,7 +402,6 @@ def write_report(
     plots_wanted: list[str] | None = None,
 ) -> Report:
     """Write the report of a results folder (default into ``RESULTS/report``): every file of it, or none."""
-    from schedlab.atomic import all_or_nothing
 
     with all_or_nothing():
         return _write_report(results, out, baseline, metrics, plots_wanted)

@@ -8,7 +8,8 @@ the first few jobs of each workload on small data centers with one seed, to
 check the whole path in seconds (CI), not to draw conclusions.
 
 Before anything runs, every scheduler the spec names must be available here
-(some come with the baselines of issue 4); otherwise one line says which.
+(a spec may name one from a plugin package that is not installed); otherwise
+one line says which.
 """
 
 from __future__ import annotations
@@ -19,13 +20,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from schedlab.errors import InputError
 from schedlab.experiments.spec import LoadedSpec, parse_spec
+from schedlab.schedulers import registry
 
 
 def builtin_specs() -> dict[str, str]:
     """Name → first line of the description, for every built-in spec."""
-    import yaml
 
     out = {}
     for p in sorted(_spec_dir().iterdir(), key=lambda p: p.name.removesuffix(".yaml")):
@@ -54,7 +57,6 @@ def load_builtin(name: str, *, quick: bool = False) -> LoadedSpec:
 
 def check_schedulers(ls: LoadedSpec, what: str) -> None:
     """One clear line when the spec names a scheduler this installation does not have."""
-    from schedlab.schedulers import registry
 
     have = registry.available()
     missing = [s.name for s in ls.spec.schedulers if s.name not in have]
@@ -80,8 +82,10 @@ def reproduce(
 
     Returns ``(SweepResult, Report)``; the report is written even when some runs failed.
     """
-    from schedlab.experiments.report import write_report
-    from schedlab.experiments.runner import run_sweep
+    from schedlab.experiments.report import (
+        write_report,  # listing the specs needs neither pandas nor matplotlib
+    )
+    from schedlab.experiments.runner import run_sweep  # (idem)
 
     ls = load_builtin(name, quick=quick)
     check_schedulers(ls, f"reproduce {name}")

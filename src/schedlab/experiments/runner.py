@@ -28,16 +28,21 @@ CLI draws it on stderr.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from schedlab import __version__
+from schedlab.datafiles import BUNDLED_TRACES
+from schedlab.engine import run as simulate_run
 from schedlab.errors import InputError, InvariantError
 from schedlab.experiments.matrix import Run, expand
 from schedlab.experiments.spec import LoadedSpec, load_spec
@@ -56,7 +61,6 @@ class RunOutput:
 
 def execute_run(run: Run) -> RunOutput:
     """Simulate one run of the grid (the function every backend ships to its workers)."""
-    from schedlab.engine import run as simulate_run
 
     result = simulate_run(run.run_config(), run.jobs())
     summary = {"run_id": run.id, **result.summary}
@@ -86,8 +90,6 @@ def _serial(runs: list[Run]) -> Iterator[Outcome]:
 
 
 def _pool(runs: list[Run], jobs: int) -> Iterator[Outcome]:
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as ex:
         futures = {ex.submit(safe_execute, r): r for r in runs}
@@ -109,7 +111,7 @@ def _pool(runs: list[Run], jobs: int) -> Iterator[Outcome]:
 
 def _ray(runs: list[Run], jobs: int | None, address: str | None) -> Iterator[Outcome]:
     try:
-        import ray
+        import ray  # an optional extra
     except ImportError:
         raise InputError("--backend ray", "Ray is not installed (pip install 'schedlab[ray]')") from None
     started = False
@@ -169,7 +171,6 @@ def check_inputs(runs: list[Run]) -> None:
     runs read; a bundled trace is trusted. A bad line fails here with its
     file:line, not in every run after the store was touched.
     """
-    from schedlab.datafiles import BUNDLED_TRACES
 
     seen: set[tuple] = set()
     for r in runs:
@@ -249,7 +250,6 @@ def experiment_info(ls: LoadedSpec) -> dict[str, Any]:
 
 
 def _version() -> str:
-    from schedlab import __version__
 
     return __version__
 

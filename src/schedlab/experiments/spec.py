@@ -23,7 +23,7 @@ A minimal spec::
     metrics: [jrt_delay.p50, jrt_delay.p99, utilization.mean]
     plots: [jrt_delay_cdf, utilization_cdf]
 
-Choices where the issue is silent:
+Choices made here:
 
 * A generated workload is drawn from its own ``seed`` (default 0), not the run
   seed, so every scheduler and seed sees the same jobs — as with a trace. The
@@ -57,6 +57,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from schedlab.errors import InputError
 from schedlab.run_config import RunConfig, check_costs
+from schedlab.workload.distributions import Dist
+from schedlab.workload.requests import RequestModel
+from schedlab.workload.synthetic import ArrivalSpec
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
@@ -129,8 +132,6 @@ class GeneratorSpec(_Model):
 
     @model_validator(mode="after")
     def _parse(self) -> GeneratorSpec:
-        from schedlab.workload.distributions import Dist
-        from schedlab.workload.synthetic import ArrivalSpec
 
         for name, parse in (
             ("arrivals", lambda s: ArrivalSpec.parse(s, "arrivals")),
@@ -161,7 +162,6 @@ class WorkloadSpec(_Model):
         if (self.trace is None) == (self.generate is None):
             raise ValueError("give exactly one of 'trace' and 'generate'")
         if self.requests is not None:
-            from schedlab.workload.requests import RequestModel
 
             try:
                 RequestModel.parse(self.requests, 2)  # multi-resource workers have cores and memory_mb

@@ -1,7 +1,7 @@
 """Computing grids under bursty load: backfilling sites, decentralized site selection, duplication-validation.
 
 Implements Zhang, Mi, Tai & Meleis, "Decentralized Scheduling of Bursty
-Workload on Computing Grids" (shared/papers/decentralized-bursty-grid-scheduling.txt):
+Workload on Computing Grids":
 
 * :mod:`~schedlab.grid.profile`, :mod:`~schedlab.grid.site` — sites and their
   queues under conservative backfilling (the paper's), EASY or FCFS;

@@ -7,6 +7,8 @@
 * ``plot`` — Figures 2–6 from a sweep's results.
 
 Option errors end as one line, ``error: --option: problem``, exit code 2.
+Commands import the simulation inside their bodies, so the rest of the
+command line starts without it.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from schedlab.errors import InputError
 from schedlab.folderlock import exclusive_folder
 from schedlab.grid.metrics import BUCKET_NAMES, perf_gap
 from schedlab.grid.simulation import GridConfig, simulate_grid
+from schedlab.metrics.export import write_table
 
 KEY = ("arrivals", "scheduler", "duplications", "delay", "seed")
 IDEAL = "ideal"  # the `scheduler` value of the ideal's row
@@ -173,7 +174,6 @@ _CONFIG_FIELDS = frozenset(f for f in GridConfig().as_dict() if f not in ("local
 
 def _sweep(runs: list[tuple[GridConfig, str | None]], path: Path | None, workers: int,
            progress: Callable[[int, int, dict[str, Any]], None] | None) -> pd.DataFrame:
-    from schedlab.metrics.export import write_table
 
     ids = [run_id(c, s) for c, s in runs]
     rows: list[dict[str, Any]] = []

@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from schedlab.errors import InputError
-from schedlab.grid.experiments import IDEAL
+from schedlab.grid.experiments import IDEAL, with_gaps
 from schedlab.grid.metrics import BUCKET_NAMES
 from schedlab.grid.selection import LABELS
 from schedlab.metrics.export import atomic_write
@@ -45,7 +45,6 @@ def load_results(source: str | os.PathLike | pd.DataFrame) -> pd.DataFrame:
     if missing:
         raise InputError(str(p), f"not a grid sweep results file (missing {', '.join(sorted(missing))})")
     if "perf_gap" not in df.columns:
-        from schedlab.grid.experiments import with_gaps
 
         df = with_gaps(df)
     return df
@@ -71,16 +70,16 @@ def _save(fig: Any, out: str | os.PathLike) -> Path:
     try:
         return atomic_write(out, write)
     finally:
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # matplotlib loads only when a figure is drawn
 
         plt.close(fig)
 
 
 def _pyplot():
-    import matplotlib
+    import matplotlib  # (idem)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib loads only when a figure is drawn
 
     return plt
 

@@ -1,7 +1,7 @@
 """Reproduce the grid paper's Table I and Figures 2–6 and write them beside the paper's numbers.
 
 The paper: Zhang, Mi, Tai & Meleis, "Decentralized Scheduling of Bursty
-Workload on Computing Grids" (``shared/papers/decentralized-bursty-grid-scheduling.txt``).
+Workload on Computing Grids".
 :func:`reproduce` runs its experiments with :mod:`schedlab.grid.experiments`,
 draws the figures with :mod:`schedlab.grid.plots` and writes ``REPORT.md``,
 where each table and figure is followed by what the paper reports

@@ -43,9 +43,9 @@ _EXPORTS = {
     "CallableCost": "model",
     "CostFunction": "model",
     "Evaluation": "model",
-    "Instance": "model",
     "LinearCost": "model",
-    "Result": "model",
+    "LocalityInstance": "model",
+    "LocalitySchedule": "model",
     "TableCost": "model",
     "evaluate": "model",
 }

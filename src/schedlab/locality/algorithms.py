@@ -8,58 +8,136 @@ initial load only when it frees up (:mod:`schedlab.locality.online`);
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
+
+from schedlab.algorithms import Algorithm, AlgorithmParams, AlgorithmRegistry
 from schedlab.errors import InputError
-from schedlab.locality.model import Instance, Result
+from schedlab.locality.model import LocalityInstance, LocalitySchedule
+from schedlab.locality.online import RemotePick, Routing, Timeline
+
+# -- parameters ----------------------------------------------------------------------------------------------------
+RemotePickField = Annotated[
+    RemotePick,
+    Field(description="which task a core takes when it goes remote: random (uniform, from the run's seed) or first (the lowest-numbered)"),
+]
+TimelineField = Annotated[
+    Timeline,
+    Field(description="the online run's clock: running (finished remote tasks keep their time) or model (the cost model applied so far)"),
+]
 
 
-@dataclass(frozen=True)
-class AlgorithmSpec:
-    name: str
-    label: str
-    mode: str  # online | offline | exact
-    summary: str
-    params: dict[str, tuple[type, Any]] = field(default_factory=dict)  # name -> (type, default)
-    seeded: bool = False  # draws random numbers from the run's seed
+class HadoopParams(AlgorithmParams):
+    remote_pick: RemotePickField = "random"
+    timeline: TimelineField = "running"
 
 
-ALGORITHMS: dict[str, AlgorithmSpec] = {
-    spec.name: spec
-    for spec in (
-        AlgorithmSpec("dyndloff", "DynDLOff", "offline", "DynDL offline: balanced local assignment, then remote tasks by deadline (Section 5)"),
-        AlgorithmSpec(
+class DelayParams(AlgorithmParams):
+    delay_threshold: float = Field(
+        3.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="W: how long a free core with no data-local task waits before it takes a remote one "
+        "(DynDLOn waits max(g_s(r_s), W) once its server runs a remote task)",
+    )
+    remote_pick: RemotePickField = "random"
+    timeline: TimelineField = "running"
+
+
+class LtfpaParams(AlgorithmParams):
+    threshold: int = Field(0, ge=0, description="an idle core serves another server's queue only when that queue holds more than this many tasks")
+    routing: Routing = Field("load", description="where each task is queued: load (the preferred server whose next local slot ends first) or queue (the shortest queue)")
+    timeline: TimelineField = "running"
+
+
+class HtaParams(AlgorithmParams):
+    time_limit: float | None = Field(None, gt=0, description="stop with a timeout after this many seconds (none: no limit)")
+
+
+class LocalityMilpParams(AlgorithmParams):
+    time_limit: float = Field(60.0, gt=0, description="seconds the MILP solver may run")
+    fewest_remote: bool = Field(False, description="a second solve keeps the optimal makespan and minimises the remote tasks")
+
+
+# -- how each algorithm is run ---------------------------------------------------------------------------------------
+def _dyndloff(inst: LocalityInstance, seed: int, p: AlgorithmParams) -> LocalitySchedule:
+    from schedlab.locality.dyndloff import dyndloff
+
+    return dyndloff(inst)
+
+
+def _dyndlon(inst: LocalityInstance, seed: int, p: DelayParams) -> LocalitySchedule:
+    from schedlab.locality.online import dyndlon
+
+    return dyndlon(inst, seed, p.delay_threshold, p.remote_pick, p.timeline)
+
+
+def _hadoop(inst: LocalityInstance, seed: int, p: HadoopParams) -> LocalitySchedule:
+    from schedlab.locality.online import hadoop
+
+    return hadoop(inst, seed, p.remote_pick, p.timeline)
+
+
+def _delay(inst: LocalityInstance, seed: int, p: DelayParams) -> LocalitySchedule:
+    from schedlab.locality.online import delay
+
+    return delay(inst, seed, p.delay_threshold, p.remote_pick, p.timeline)
+
+
+def _ltfpa(inst: LocalityInstance, seed: int, p: LtfpaParams) -> LocalitySchedule:
+    from schedlab.locality.online import ltfpa
+
+    return ltfpa(inst, seed, p.threshold, p.routing, p.timeline)
+
+
+def _list(inst: LocalityInstance, seed: int, p: AlgorithmParams) -> LocalitySchedule:
+    from schedlab.locality.baselines import list_scheduling
+
+    return list_scheduling(inst)
+
+
+def _hta(inst: LocalityInstance, seed: int, p: HtaParams) -> LocalitySchedule:
+    from schedlab.locality.baselines import hta
+
+    return hta(inst, p.time_limit)
+
+
+def _bar(inst: LocalityInstance, seed: int, p: AlgorithmParams) -> LocalitySchedule:
+    from schedlab.locality.baselines import bar
+
+    return bar(inst)
+
+
+def _milp(inst: LocalityInstance, seed: int, p: LocalityMilpParams) -> LocalitySchedule:
+    from schedlab.locality.milp import solve_milp
+
+    return solve_milp(inst, time_limit=p.time_limit, fewest_remote=p.fewest_remote)
+
+
+# -- the registry --------------------------------------------------------------------------------------------------
+ALGORITHMS: AlgorithmRegistry[LocalityInstance, LocalitySchedule] = AlgorithmRegistry(
+    "locality",
+    [
+        Algorithm("dyndloff", "DynDLOff", "offline", "DynDL offline: balanced local assignment, then remote tasks by deadline (Section 5)", _dyndloff),
+        Algorithm(
             "dyndlon",
             "DynDLOn",
             "online",
             "DynDL online: delay scheduling whose delay grows with the server's remote cost (Algorithm 1)",
-            {"delay_threshold": (float, 3.0), "remote_pick": (str, "random"), "timeline": (str, "running")},
+            _dyndlon,
+            DelayParams,
             seeded=True,
         ),
-        AlgorithmSpec("hadoop", "Hadoop", "online", "Hadoop default: local task if any, else a random task", {"remote_pick": (str, "random"), "timeline": (str, "running")}, seeded=True),
-        AlgorithmSpec(
-            "delay",
-            "DELAY",
-            "online",
-            "delay scheduling with a fixed threshold",
-            {"delay_threshold": (float, 3.0), "remote_pick": (str, "random"), "timeline": (str, "running")},
-            seeded=True,
-        ),
-        AlgorithmSpec("ltfpa", "LTFPA", "online", "local-tasks-first priority: load-balanced local queues, idle cores steal from the longest", {"threshold": (int, 0), "routing": (str, "load"), "timeline": (str, "running")}),
-        AlgorithmSpec("list", "LIST", "offline", "list scheduling: each task, in order, where it finishes earliest"),
-        AlgorithmSpec("hta", "HTA", "offline", "Fischer-Su-Yin max-cover/bal-assign with cluster-wide remote cost", {"time_limit": (float, None)}),
-        AlgorithmSpec("bar", "BAR", "offline", "Balance-Reduce with cluster-wide remote cost"),
-        AlgorithmSpec(
-            "milp",
-            "MILP",
-            "exact",
-            "exact mixed-integer program (HiGHS), small instances only",
-            {"time_limit": (float, 60.0), "fewest_remote": (bool, False)},
-        ),
-    )
-}
+        Algorithm("hadoop", "Hadoop", "online", "Hadoop default: local task if any, else a random task", _hadoop, HadoopParams, seeded=True),
+        Algorithm("delay", "DELAY", "online", "delay scheduling with a fixed threshold", _delay, DelayParams, seeded=True),
+        Algorithm("ltfpa", "LTFPA", "online", "local-tasks-first priority: load-balanced local queues, idle cores steal from the longest", _ltfpa, LtfpaParams),
+        Algorithm("list", "LIST", "offline", "list scheduling: each task, in order, where it finishes earliest", _list),
+        Algorithm("hta", "HTA", "offline", "Fischer-Su-Yin max-cover/bal-assign with cluster-wide remote cost", _hta, HtaParams),
+        Algorithm("bar", "BAR", "offline", "Balance-Reduce with cluster-wide remote cost", _bar),
+        Algorithm("milp", "MILP", "exact", "exact mixed-integer program (HiGHS), small instances only", _milp, LocalityMilpParams),
+    ],
+)
 
 #: The paper's eight algorithms, in the order used by tables and plots.
 PAPER_ALGORITHMS = ("dyndloff", "dyndlon", "hadoop", "delay", "ltfpa", "list", "hta", "bar")
@@ -68,14 +146,7 @@ NON_DYNAMIC = ("hadoop", "delay", "ltfpa", "hta", "bar")
 
 
 def label(name: str) -> str:
-    return ALGORITHMS[name].label if name in ALGORITHMS else name
-
-
-def get_spec(name: str) -> AlgorithmSpec:
-    spec = ALGORITHMS.get(name)
-    if spec is None:
-        raise InputError("--algorithm", f"unknown algorithm {name!r} (choose from {', '.join(ALGORITHMS)})")
-    return spec
+    return ALGORITHMS.get(name).label if name in ALGORITHMS else name
 
 
 def parse_algorithms(text: str | None, default: tuple[str, ...] = PAPER_ALGORITHMS) -> list[str]:
@@ -91,55 +162,10 @@ def parse_algorithms(text: str | None, default: tuple[str, ...] = PAPER_ALGORITH
         elif n in ALGORITHMS:
             names.append(n)
         else:
-            raise InputError("--algorithms", f"unknown algorithm {n!r} (choose from all, {', '.join(ALGORITHMS)})")
+            raise InputError("--algorithms", f"unknown algorithm {n!r} (choose from all, {', '.join(ALGORITHMS.names())})")
     return list(dict.fromkeys(names))
 
 
-def check_params(name: str, params: dict[str, Any] | None) -> dict[str, Any]:
-    """Validate parameters for algorithm ``name`` and fill in defaults."""
-    spec = get_spec(name)
-    out = {k: d for k, (_, d) in spec.params.items()}
-    for key, value in (params or {}).items():
-        if key not in spec.params:
-            allowed = ", ".join(spec.params) or "none"
-            raise InputError("--param", f"{name} has no parameter {key!r} (parameters: {allowed})")
-        typ, _ = spec.params[key]
-        if typ is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if value is not None and not (isinstance(value, typ) and not (typ is not bool and isinstance(value, bool))):
-            raise InputError("--param", f"{name}: {key} must be {typ.__name__}, got {value!r}")
-        out[key] = value
-    return out
-
-
-def run_algorithm(name: str, inst: Instance, seed: int = 0, params: dict[str, Any] | None = None) -> Result:
-    """Run one algorithm on an instance; ``params`` are checked against the registry."""
-    p = check_params(name, params)
-    fn = _dispatch()[name]
-    try:
-        return fn(inst, seed, p)
-    except InputError as e:
-        if e.where in p:  # a parameter's value was rejected: name it as the CLI option it came from
-            raise InputError(f"--param {e.where}", e.problem) from None
-        raise
-
-
-def _dispatch() -> dict[str, Callable[[Instance, int, dict[str, Any]], Result]]:
-    from schedlab.locality import baselines, dyndloff, online
-
-    def milp(inst: Instance, seed: int, p: dict[str, Any]) -> Result:
-        from schedlab.locality.milp import solve_milp
-
-        return solve_milp(inst, time_limit=p["time_limit"], fewest_remote=p["fewest_remote"])
-
-    return {
-        "dyndloff": lambda inst, seed, p: dyndloff.dyndloff(inst),
-        "dyndlon": lambda inst, seed, p: online.dyndlon(inst, seed, p["delay_threshold"], p["remote_pick"], p["timeline"]),
-        "hadoop": lambda inst, seed, p: online.hadoop(inst, seed, p["remote_pick"], p["timeline"]),
-        "delay": lambda inst, seed, p: online.delay(inst, seed, p["delay_threshold"], p["remote_pick"], p["timeline"]),
-        "ltfpa": lambda inst, seed, p: online.ltfpa(inst, seed, p["threshold"], p["routing"], p["timeline"]),
-        "list": lambda inst, seed, p: baselines.list_scheduling(inst),
-        "hta": lambda inst, seed, p: baselines.hta(inst, baselines.check_time_limit(p["time_limit"])),
-        "bar": lambda inst, seed, p: baselines.bar(inst),
-        "milp": milp,
-    }
+def run_algorithm(name: str, inst: LocalityInstance, seed: int = 0, params: dict[str, Any] | AlgorithmParams | None = None) -> LocalitySchedule:
+    """Run one algorithm on an instance: ``ALGORITHMS.run`` (``params`` validated against its ``Params``)."""
+    return ALGORITHMS.run(name, inst, seed=seed, params=params)

@@ -56,7 +56,12 @@ import numpy as np
 
 from schedlab.errors import InputError
 from schedlab.locality.dyndloff import phase_one
-from schedlab.locality.model import Assignment, Instance, Result, loads_from_counts
+from schedlab.locality.model import (
+    Assignment,
+    LocalityInstance,
+    LocalitySchedule,
+    loads_from_counts,
+)
 
 EPS = 1e-9
 
@@ -66,7 +71,7 @@ class Timeout(Exception):
 
 
 # -- LIST ------------------------------------------------------------------------------------------------------
-def list_scheduling(inst: Instance) -> Result:
+def list_scheduling(inst: LocalityInstance) -> LocalitySchedule:
     """LIST: tasks in order, each on the core where it would finish earliest (dynamic remote costs included)."""
     t0 = time.perf_counter()
     T, P, S = inst.n_tasks, inst.n_cores, inst.n_servers
@@ -113,7 +118,7 @@ def list_scheduling(inst: Instance) -> Result:
             load_now[p] += 1.0
             as_remote[p] += 1.0
     _, makespan = loads_from_counts(inst, core_local, core_remote)
-    return Result("list", Assignment(task_core), makespan, int(core_remote.sum()), time.perf_counter() - t0, {})
+    return LocalitySchedule("list", Assignment(task_core), makespan, int(core_remote.sum()), time.perf_counter() - t0, {})
 
 
 # -- HTA ---------------------------------------------------------------------------------------------------------
@@ -149,8 +154,9 @@ def _water_fill(base: np.ndarray, w: np.ndarray, n: int) -> np.ndarray:
     return k
 
 
-def hta(inst: Instance, time_limit: float | None = None) -> Result:
+def hta(inst: LocalityInstance, time_limit: float | None = None) -> LocalitySchedule:
     """HTA's max-cover / bal-assign over increasing thresholds, adapted to cores with initial loads."""
+    time_limit = check_time_limit(time_limit)
     t0 = time.perf_counter()
     T, P = inst.n_tasks, inst.n_cores
     reps = inst.replica_lists()
@@ -247,7 +253,7 @@ def hta(inst: Instance, time_limit: float | None = None) -> Result:
     core_local = np.bincount(task_core[local], minlength=P)
     core_remote = np.bincount(task_core[~local], minlength=P)
     _, makespan = loads_from_counts(inst, core_local, core_remote)
-    return Result(
+    return LocalitySchedule(
         "hta",
         Assignment(task_core),
         makespan,
@@ -258,7 +264,7 @@ def hta(inst: Instance, time_limit: float | None = None) -> Result:
 
 
 # -- BAR ---------------------------------------------------------------------------------------------------------
-def bar(inst: Instance) -> Result:
+def bar(inst: LocalityInstance) -> LocalitySchedule:
     """BAR: Phase I as the balance phase, then reduce moves under the cluster-wide remote cost while they help."""
     t0 = time.perf_counter()
     T, P = inst.n_tasks, inst.n_cores
@@ -318,7 +324,7 @@ def bar(inst: Instance) -> Result:
         loc, rem, R, loads, current = loc2, rem2, R2, loads2, new
         moves += 1
     _, makespan = loads_from_counts(inst, loc, rem)
-    return Result(
+    return LocalitySchedule(
         "bar",
         Assignment(task_core),
         makespan,

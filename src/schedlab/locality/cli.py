@@ -70,10 +70,10 @@ def solve(
     show: Annotated[bool, typer.Option("--show-assignment", help="Print every task's core (small instances).")] = False,
 ) -> None:
     """Run one algorithm on one instance; the evaluator re-checks its makespan."""
-    from schedlab.locality.algorithms import check_params, label, run_algorithm
+    from schedlab.locality.algorithms import ALGORITHMS, label, run_algorithm
     from schedlab.locality.model import evaluate
 
-    params = check_params(algorithm, parse_key_values(param))
+    params = ALGORITHMS.parse_params(algorithm, parse_key_values(param))
     inst = _instance(instance, tasks, servers, cores, alpha, beta, theta, replicas, seed)
     r = run_algorithm(algorithm, inst, seed, params)
     ev = evaluate(inst, r.assignment)
@@ -232,7 +232,17 @@ def list_algorithms() -> None:
     """List the algorithms with their parameters."""
     from schedlab.locality.algorithms import ALGORITHMS
 
-    t = Table("name", "paper", "mode", "parameters (defaults)", "what it is")
-    for spec in ALGORITHMS.values():
-        t.add_row(spec.name, spec.label, spec.mode, ", ".join(f"{k}={d}" for k, (_, d) in spec.params.items()), spec.summary)
+    t = Table("name", "paper", "kind", "parameters (defaults)", "what it is")
+    shared: dict[tuple, list[str]] = {}  # one row per parameter, listing the algorithms that take it
+    for algo in ALGORITHMS.entries():
+        t.add_row(algo.name, algo.label, algo.kind, ", ".join(f"{q.name}={q.default}" for q in algo.parameters()), algo.summary)
+        for q in algo.parameters():
+            shared.setdefault((q.name, q.type, str(q.default), q.description), []).append(algo.name)
     out.print(t)
+    pt = Table(title="parameters (set with --param KEY=VALUE)", title_justify="left")
+    pt.add_column("parameter", no_wrap=True, min_width=max((len(key[0]) for key in shared), default=9))
+    for col in ("type", "default", "algorithms", "meaning"):
+        pt.add_column(col)
+    for (name, typ, default, description), names in shared.items():
+        pt.add_row(name, typ, default, ", ".join(names), description)
+    out.print(pt)

@@ -68,8 +68,8 @@ import numpy as np
 
 from schedlab.locality.model import (
     Assignment,
-    Instance,
-    Result,
+    LocalityInstance,
+    LocalitySchedule,
     is_local,
     loads_from_counts,
     task_locality,
@@ -101,7 +101,7 @@ def _server_graph(task_server: np.ndarray, rep_task: np.ndarray, rep_server: np.
     return csr_matrix((np.ones(int(keep.sum()), dtype=np.int32), (rows[keep], rep_server[keep])), shape=(n, n))
 
 
-def phase_one(inst: Instance, record: bool = False) -> PhaseOne:
+def phase_one(inst: LocalityInstance, record: bool = False) -> PhaseOne:
     """Algorithm 2: greedy data-local ``B0``, then cost-reducing paths until every server is DONE."""
     S, P, T = inst.n_servers, inst.n_cores, inst.n_tasks
     reps = inst.replica_lists()
@@ -271,14 +271,14 @@ def phase_one(inst: Instance, record: bool = False) -> PhaseOne:
     )
 
 
-def _argmin_per_server(inst: Instance) -> list[int]:
+def _argmin_per_server(inst: LocalityInstance) -> list[int]:
     """Index of the least-loaded core of every server (first on ties), vectorized."""
     st = inst.server_core_start
     order = np.lexsort((np.arange(inst.n_cores), inst.initial_load, inst.core_server))
     return order[st[:-1]].tolist()
 
 
-def _finish_times(inst: Instance, task_core: np.ndarray) -> np.ndarray:
+def _finish_times(inst: LocalityInstance, task_core: np.ndarray) -> np.ndarray:
     """``F(t) = L_init(A(t)) + k`` for the k-th task on its core (tasks on a core in index order)."""
     T = task_core.size
     order = np.lexsort((np.arange(T), task_core))
@@ -291,7 +291,7 @@ def _finish_times(inst: Instance, task_core: np.ndarray) -> np.ndarray:
     return finish
 
 
-def is_balanced(inst: Instance, task_core: np.ndarray) -> bool:
+def is_balanced(inst: LocalityInstance, task_core: np.ndarray) -> bool:
     """Brute-force check that a data-local assignment has no cost-reducing path (Constraint 2, server level)."""
     from scipy.sparse.csgraph import depth_first_order
 
@@ -335,7 +335,7 @@ class Candidate:
 class PhaseTwo:
     """Algorithm 3 over a balanced assignment: deadline tests, the binary search, and the candidate assignments."""
 
-    def __init__(self, inst: Instance, one: PhaseOne) -> None:
+    def __init__(self, inst: LocalityInstance, one: PhaseOne) -> None:
         self.inst = inst
         self.one = one
         T = inst.n_tasks
@@ -513,7 +513,7 @@ class PhaseTwo:
             heapq.heappush(heap, (future(s)[0], s))
 
 
-def dyndloff(inst: Instance) -> Result:
+def dyndloff(inst: LocalityInstance) -> LocalitySchedule:
     """Run DynDLOff (Phase I then Phase II) and return the better of ``A_k`` and ``A_{k+1}``."""
     t0 = time.perf_counter()
     one = phase_one(inst)
@@ -525,7 +525,7 @@ def dyndloff(inst: Instance) -> Result:
         cands.append(two.assignment(k + 1))
     best = min(cands, key=lambda c: (c.makespan, c.remote_tasks))
     t2 = time.perf_counter()
-    return Result(
+    return LocalitySchedule(
         algorithm="dyndloff",
         assignment=Assignment(best.task_core),
         makespan=best.makespan,

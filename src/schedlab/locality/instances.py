@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from schedlab.errors import InputError
-from schedlab.locality.model import CostFunction, Instance, LinearCost, TableCost
+from schedlab.locality.model import CostFunction, LinearCost, LocalityInstance, TableCost
 from schedlab.memory import check_fits
 from schedlab.sim.rng import RngStreams
 
@@ -52,13 +52,13 @@ BUNDLED = ("table2",)
 
 
 # -- the paper's worked example ---------------------------------------------------------------------
-def table2_instance() -> Instance:
+def table2_instance() -> LocalityInstance:
     """Table 2 (Section 4): 4 servers x 2 cores, 5 tasks, ``g_s(n) = 1 + 0.5 n``.
 
     The extracted text gives core p32's initial load as "14"; any value above
     3.25 gives the same example (p32 never matters), so we keep 14.
     """
-    return Instance.from_lists(
+    return LocalityInstance.from_lists(
         initial_loads=[[0.75, 0.5], [0.25, 2.0], [2.25, 14.0], [2.5, 3.75]],
         # DL_srv(t): s1 holds t1; s2 holds t1..t4; s3 holds t3, t4, t5; s4 holds t2, t5.
         replicas=[[0, 1], [1, 3], [1, 2], [1, 2], [2, 3]],
@@ -104,7 +104,7 @@ def generate(
     theta: float = 1.0,
     replicas: int = 3,
     seed: int = 0,
-) -> Instance:
+) -> LocalityInstance:
     """The paper's workload generator (Section 6.1.1; defaults are Table 3's)."""
     tasks = _check_int("--tasks", tasks, 1)
     servers = _check_int("--servers", servers, 1)
@@ -126,7 +126,7 @@ def generate(
     upper = alpha * server_of_core + beta
     loads = streams.np_rng("locality.initial_loads").random(n_cores) * upper
     reps = draw_distinct(streams.np_rng("locality.replicas"), tasks, replicas, servers)
-    return Instance(
+    return LocalityInstance(
         server_core_start=np.arange(servers + 1, dtype=np.int64) * core_num,
         initial_load=loads,
         replica_start=np.arange(tasks + 1, dtype=np.int64) * replicas,
@@ -170,8 +170,8 @@ def _cost_from_json(spec: Any, where: str) -> CostFunction:
     raise InputError(f"{where}.kind", f"unknown kind {kind!r} (choose from linear, table)")
 
 
-def instance_from_dict(doc: Any, source: str = "instance") -> Instance:
-    """An :class:`Instance` from the parsed JSON document (see the module docstring)."""
+def instance_from_dict(doc: Any, source: str = "instance") -> LocalityInstance:
+    """A :class:`~schedlab.locality.model.LocalityInstance` from the parsed JSON document (see the module docstring)."""
 
     def at(path: str) -> str:
         return f"{source}: {path}"
@@ -277,10 +277,10 @@ def instance_from_dict(doc: Any, source: str = "instance") -> Instance:
     inst_name = doc.get("name", Path(source).stem)
     if not isinstance(inst_name, str):
         raise InputError(at("name"), f"must be a string, got {inst_name!r}")
-    return Instance.from_lists(loads, reps, costs, server_names=names, task_names=tnames, name=inst_name)
+    return LocalityInstance.from_lists(loads, reps, costs, server_names=names, task_names=tnames, name=inst_name)
 
 
-def load_instance(path: str | Path) -> Instance:
+def load_instance(path: str | Path) -> LocalityInstance:
     """Read a JSON instance file, or a bundled name (``table2``)."""
     if str(path) == "table2":
         return table2_instance()
@@ -300,7 +300,7 @@ def load_instance(path: str | Path) -> Instance:
     return instance_from_dict(doc, str(p))
 
 
-def instance_to_dict(inst: Instance) -> dict[str, Any]:
+def instance_to_dict(inst: LocalityInstance) -> dict[str, Any]:
     """The JSON form of ``inst`` (round-trips through :func:`instance_from_dict`)."""
     funcs = {}
     for f, func in enumerate(inst.cost_functions):

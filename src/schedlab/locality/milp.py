@@ -31,7 +31,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_matrix
 
 from schedlab.errors import InputError
-from schedlab.locality.model import Assignment, Instance, Result, evaluate
+from schedlab.locality.model import Assignment, LocalityInstance, LocalitySchedule, evaluate
 
 MAX_PAIRS = 20_000
 
@@ -55,7 +55,7 @@ def _silence_stdout():
         os.close(devnull)
 
 
-def solve_milp(inst: Instance, time_limit: float = 60.0, fewest_remote: bool = False) -> Result:
+def solve_milp(inst: LocalityInstance, time_limit: float = 60.0, fewest_remote: bool = False) -> LocalitySchedule:
     """The optimal assignment of a small instance (``details['status']`` says whether optimality was proven)."""
     T, P, S = inst.n_tasks, inst.n_cores, inst.n_servers
     if isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or not time_limit > 0:
@@ -158,7 +158,7 @@ def solve_milp(inst: Instance, time_limit: float = 60.0, fewest_remote: bool = F
     xs = sol[:nx].reshape(T, P)
     task_core = np.argmax(xs, axis=1).astype(np.int64)
     ev = evaluate(inst, Assignment(task_core))
-    return Result(
+    return LocalitySchedule(
         algorithm="milp",
         assignment=Assignment(task_core),
         makespan=ev.makespan,

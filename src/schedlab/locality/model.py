@@ -144,7 +144,7 @@ def as_cost_function(g: CostFunction | Callable[[int], float]) -> CostFunction:
 
 # -- instances -------------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
-class Instance:
+class LocalityInstance:
     """A DynDL scheduling instance, stored as flat arrays (cores of a server are contiguous).
 
     Build one with :meth:`from_lists` (or :func:`schedlab.locality.instances.generate` /
@@ -223,7 +223,7 @@ class Instance:
         server_names: Sequence[str] | None = None,
         task_names: Sequence[str] | None = None,
         name: str = "instance",
-    ) -> Instance:
+    ) -> LocalityInstance:
         """An instance from per-server lists of core initial loads and per-task lists of replica servers.
 
         ``cost`` is one remote-cost function for every server or a sequence with one per server.
@@ -306,14 +306,14 @@ class Evaluation:
     core_active: np.ndarray  # (P,) bool
 
 
-def task_locality(inst: Instance, task_core: np.ndarray) -> np.ndarray:
+def task_locality(inst: LocalityInstance, task_core: np.ndarray) -> np.ndarray:
     """For each task, whether its core's server holds one of its replicas."""
     srv = inst.core_server[task_core]
     hit = np.repeat(srv, inst.task_replica_count) == inst.replica_server
     return np.logical_or.reduceat(hit, inst.replica_start[:-1])
 
 
-def is_local(inst: Instance, tasks: np.ndarray, cores: np.ndarray) -> np.ndarray:
+def is_local(inst: LocalityInstance, tasks: np.ndarray, cores: np.ndarray) -> np.ndarray:
     """Whether each ``tasks[i]`` would be data-local on ``cores[i]``."""
     tasks = np.asarray(tasks, dtype=np.int64)
     if tasks.size == 0:
@@ -325,7 +325,7 @@ def is_local(inst: Instance, tasks: np.ndarray, cores: np.ndarray) -> np.ndarray
     return np.logical_or.reduceat(hit, offsets)
 
 
-def remote_cost_per_server(inst: Instance, server_remote: np.ndarray) -> np.ndarray:
+def remote_cost_per_server(inst: LocalityInstance, server_remote: np.ndarray) -> np.ndarray:
     """``g_s(r_s)`` for every server (1.0 where ``r_s = 0``; nothing pays it then)."""
     out = np.ones(inst.n_servers)
     n_max = int(server_remote.max()) if server_remote.size else 0
@@ -338,7 +338,7 @@ def remote_cost_per_server(inst: Instance, server_remote: np.ndarray) -> np.ndar
     return out
 
 
-def check_complete(inst: Instance, task_core: np.ndarray) -> None:
+def check_complete(inst: LocalityInstance, task_core: np.ndarray) -> None:
     """Raise ``ValueError`` unless every task is mapped to an existing core."""
     tc = np.asarray(task_core)
     if tc.shape != (inst.n_tasks,):
@@ -348,7 +348,7 @@ def check_complete(inst: Instance, task_core: np.ndarray) -> None:
         raise ValueError(f"task {inst.task_name(bad)} is not assigned to a core (got {int(tc[bad])})")
 
 
-def evaluate(inst: Instance, assignment: Assignment | np.ndarray) -> Evaluation:
+def evaluate(inst: LocalityInstance, assignment: Assignment | np.ndarray) -> Evaluation:
     """The paper's costs for ``assignment``, recomputed from scratch (Section 3).
 
     ``C_A(t) = 1`` if ``t`` is data-local, else ``g_s(r_s)``; ``L_A(p) = L_init(p) + idle(p) + sum C_A(t)``;
@@ -378,7 +378,7 @@ def evaluate(inst: Instance, assignment: Assignment | np.ndarray) -> Evaluation:
 
 
 def loads_from_counts(
-    inst: Instance,
+    inst: LocalityInstance,
     core_local: np.ndarray,
     core_remote: np.ndarray,
     idle: np.ndarray | None = None,
@@ -398,7 +398,7 @@ def loads_from_counts(
 
 
 @dataclass(eq=False)
-class Result:
+class LocalitySchedule:
     """What one algorithm run returns: its assignment and its own account of the paper's measures.
 
     ``makespan`` and ``remote_tasks`` come from the algorithm's own bookkeeping

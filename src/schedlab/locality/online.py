@@ -78,24 +78,34 @@ from __future__ import annotations
 import heapq
 import time
 from collections import deque
+from typing import Literal, get_args
 
 import numpy as np
 
 from schedlab.errors import InputError
-from schedlab.locality.model import Assignment, Instance, Result, loads_from_counts
+from schedlab.locality.model import (
+    Assignment,
+    LocalityInstance,
+    LocalitySchedule,
+    loads_from_counts,
+)
 from schedlab.sim.rng import RngStreams
 
 FREE, WAKE = 0, 1
 BUSY, WAITING, OFF = 0, 1, 2
 LOCAL, REMOTE, WAIT, STOP = 0, 1, 2, 3
-REMOTE_PICKS = ("random", "first")
-TIMELINES = ("running", "model")
+# The accepted values of the string parameters (the registry's Params use the Literal types).
+RemotePick = Literal["random", "first"]
+Timeline = Literal["running", "model"]
+Routing = Literal["load", "queue"]
+REMOTE_PICKS: tuple[str, ...] = get_args(RemotePick)
+TIMELINES: tuple[str, ...] = get_args(Timeline)
 
 
 class OnlineRun:
     """The event-driven run; a policy decides what a free core does."""
 
-    def __init__(self, inst: Instance, seed: int, stream: str, remote_pick: str = "random", timeline: str = "running") -> None:
+    def __init__(self, inst: LocalityInstance, seed: int, stream: str, remote_pick: str = "random", timeline: str = "running") -> None:
         if remote_pick not in REMOTE_PICKS:
             raise InputError("remote_pick", f"unknown remote pick {remote_pick!r} (choose from {', '.join(REMOTE_PICKS)})")
         if timeline not in TIMELINES:
@@ -244,7 +254,7 @@ class OnlineRun:
             else:
                 self.state[p] = OFF
 
-    def result(self, algorithm: str, seconds: float, details: dict) -> Result:
+    def result(self, algorithm: str, seconds: float, details: dict) -> LocalitySchedule:
         inst = self.inst
         local = np.asarray(self.local, dtype=np.int64)
         remote = np.asarray(self.remote, dtype=np.int64)
@@ -252,7 +262,7 @@ class OnlineRun:
         _, makespan = loads_from_counts(inst, local, remote, idle)
         active = (local + remote) > 0
         clock = float(np.asarray(self.finish_at)[active].max()) if active.any() else 0.0
-        return Result(
+        return LocalitySchedule(
             algorithm=algorithm,
             assignment=Assignment(np.asarray(self.task_core, dtype=np.int64), idle),
             makespan=makespan,
@@ -294,7 +304,7 @@ def _check_threshold(name: str, value: float) -> float:
     return float(value)
 
 
-def _run_delay_family(kind: str, inst: Instance, seed: int, threshold: float, remote_pick: str, timeline: str) -> Result:
+def _run_delay_family(kind: str, inst: LocalityInstance, seed: int, threshold: float, remote_pick: str, timeline: str) -> LocalitySchedule:
     t0 = time.perf_counter()
     run = OnlineRun(inst, seed, f"locality.{kind}", remote_pick, timeline)
     run.run(_delay_policy(kind, threshold))
@@ -302,26 +312,26 @@ def _run_delay_family(kind: str, inst: Instance, seed: int, threshold: float, re
     return run.result(kind, time.perf_counter() - t0, details)
 
 
-def hadoop(inst: Instance, seed: int = 0, remote_pick: str = "random", timeline: str = "running") -> Result:
+def hadoop(inst: LocalityInstance, seed: int = 0, remote_pick: str = "random", timeline: str = "running") -> LocalitySchedule:
     """Hadoop's default scheduler: local if possible, else a random task immediately."""
     return _run_delay_family("hadoop", inst, seed, 0.0, remote_pick, timeline)
 
 
-def delay(inst: Instance, seed: int = 0, delay_threshold: float = 3.0, remote_pick: str = "random", timeline: str = "running") -> Result:
+def delay(inst: LocalityInstance, seed: int = 0, delay_threshold: float = 3.0, remote_pick: str = "random", timeline: str = "running") -> LocalitySchedule:
     """DELAY: delay scheduling with a fixed threshold (3 in the paper's simulations)."""
     return _run_delay_family("delay", inst, seed, _check_threshold("delay_threshold", delay_threshold), remote_pick, timeline)
 
 
-def dyndlon(inst: Instance, seed: int = 0, delay_threshold: float = 3.0, remote_pick: str = "random", timeline: str = "running") -> Result:
+def dyndlon(inst: LocalityInstance, seed: int = 0, delay_threshold: float = 3.0, remote_pick: str = "random", timeline: str = "running") -> LocalitySchedule:
     """DynDLOn (Algorithm 1) with initial delay threshold ``W = delay_threshold``."""
     return _run_delay_family("dyndlon", inst, seed, _check_threshold("delay_threshold", delay_threshold), remote_pick, timeline)
 
 
 # -- LTFPA ----------------------------------------------------------------------------------------------------------
-ROUTINGS = ("load", "queue")
+ROUTINGS: tuple[str, ...] = get_args(Routing)
 
 
-def ltfpa(inst: Instance, seed: int = 0, threshold: int = 0, routing: str = "load", timeline: str = "running") -> Result:
+def ltfpa(inst: LocalityInstance, seed: int = 0, threshold: int = 0, routing: str = "load", timeline: str = "running") -> LocalitySchedule:
     """LTFPA: route tasks into per-server local queues; idle cores serve their queue, else the longest one."""
     if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
         raise InputError("threshold", f"must be an integer >= 0, got {threshold!r}")

@@ -17,7 +17,7 @@ spent waiting to run.
 **JRT** = the time the *scheduler learns* the job's last task finished − job
 arrival; ``jrt_delay`` = JRT − ideal JRT (the longest task); this is the
 constraint-aware paper's definition (Section 2.4) with the authors' measurement
-convention (REFERENCE-SIMULATORS.md). A scheduler calls
+convention (docs/authors-simulators.md#jrt-delay). A scheduler calls
 :meth:`task_reported` when it learns of a completion; the job completes when the
 last one is reported.
 

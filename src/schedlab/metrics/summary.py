@@ -1,6 +1,6 @@
 """From recorded columns to tables and summaries: percentiles, JRT delay, allocation components, utilization.
 
-Every distribution is summarised the same way (DESIGN.md, Metrics):
+Every distribution is summarised the same way, under the same names in code, JSON and plots:
 ``{count, mean, p50, p90, p99, p999, p9999, max}`` in seconds, with numpy's
 linear-interpolation percentiles. Summaries cover tasks that started and jobs
 that completed; the rest are counted (``tasks_unfinished``, ``jobs_incomplete``).

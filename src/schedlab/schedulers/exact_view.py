@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import random
 
-from schedlab.cluster.bitsets import fit_position, random_set_bit
+from schedlab.cluster.bitsets import choose_position, fit_position
 from schedlab.cluster.model import Cluster
 from schedlab.errors import InputError
 from schedlab.schedulers.base import WORKER_CHOICES
@@ -54,6 +54,7 @@ class ExactView:
         self.cluster = cluster
         self.tasks = tasks
         self.random_choice = worker_choice == "random"
+        self.choice_rng = rng if self.random_choice else None  # the worker-choice policy's (choose_position)
         self.rng = rng
         self.index = cluster.bitsets()
         self.order = self.index.order  # bit position -> worker id
@@ -73,7 +74,7 @@ class ExactView:
             cand = self.available & self.index.eligible(self.tasks.mask[tid])
             if not cand:
                 return -1
-            pos = random_set_bit(cand, self.rng) if self.random_choice else cand.bit_length() - 1
+            pos = choose_position(cand, self.choice_rng)
             self.available ^= 1 << pos
             return self.order[pos]
         w, _ = self.find_worker(tid)
@@ -127,16 +128,14 @@ class ExactView:
         if not cand:
             return -1, size
         if self.slot_mode:
-            if self.random_choice:
-                return self.order[random_set_bit(cand, self.rng)], size
-            pos = cand.bit_length() - 1
-            return self.order[pos], size - pos
+            pos = choose_position(cand, self.choice_rng)
+            return self.order[pos], (size if self.random_choice else size - pos)
         req = self.tasks.request[tid]
         # positions are global worker bit positions: look up free vectors through the order
         free = self.free
         order = self.order
         view = _FreeByPosition(free, order)  # type: ignore[arg-type]
-        pos = fit_position(cand, view, req, self.rng if self.random_choice else None)  # type: ignore[arg-type]
+        pos = fit_position(cand, view, req, self.choice_rng)  # type: ignore[arg-type]
         if pos < 0:
             return -1, size
         return order[pos], (size if self.random_choice else size - pos)

@@ -29,8 +29,8 @@ Scheduling for Data Center Workloads"), Sections 4.1.2–4.3:
   choosing the worker at random or with the fewest machine constraints
   (``worker_choice``), exactly as Megha's GMs do.
 
-``compat="authors"`` (``pigeonc`` only) reproduces the authors' simulator as
-REFERENCE-SIMULATORS.md records it: master weights summed over "constraint-set
+``compat="authors"`` (``pigeonc`` only) reproduces the authors' simulator
+(docs/authors-simulators.md#pigeonc): master weights summed over "constraint-set
 keys" (each key counts every worker whose set is a *subset* of it, so the
 weights count the wrong workers); minimum-constraints worker choice whatever
 ``worker_choice`` says (their "random" variant picks the same way); the config's
@@ -77,7 +77,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from schedlab.cluster.bitsets import ConstraintBitsets, random_set_bit, set_bits_array
+from schedlab.cluster.bitsets import ConstraintBitsets, choose_position, set_bits_array
 from schedlab.cluster.model import Cluster, split_groups
 from schedlab.errors import InputError
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, Recorder
@@ -135,7 +135,7 @@ def pigeon_groups(cluster: Cluster, masters: int | None) -> list[tuple[int, ...]
     """The masters' groups: a Pigeon config's, else ``masters`` near-equal blocks of consecutive ids.
 
     A Megha config lists the same workers in the same order as the Pigeon one
-    (REFERENCE-SIMULATORS.md), so consecutive blocks of it are the Pigeon groups.
+    (docs/authors-simulators.md#config-files), so consecutive blocks of it are the Pigeon groups.
     """
     topo = cluster.topology
     if topo is not None and cluster.extra.get("layout") == "pigeon":
@@ -168,7 +168,7 @@ class MasterSupply:
 
 
 class AuthorsKeyWeights:
-    """The authors' PigeonC master weights (REFERENCE-SIMULATORS.md: "constraint-set keys").
+    """The authors' PigeonC master weights over "constraint-set keys" (docs/authors-simulators.md#pigeonc).
 
     Per master, workers are visited in order; a worker whose constraint set is a
     subset of one or more existing keys adds 1 to each of them, otherwise its set
@@ -289,12 +289,13 @@ class Master:
         self.served_short = 0  # queued short tasks served by general workers since the last long one
         self.random_choice = sched.random_choice
         self.rng = sched.rt.rng(f"{sched.name}:master:{k}")
+        self.choice_rng = self.rng if self.random_choice else None  # the worker-choice policy's (choose_position)
         self.queued = 0
         self.reserved_launches = 0
         self.long_turns = 0
 
     def _choose(self, cand: int) -> int:
-        return random_set_bit(cand, self.rng) if self.random_choice else cand.bit_length() - 1
+        return choose_position(cand, self.choice_rng)
 
     def on_tasks(self, dist: int, short: bool, tids: list[int], now: float, out: dict[int, list[tuple[int, int]]]) -> None:
         s = self.s

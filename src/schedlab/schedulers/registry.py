@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from schedlab.algorithms import params_error
 from schedlab.errors import InputError
 from schedlab.schedulers.base import Scheduler, SchedulerParams
 
@@ -62,10 +63,4 @@ def parse_params(cls: type[Scheduler], raw: dict[str, Any] | None) -> SchedulerP
     try:
         return cls.Params(**(raw or {}))
     except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"]) or "params"
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            fields = ", ".join(cls.Params.model_fields) or "none"
-            msg = f"unknown parameter for scheduler {cls.name!r} (its parameters: {fields})"
-        raise InputError(f"param {loc}", msg) from None
+        raise params_error(e, cls.Params, f"scheduler {cls.name!r}") from None

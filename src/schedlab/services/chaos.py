@@ -32,9 +32,13 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import shutil
+import signal
+import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from schedlab.errors import InputError
 from schedlab.services import supervise
@@ -151,7 +155,6 @@ async def _kill_lm(loaded: LoadedCluster, cluster_file: str | os.PathLike, ident
     """SIGKILL the process serving LM ``ident``; back when LM ``ident`` answers again — its standby taking
     over (a new standby is started ``restart_after`` s after the kill; returns when the standby answered,
     seconds after the kill) or, without standbys, a restart (returns None)."""
-    import signal
 
     url = loaded.spec.lms[ident].url
     pid = await supervise.serving_pid(url)
@@ -183,8 +186,6 @@ async def _kill_lm(loaded: LoadedCluster, cluster_file: str | os.PathLike, ident
 
 def _local_rabbitmqctl(loaded: LoadedCluster) -> str:
     """``rabbitmqctl``'s path, if the cluster's broker runs on this machine (else the campaign cannot restart it)."""
-    import shutil
-    from urllib.parse import urlsplit
 
     host = urlsplit(loaded.broker).hostname or ""
     if host not in ("127.0.0.1", "localhost", "::1"):
@@ -196,7 +197,6 @@ def _local_rabbitmqctl(loaded: LoadedCluster) -> str:
 
 
 async def _rabbitmqctl(ctl: str, action: str) -> None:
-    import subprocess
 
     r = await asyncio.to_thread(subprocess.run, [ctl, action], capture_output=True, text=True, timeout=120)
     if r.returncode != 0:

@@ -2,7 +2,9 @@
 
 A thin layer over :mod:`schedlab.services`: it parses options, calls the
 library and prints. User errors are one line and exit 2 (via
-:func:`schedlab.cli.main`), including a broker that cannot be reached.
+:func:`schedlab.cli.main`), including a broker that cannot be reached. Commands import the services they
+run inside their bodies, so the rest of the command line starts without
+aiohttp, aio-pika or the simulator.
 """
 
 from __future__ import annotations

@@ -50,6 +50,7 @@ import json
 import logging
 import os
 import re
+import signal
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -678,7 +679,6 @@ async def serve(loaded: LoadedCluster, role: str, ident: int, ready: Any = None,
     ``ready(node)`` is called once each listens. ``standby`` (an LM): wait until the active LM is gone, then
     take over (:mod:`~.lease`).
     """
-    import signal
 
     if role == "all":
         spec = loaded.spec

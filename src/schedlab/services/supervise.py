@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -28,6 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from schedlab.errors import InputError
 from schedlab.services.clusterfile import LoadedCluster
@@ -94,7 +96,6 @@ def free_port_range(n: int, host: str = "127.0.0.1") -> int:
     could be taken by any connection between this check and a service's bind;
     so the range is drawn below it.
     """
-    import random
 
     low, high = 32768, 60999
     with contextlib.suppress(OSError, ValueError):
@@ -133,7 +134,6 @@ async def check_broker(loaded: LoadedCluster, timeout: float = 5.0) -> None:
 
 def _safe_url(url: str) -> str:
     """The broker URL without its password."""
-    from urllib.parse import urlsplit, urlunsplit
 
     parts = urlsplit(url)
     if parts.password:

@@ -15,6 +15,7 @@ TaskTable). Job ids are formed the same way. :func:`split_id` undoes it.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -117,7 +118,6 @@ class RecentIds:
     __slots__ = ("cap", "_ids", "_order")
 
     def __init__(self, cap: int = 1 << 18) -> None:
-        from collections import deque
 
         self.cap = cap
         self._ids: set[int] = set()

@@ -9,8 +9,8 @@ Events are lists rather than tuples so that the entry itself is the cancellation
 handle: :meth:`Kernel.cancel` blanks its callable in place (lazy deletion), which
 costs nothing for the many events that are never cancelled.
 
-The loop is deliberately bare (about 1 µs per event on the development machine);
-progress reporting runs every ``progress_every`` events, not per event.
+The loop is deliberately bare; progress reporting runs every ``progress_every``
+events, not per event.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 ``RngStreams(seed).rng("gm:1")`` always returns the same stream for the same
 (seed, name), whatever other streams exist or were created first, so adding a
-component never changes another's draws (DESIGN.md, "Deterministic by
-construction"). Names are mapped to ``numpy.random.SeedSequence`` spawn keys
+component never changes another's draws, and the same inputs and seed give
+identical results, bit for bit. Names are mapped to ``numpy.random.SeedSequence`` spawn keys
 through a stable hash (not Python's salted ``hash``).
 
 Two flavours per name: :meth:`RngStreams.rng` gives a ``random.Random`` — the

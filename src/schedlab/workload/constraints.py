@@ -10,12 +10,12 @@ Per task, in trace order (``sharma_constraints.json``, "how_to_sample"):
 
 That is 23 uniforms per task. The authors' simulators draw them from one
 ``random.Random(42)`` with ``choices`` (type, cluster) and ``random()`` (each
-constraint) — REFERENCE-SIMULATORS.md. This module reproduces that stream
+constraint) — docs/authors-simulators.md#task-constraints. This module reproduces that stream
 *exactly* but vectorised: CPython's ``random()`` and numpy's legacy
 ``RandomState.random_sample`` are the same MT19937 ``genrand_res53``, so we copy
 the seeded Python state into numpy and take 23 doubles per task at once. With
 seed 42 the task constraint sets are bit-for-bit those of the papers' runs, at
-numpy speed (about 0.2 s for the 2 M tasks of syn_1000).
+numpy speed.
 
 The seed is the *constraint seed* (default 42, as in the papers), separate from
 the run seed: changing the run seed changes the generated data center and the

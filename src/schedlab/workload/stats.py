@@ -25,7 +25,7 @@ import numpy as np
 from schedlab.cluster.bitsets import NUM_CONSTRAINTS
 from schedlab.workload.trace import TraceJob
 
-SHORT_JOB_CUTOFF = 90.5811  # seconds of mean task duration; the papers' simulators (shared/README.md)
+SHORT_JOB_CUTOFF = 90.5811  # seconds of mean task duration; the papers' simulators (docs/authors-simulators.md#short-and-long-jobs)
 
 
 def _integral_at(points: np.ndarray, starts: np.ndarray, durations: np.ndarray) -> np.ndarray:

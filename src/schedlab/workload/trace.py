@@ -16,7 +16,7 @@ durations, a negative duration or arrival, or an arrival earlier than the
 previous line's.
 
 :class:`TraceConventions` applies the measurement conventions of the papers'
-simulators (REFERENCE-SIMULATORS.md), on by default:
+simulators (docs/authors-simulators.md#trace-conventions), on by default:
 
 * ``truncate_durations`` — task durations become ``int(float(x))`` whole seconds;
 * ``dephase`` — the k-th repeat of an arrival timestamp is shifted by

@@ -15,7 +15,7 @@ pool. This module wires them to a run: the topology (a Megha config, or
 each user's queue to its GM when fair sharing is on) and the LMs' heartbeats.
 
 ``compat="authors"`` switches to the behaviour of the authors' own simulator
-(REFERENCE-SIMULATORS.md; :mod:`~schedlab.schedulers.megha.compat`).
+(docs/authors-simulators.md#megha; :mod:`~schedlab.schedulers.megha.compat`).
 
 Choices where the papers are silent, and defaults:
 
@@ -25,11 +25,10 @@ Choices where the papers are silent, and defaults:
 * ``piggyback=False``: LMs send state after inconsistencies and at heartbeats,
   as the constraint-aware paper describes the (original and enhanced) designs
   (Section 4.4). The Megha paper also has LMs piggyback updates on their
-  replies to launch requests (IV-A); ``piggyback=True`` does that. Measured on
-  the reference data center it cuts the JRT-delay tail (syn_500 p99 1.0 s →
-  2.5 ms; syn_1000 5.0 s → 1.0 s) but, with 1-s tasks at 80 % load on 625
-  workers, it makes a GM's view accurately pessimistic and queues grow faster
-  than with optimistic staleness corrected by rejections. Heartbeats start one period after the first arrival (phased like
+  replies to launch requests (IV-A); ``piggyback=True`` does that. On the
+  reference data center it shortens the JRT-delay tail, but under sustained
+  high load on a small data center it makes a GM's view accurately pessimistic
+  and queues grow faster than with optimistic staleness corrected by rejections. Heartbeats start one period after the first arrival (phased like
   the authors' simulator, first arrival − 0.05 s + k·period, in compat mode)
   and stop once the workload is over and every task's completion is known.
 * Processing costs are per operation — ``gm_match_cost`` per task a GM handles,
@@ -49,6 +48,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, model_validator
 
 from schedlab.cluster.model import Cluster
+from schedlab.errors import InputError
 from schedlab.metrics.observer import Observer
 from schedlab.schedulers.base import (
     Scheduler,
@@ -58,6 +58,8 @@ from schedlab.schedulers.base import (
     compat_field,
     worker_choice_field,
 )
+from schedlab.schedulers.megha.compat import AuthorsGM, AuthorsLM
+from schedlab.schedulers.megha.fairness import FairSharing, UserAssignment
 from schedlab.schedulers.megha.gm import GlobalMaster
 from schedlab.schedulers.megha.lm import LocalMaster
 from schedlab.schedulers.megha.partitions import Layout, megha_topology
@@ -143,13 +145,11 @@ class MeghaScheduler(Scheduler):
         topo = megha_topology(ctx.cluster, params.gms, params.lms)
         layout = Layout(ctx.cluster, topo)
         if params.queue_gms is not None and max(params.queue_gms) > layout.num_gms or (params.queue_gms and min(params.queue_gms) < 1):
-            from schedlab.errors import InputError
 
             raise InputError("param queue_gms", f"GMs are numbered 1..{layout.num_gms}")
         self.shared = MeghaShared(ctx.runtime, layout, ctx.cluster, ctx.tasks, ctx.recorder, ctx.pool, params, ctx.cluster.slot_mode)
         rt = ctx.runtime
         if params.compat == "authors":
-            from schedlab.schedulers.megha.compat import AuthorsGM, AuthorsLM
 
             self.gms: list[GlobalMaster] = [AuthorsGM(g, self.shared, rt.rng(f"megha:gm:{g}")) for g in range(layout.num_gms)]
             self.lms: list[LocalMaster] = [AuthorsLM(i, self.shared) for i in range(layout.num_lms)]
@@ -158,7 +158,6 @@ class MeghaScheduler(Scheduler):
             self.lms = [LocalMaster(i, self.shared) for i in range(layout.num_lms)]
         self.fairness: FairSharing | None = None
         if params.shares is not None:
-            from schedlab.schedulers.megha.fairness import FairSharing, UserAssignment
 
             self.users = UserAssignment(params.shares, params.queue_gms, layout.num_gms, params.user_assignment, rt.rng("megha:users"))
             self.fairness = FairSharing(params.shares, self.users.queue_gm, layout, ctx.cluster, ctx.tasks, self.gms)

@@ -1,8 +1,8 @@
 """``compat="authors"``: Megha as the authors' own simulator runs it, departures from the papers included.
 
 The constraint-aware paper's Megha numbers come from the authors' simulator
-(meghanat/megha-constraint-aware, ``megha3.0``). REFERENCE-SIMULATORS.md lists
-where it departs from the papers; we read its GM (``gm_constraints_*.py``), LM
+(meghanat/megha-constraint-aware, ``megha3.0``); docs/authors-simulators.md#megha
+lists where it departs from the papers; we read its GM (``gm_constraints_*.py``), LM
 (``lm_constraints.py``) and events and reproduce each departure here, on top of
 the paper-faithful classes, so that both profiles run on the same kernel,
 workloads and metrics and each departure's effect can be measured.
@@ -41,9 +41,9 @@ LM (:class:`AuthorsLM`):
 * **The discarded update.** When a request batch has rejected tasks, the LM
   hands the GM's pending update to the rejection by reference and then resets
   it — so the rejection arrives with an empty update and those pending changes
-  are lost for good. (REFERENCE-SIMULATORS.md words this as happening "whenever
-  an LM accepts a launch from that GM"; in the code we read it happens on a
-  batch with a rejected request, which is what we reproduce.)
+  are lost for good. (It is easily taken to happen whenever an LM accepts a
+  launch from that GM; in the code we read it happens on a batch with a
+  rejected request, which is what we reproduce.)
 
 Random worker choice in the authors' code draws from one module-level RNG
 seeded 43 and shared by all GMs; its draws depend on their event order, which
@@ -56,6 +56,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from schedlab.errors import InputError
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING
 from schedlab.schedulers.megha.gm import GlobalMaster
 from schedlab.schedulers.megha.lm import LocalMaster
@@ -76,7 +77,6 @@ class AuthorsGM(GlobalMaster):
     def __init__(self, g: int, shared: MeghaShared, rng: random.Random) -> None:
         super().__init__(g, shared, rng)
         if not self.slot_mode:
-            from schedlab.errors import InputError
 
             raise InputError("param compat", "the authors' simulator is slot-mode only (no --resources multi)")
         self.internal_busy: set[int] = set()  # internal partitions flagged busy

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 
 from schedlab.schedulers.megha.gm import EPS, GlobalMaster, lm_address
 from schedlab.schedulers.megha.messages import PreemptRejected, PreemptRequest, TaskPreempted
+from schedlab.schedulers.waiting import WaitingClasses
 
 # Per round, a GM retries Algorithm 2 for waiting tasks from the front of its queues
 # until this many task classes have failed: the paper's queue rotation reaches the
@@ -139,7 +140,6 @@ class FairSharing:
         for gm in self.gms:
             mine = [u for u in range(n) if self.queue_gm[u] == gm.g]
             if len(mine) > 1:
-                from schedlab.schedulers.waiting import WaitingClasses
 
                 gm.queues = [WaitingClasses() for _ in mine]
                 gm.waiting = gm.queues[0]

@@ -38,7 +38,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from schedlab.cluster.bitsets import fit_position, iter_set_bits, random_set_bit
+from schedlab.cluster.bitsets import choose_position, fit_position, iter_set_bits
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, PROCESSING
 from schedlab.schedulers.megha.messages import (
     LaunchRejected,
@@ -81,6 +81,7 @@ class GlobalMaster(Component):
         self.rec = shared.observer
         self.rng = rng
         self.random_choice = shared.params.worker_choice == "random"
+        self.choice_rng = self.rng if self.random_choice else None  # the worker-choice policy's (choose_position)
         self.snapshot_mode = shared.params.updates == "snapshot"
         self.slot_mode = shared.slot_mode
         P = lay.num_partitions
@@ -256,7 +257,7 @@ class GlobalMaster(Component):
         return None
 
     def _take_slot(self, p: int, cand: int) -> int:
-        pos = random_set_bit(cand, self.rng) if self.random_choice else cand.bit_length() - 1
+        pos = choose_position(cand, self.choice_rng)
         bit = 1 << pos
         self.avail[p] ^= bit
         self.reserved[p] |= bit
@@ -264,7 +265,7 @@ class GlobalMaster(Component):
 
     def _fit(self, p: int, cand: int, req: tuple[float, ...]) -> int:
         """A candidate position with room for ``req``: the first in preference order, or a random fitting one."""
-        return fit_position(cand, self.free[p], req, self.rng if self.random_choice else None)  # type: ignore[index]
+        return fit_position(cand, self.free[p], req, self.choice_rng)  # type: ignore[index]
 
     def _take_multi(self, p: int, pos: int, req: tuple[float, ...]) -> None:
         fv = self.free[p][pos]  # type: ignore[index]

@@ -96,10 +96,10 @@ BAD_INPUTS = [
     (lambda d: ["solve", str(d / "absent.json")], "absent.json: no such file"),
     (lambda d: ["solve", "table2", "-a", "nope"], "--algorithm: unknown algorithm 'nope'"),
     (lambda d: ["compare", "table2", "--algorithms", "dyndloff,nope"], "--algorithms: unknown algorithm 'nope'"),
-    (lambda d: ["solve", "table2", "-a", "delay", "-p", "delay_threshold=-1"], "--param delay_threshold: must be a finite number >= 0"),
-    (lambda d: ["solve", "table2", "-a", "delay", "-p", "bogus=1"], "--param: delay has no parameter 'bogus'"),
+    (lambda d: ["solve", "table2", "-a", "delay", "-p", "delay_threshold=-1"], "param delay_threshold: Input should be greater than or equal to 0, got -1"),
+    (lambda d: ["solve", "table2", "-a", "delay", "-p", "bogus=1"], "param bogus: unknown parameter for locality algorithm 'delay' (its parameters: delay_threshold, remote_pick, timeline)"),
     (lambda d: ["solve", "table2", "-a", "delay", "-p", "novalue"], "--param: expected KEY=VALUE"),
-    (lambda d: ["solve", "table2", "-a", "hadoop", "-p", "remote_pick=worst"], "--param remote_pick: unknown remote pick"),
+    (lambda d: ["solve", "table2", "-a", "hadoop", "-p", "remote_pick=worst"], "param remote_pick: Input should be 'random' or 'first', got 'worst'"),
     (lambda d: ["compare", "--tasks", "0"], "--tasks: must be an integer >= 1"),
     (lambda d: ["compare", "--beta", "-5"], "--beta: must be a finite number >= 0"),
     (lambda d: ["compare", "--servers", "2", "--replicas", "3"], "--replicas: 3 distinct replica servers"),
@@ -108,7 +108,12 @@ BAD_INPUTS = [
     (lambda d: ["sweep", "--figure", "five", "--out", str(d / "x")], "--figure: expected 5, 6, 7, 8, 9 or all"),
     (lambda d: ["sweep", "--figure", "5", "--seeds", "0", "--out", str(d / "x")], "--seeds: must be an integer >= 1"),
     (lambda d: ["gap", "--instances", "0"], "--instances: must be an integer >= 1"),
-    (lambda d: ["solve", "table2", "-a", "milp", "-p", "time_limit=0"], "--param time_limit"),
+    (lambda d: ["solve", "table2", "-a", "milp", "-p", "time_limit=0"], "param time_limit: Input should be greater than 0"),
+    (lambda d: ["solve", "table2", "-a", "ltfpa", "-p", "threshold=1.5"], "param threshold: Input should be a valid integer, got 1.5"),
+    (lambda d: ["solve", "table2", "-a", "ltfpa", "-p", "routing=random"], "param routing: Input should be 'load' or 'queue'"),
+    (lambda d: ["solve", "table2", "-a", "dyndlon", "-p", "timeline=wall"], "param timeline: Input should be 'running' or 'model'"),
+    (lambda d: ["solve", "table2", "-a", "milp", "-p", "fewest_remote=1"], "param fewest_remote: Input should be a valid boolean, got 1"),
+    (lambda d: ["solve", "table2", "-a", "list", "-p", "x=1"], "param x: unknown parameter for locality algorithm 'list' (its parameters: none)"),
 ]
 
 

@@ -17,7 +17,8 @@ from schedlab.schedulers.megha import MeghaShared
 from schedlab.schedulers.megha.gm import GlobalMaster
 from schedlab.schedulers.megha.lm import LocalMaster
 from schedlab.workers.protocol import POOL_ADDRESS, LaunchBatch, TasksFinished
-from test_components_fake_runtime import FakeRuntime, megha
+from tests.schedulers.helpers import FakeRuntime
+from tests.schedulers.megha.helpers import megha
 
 steps = st.lists(
     st.one_of(

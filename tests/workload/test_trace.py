@@ -6,7 +6,6 @@ import gzip
 
 import pytest
 
-from conftest import write_lines
 from schedlab.errors import InputError
 from schedlab.workload.trace import (
     TraceConventions,
@@ -17,6 +16,7 @@ from schedlab.workload.trace import (
     read_trace,
     write_trace,
 )
+from tests.helpers import write_lines
 
 
 def test_round_trip_plain_and_gzip(tmp_path):

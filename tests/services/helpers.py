@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import secrets
+from pathlib import Path
+
 import numpy as np
 
-from allocation import assert_no_over_allocation
 from schedlab.cluster import Cluster
+from schedlab.services.clusterfile import render_cluster
+from schedlab.services.supervise import free_port_range
+from tests.helpers import assert_no_over_allocation
+from tests.services.conftest import broker_url
 
 
 def assert_valid_schedule(result, cluster: Cluster) -> None:
@@ -28,3 +34,24 @@ def assert_valid_schedule(result, cluster: Cluster) -> None:
         assert worker >= 0, f"task {task} has no worker"
         assert int(need) & ~int(masks[worker]) == 0, f"task {task} ran on worker {worker} without its constraints"
     assert_no_over_allocation(t, cluster, result.extra.get("requests"), preempted)
+
+
+def consecutive_free_ports(n: int) -> int:
+    """A base port with ``n`` free consecutive ports after it (outside the ephemeral range)."""
+    return free_port_range(n)
+
+
+def write_cluster(tmp_path: Path, *, gms: int = 2, lms: int = 2, workers: int = 12, hosts_per_lm: int = 1, heartbeat: float = 0.2,
+                  resources: list[str] | None = None, capacity: list[float] | None = None, url: str | None = None,
+                  host_constraints: list[list[int]] | None = None) -> Path:
+    """A cluster file on free ports with a unique name; ``host_constraints[k]`` gives worker host k's workers constraints."""
+    n = gms + lms + lms * hosts_per_lm
+    text = render_cluster(name=f"t{secrets.token_hex(4)}", gms=gms, lms=lms, workers=workers, hosts_per_lm=hosts_per_lm,
+                          base_port=consecutive_free_ports(n), broker=url or broker_url(), heartbeat=heartbeat,
+                          resources=resources, capacity=capacity)
+    for cons in host_constraints or []:
+        text = text.replace("constraints: []", f"constraints: {cons}".replace("[", "<").replace("]", ">"), 1)
+    text = text.replace("<", "[").replace(">", "]")
+    path = tmp_path / "cluster.yaml"
+    path.write_text(text)
+    return path

@@ -6,17 +6,17 @@ import collections
 
 import numpy as np
 import pytest
-from edge_support import figure2_instance, instances, small_generated
 from hypothesis import HealthCheck, given, settings
 
 from schedlab.edge.baselines import first_fit
 from schedlab.edge.bounds import lower_bound, lower_bounds
-from schedlab.edge.compare import ALGORITHMS, compare, run_algorithm
+from schedlab.edge.compare import ALGORITHMS, HEURISTICS, compare, run_algorithm
 from schedlab.edge.cred import cred_m, cred_m_plan, cred_s, cred_s_per_deadline
 from schedlab.edge.generate import generate_instance
-from schedlab.edge.instance import Instance
+from schedlab.edge.instance import EdgeInstance
 from schedlab.edge.milp import solve_milp
 from schedlab.edge.verify import verify
+from tests.edge.helpers import figure2_instance, instances, small_generated
 
 
 def placement_sets(sol) -> dict[int, set[int]]:
@@ -68,7 +68,7 @@ def test_cred_s_window_is_tail_most_reaching_s_d():
     # Left: a3 b1 e1 f1, top-3 = 5 <= 6 -> node 1 = {a, b, e}, node 2 = {f}: 3 nodes. The optimum is 2
     # ({a, c, e} and {b, d, f}, 6 slots each): splitting b forced a replica — a case where CRED-S is not optimal.
     jobs = [(3, [0, 1, 2, 3, 4, 5]), (3, [0, 1, 2, 3]), (3, [0, 1])]
-    inst = Instance.from_jobs(jobs, nodes=10, chunks_per_node=3, vms_per_node=2)
+    inst = EdgeInstance.from_jobs(jobs, nodes=10, chunks_per_node=3, vms_per_node=2)
     plan = cred_m_plan(inst)
     by_node = collections.defaultdict(dict)
     for (n, c), u in plan.units.items():
@@ -82,7 +82,7 @@ def test_cred_s_window_is_tail_most_reaching_s_d():
 def test_cred_s_replicates_chunks_needing_more_than_d_slots():
     # Chunk 7 is needed by 5 jobs due at d=2: one node gives it at most 2 slots (one VM per chunk per slot),
     # so it needs ⌈5/2⌉ = 3 copies even though S·d = 8 would hold all its work.
-    inst = Instance.from_jobs([(2, [7])] * 5, nodes=10, chunks_per_node=4, vms_per_node=4)
+    inst = EdgeInstance.from_jobs([(2, [7])] * 5, nodes=10, chunks_per_node=4, vms_per_node=4)
     sol = cred_s(inst)
     v = verify(inst, sol)
     assert v.ok and v.active_nodes == 3 == lower_bounds(inst)["replicas"]
@@ -94,7 +94,7 @@ def test_cred_s_replicates_chunks_needing_more_than_d_slots():
 @given(instances())
 def test_algorithms_respect_lower_bound_and_single_deadline_agreement(inst):
     lb = lower_bound(inst)
-    nodes = {name: verify(inst, fn(inst)).active_nodes for name, fn in ALGORITHMS.items()}
+    nodes = {name: verify(inst, ALGORITHMS.run(name, inst)).active_nodes for name in HEURISTICS}
     assert all(n >= lb for n in nodes.values()), (nodes, lb)
     if len(set(inst.deadlines.tolist())) == 1:  # CRED-M is CRED-S when all deadlines are equal
         assert nodes["cred-m"] == nodes["cred-s"] == nodes["cred-s-per-deadline"]
@@ -134,7 +134,7 @@ def test_milp_interval_formulation_equals_slot_formulation(seed):
 
 def test_milp_reports_infeasible_when_n_is_too_small_and_too_large_is_skipped():
     inst = figure2_instance()
-    tight = Instance.from_jobs([(d, cs) for d, cs in [(2, [0, 1, 2, 3]), (2, [0, 1]), (2, [4, 5])]], nodes=1, chunks_per_node=4, vms_per_node=2)
+    tight = EdgeInstance.from_jobs([(d, cs) for d, cs in [(2, [0, 1, 2, 3]), (2, [0, 1]), (2, [4, 5])]], nodes=1, chunks_per_node=4, vms_per_node=2)
     assert solve_milp(tight).status == "infeasible"
     assert solve_milp(inst, max_variables=10).status == "too_large"
 
@@ -148,8 +148,8 @@ def test_compare_reports_every_algorithm_bound_and_optimum():
 
 
 def test_compare_flags_solutions_that_need_more_than_n_nodes():
-    inst = Instance.from_jobs([(2, [0, 1, 2, 3]), (2, [0, 1]), (2, [4, 5])], nodes=1, chunks_per_node=4, vms_per_node=2)
-    run = run_algorithm(inst, "cred-m")
+    inst = EdgeInstance.from_jobs([(2, [0, 1, 2, 3]), (2, [0, 1]), (2, [4, 5])], nodes=1, chunks_per_node=4, vms_per_node=2)
+    run = run_algorithm("cred-m", inst)
     assert not run.feasible and run.verdict.kinds() == {"node_out_of_range"}
 
 
@@ -158,6 +158,43 @@ def test_results_are_deterministic():
     a, b = generate_instance(seed=5, **kw), generate_instance(seed=5, **kw)
     assert a.to_dict() == b.to_dict()
     assert generate_instance(seed=6, **kw).to_dict() != a.to_dict()
-    for fn in ALGORITHMS.values():
-        x, y = fn(a), fn(b)
+    for name in HEURISTICS:
+        x, y = ALGORITHMS.run(name, a), ALGORITHMS.run(name, b)
         assert x.to_dict() == y.to_dict()
+
+
+# -- the registry ----------------------------------------------------------------------------------------------------
+def test_registry_has_milp_as_a_normal_entry_with_its_time_limit():
+    from schedlab.edge.milp import DEFAULT_TIME_LIMIT
+    from schedlab.errors import InputError
+
+    assert ALGORITHMS.names() == (*HEURISTICS, "milp")
+    assert [(q.name, q.type, q.default) for q in ALGORITHMS.get("milp").parameters()] == [("time_limit", "float", DEFAULT_TIME_LIMIT)]
+    assert all(ALGORITHMS.get(n).parameters() == () for n in HEURISTICS)
+    inst = figure2_instance()
+    run = run_algorithm("milp", inst, params={"time_limit": 20})
+    assert run.feasible and run.verdict.active_nodes == 3 and run.solution.info["status"] == "optimal"
+    with pytest.raises(InputError, match=r"^param time_limit: Input should be greater than 0"):
+        run_algorithm("milp", inst, params={"time_limit": 0})
+    with pytest.raises(InputError, match=r"^param time_limit: unknown parameter for edge algorithm 'cred-m'"):
+        run_algorithm("cred-m", inst, params={"time_limit": 1})
+    with pytest.raises(InputError, match=r"^--algorithm: unknown algorithm 'magic' \(choose from cred-m, cred-s, cred-s-per-deadline, first-fit, milp\)"):
+        run_algorithm("magic", inst)
+
+
+def test_compare_gives_the_milp_algorithm_its_time_limit(monkeypatch):
+    import schedlab.edge.compare as cmp
+
+    seen = []
+    real = cmp.solve_milp
+
+    def spy(inst, **kw):
+        seen.append(kw["time_limit"])
+        return real(inst, **kw)
+
+    monkeypatch.setattr(cmp, "solve_milp", spy)
+    compare(figure2_instance(), ["cred-m", "milp"], optimum="always", milp_time_limit=7.0)
+    assert seen == [7.0, 7.0]  # the milp algorithm, then the optimum
+    seen.clear()
+    compare(figure2_instance(), ["milp"], optimum="never", milp_time_limit=7.0, params={"milp": {"time_limit": 3}})
+    assert seen == [3.0]

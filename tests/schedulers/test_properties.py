@@ -1,7 +1,7 @@
 """Invariants on random small workloads and data centers, for every foundation scheduler.
 
 No worker is ever over-allocated (the worker pool raises, and every scheduler's
-run is re-checked from its task table alone, :mod:`allocation`), every task finishes exactly once and every job completes, a
+run is re-checked from its task table alone, :func:`tests.helpers.assert_no_over_allocation`), every task finishes exactly once and every job completes, a
 task never runs on a worker lacking its constraints, and a run is a pure
 function of its inputs and seed.
 """
@@ -12,10 +12,10 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from allocation import assert_no_over_allocation
 from schedlab import simulate
 from schedlab.cluster import Cluster
 from schedlab.workload.trace import TraceJob
+from tests.helpers import assert_no_over_allocation
 
 SCHEDULERS = ["ideal", "centralized"]
 

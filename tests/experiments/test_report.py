@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from exp_support import write_spec
 
 from schedlab.cli import main
 from schedlab.experiments.compare import compare
 from schedlab.experiments.report import write_report
 from schedlab.experiments.runner import run_sweep
+from tests.experiments.helpers import write_spec
 
 SPEC = """\
 name: two-sizes

@@ -45,7 +45,7 @@ def test_sampled_constraint_frequencies_match_the_tables():
 
 
 def test_syn_250_on_the_reference_data_center_has_16_unsatisfiable_tasks():
-    """REFERENCE-SIMULATORS.md: with the papers' seed-42 draws, syn_250 has exactly 16 such tasks."""
+    """docs/authors-simulators.md#task-constraints: with the papers' seed-42 draws, syn_250 has exactly 16 such tasks."""
     from schedlab.cluster import ConstraintBitsets, load_config
 
     cl = load_config("reference")

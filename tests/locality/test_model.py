@@ -19,8 +19,8 @@ from schedlab.locality.instances import (
 from schedlab.locality.model import (
     Assignment,
     CallableCost,
-    Instance,
     LinearCost,
+    LocalityInstance,
     TableCost,
     evaluate,
     is_local,
@@ -51,7 +51,7 @@ def test_cost_functions() -> None:
 
 def test_evaluator_counts_remote_tasks_per_server_and_ignores_inactive_cores() -> None:
     # Two servers with two cores each; g(n) = 1 + n.
-    inst = Instance.from_lists([[0.0, 5.0], [1.0, 100.0]], [[0], [0], [1], [0]], LinearCost(1.0))
+    inst = LocalityInstance.from_lists([[0.0, 5.0], [1.0, 100.0]], [[0], [0], [1], [0]], LinearCost(1.0))
     # t0 local on s0.p0, t1 and t3 remote on s1.p0 (r = 2, cost 3 each), t2 local on s1.p0.
     ev = evaluate(inst, Assignment(np.array([0, 2, 2, 2])))
     assert ev.task_local.tolist() == [True, False, True, False]

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from edge_support import figure2_instance, instances
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schedlab.edge.compare import ALGORITHMS
+from schedlab.edge.compare import ALGORITHMS, HEURISTICS
 from schedlab.edge.cred import cred_m
 from schedlab.edge.milp import solve_milp
 from schedlab.edge.solution import NEVER, Solution
 from schedlab.edge.verify import RULES, verify
+from tests.edge.helpers import figure2_instance, instances
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
 @SETTINGS
-@given(instances(), st.sampled_from(sorted(ALGORITHMS)))
+@given(instances(), st.sampled_from(sorted(HEURISTICS)))
 def test_verifier_accepts_every_algorithm(inst, name):
-    sol = ALGORITHMS[name](inst)
+    sol = ALGORITHMS.run(name, inst)
     verdict = verify(inst, sol)
     assert verdict.ok, verdict.summary()
     assert verdict.stats["tasks"] == inst.num_tasks
@@ -38,8 +38,8 @@ def test_verifier_accepts_large_generated_instance():
     from schedlab.edge.generate import generate_instance
 
     inst = generate_instance(jobs=300, chunks=2000, chunks_per_job="uniform:5,20", deadlines="10,20,30", chunks_per_node=32, vms_per_node=4, seed=3)
-    for fn in ALGORITHMS.values():
-        assert verify(inst, fn(inst)).ok
+    for name in HEURISTICS:
+        assert verify(inst, ALGORITHMS.run(name, inst)).ok
 
 
 def test_solution_json_round_trip(tmp_path):
@@ -190,8 +190,8 @@ def test_every_rule_has_a_mutation():
 @settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture])
 @given(inst=instances(), data=st.data())
 def test_verifier_rejects_each_violation(kind, inst, data):
-    name = data.draw(st.sampled_from(sorted(ALGORITHMS)))
-    sol = ALGORITHMS[name](inst)
+    name = data.draw(st.sampled_from(sorted(HEURISTICS)))
+    sol = ALGORITHMS.run(name, inst)
     r = data.draw(st.integers(0, sol.num_tasks - 1))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     bad, only = MUTATIONS[kind](inst, sol, r, rng)
@@ -226,11 +226,11 @@ def test_violation_messages_are_precise():
 
 
 @pytest.mark.parametrize("kind", sorted(RULES))
-@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+@pytest.mark.parametrize("name", sorted(HEURISTICS))
 def test_each_violation_on_the_figure2_example(kind, name):
     """Deterministic companion of the property test: every mutation applies here and is caught."""
     inst = figure2_instance()
-    sol = ALGORITHMS[name](inst)
+    sol = ALGORITHMS.run(name, inst)
     rng = np.random.default_rng(0)
     for r in (0, sol.num_tasks // 2, sol.num_tasks - 1):
         bad, only = MUTATIONS[kind](inst, sol, r, rng)

@@ -6,11 +6,11 @@ import numpy as np
 from hypothesis import strategies as st
 
 from schedlab.edge.generate import generate_instance
-from schedlab.edge.instance import Instance
+from schedlab.edge.instance import EdgeInstance
 
 
 @st.composite
-def instances(draw, max_jobs: int = 8, max_chunks: int = 10, max_deadline: int = 6, nodes: int = 1000) -> Instance:
+def instances(draw, max_jobs: int = 8, max_chunks: int = 10, max_deadline: int = 6, nodes: int = 1000) -> EdgeInstance:
     """Any small instance: arbitrary chunk sets (overlapping or not), deadlines, B and S."""
     universe = draw(st.integers(1, max_chunks))
     ids = draw(st.lists(st.integers(0, 50), min_size=universe, max_size=universe, unique=True))
@@ -21,7 +21,7 @@ def instances(draw, max_jobs: int = 8, max_chunks: int = 10, max_deadline: int =
             max_size=max_jobs,
         )
     )
-    return Instance.from_jobs(
+    return EdgeInstance.from_jobs(
         jobs,
         nodes=nodes,
         chunks_per_node=draw(st.integers(1, 4)),
@@ -29,7 +29,7 @@ def instances(draw, max_jobs: int = 8, max_chunks: int = 10, max_deadline: int =
     )
 
 
-def small_generated(seed: int) -> Instance:
+def small_generated(seed: int) -> EdgeInstance:
     """A small generated instance (1–3 deadline classes) drawn from ``seed``; MILP-sized."""
     r = np.random.default_rng(1000 + seed)
     classes = int(r.integers(1, 4))
@@ -61,5 +61,5 @@ FIGURE2_JOBS = [
 ]
 
 
-def figure2_instance() -> Instance:
-    return Instance.from_jobs(FIGURE2_JOBS, nodes=10, chunks_per_node=4, vms_per_node=2, name="figure2-equivalent")
+def figure2_instance() -> EdgeInstance:
+    return EdgeInstance.from_jobs(FIGURE2_JOBS, nodes=10, chunks_per_node=4, vms_per_node=2, name="figure2-equivalent")

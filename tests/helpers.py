@@ -1,18 +1,40 @@
-"""The independent over-allocation check: from a run's task table alone, never trusting the worker pool.
+"""Shared non-fixture helpers for the whole suite: ``from tests.helpers import ...``.
 
-Sweeps every worker's starts and ends in time order (ends first at equal
-times: a slot freed at t may be taken at t) and checks that at no instant a
-slot worker runs two tasks, or a multi-resource worker's running requests
-exceed its capacity. Killed runs of preempted tasks (``preempted_runs``:
-``(task, worker, start, end)``) hold their worker too.
+* :func:`write_lines`, :func:`jobs` — tiny traces built by hand.
+* :func:`assert_no_over_allocation` — the independent over-allocation check: from a run's task
+  table alone, never trusting the worker pool.
+
+Fixtures live in ``conftest.py`` files; a folder's own helpers in its ``helpers.py``.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+
+from schedlab.workload.trace import TraceJob
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def jobs(*specs: tuple[float, list[float]]) -> list[TraceJob]:
+    """TraceJobs from (arrival, durations) pairs."""
+    return [TraceJob(a, sum(d) / len(d), list(d), i + 1) for i, (a, d) in enumerate(specs)]
 
 
 def assert_no_over_allocation(tasks, cluster, requests=None, preempted_runs=()) -> None:
+    """The independent over-allocation check: from a run's task table alone, never trusting the worker pool.
+
+    Sweeps every worker's starts and ends in time order (ends first at equal
+    times: a slot freed at t may be taken at t) and checks that at no instant a
+    slot worker runs two tasks, or a multi-resource worker's running requests
+    exceed its capacity. Killed runs of preempted tasks (``preempted_runs``:
+    ``(task, worker, start, end)``) hold their worker too.
+    """
     events = []
     for task, worker, start, end in zip(tasks.task, tasks.worker, tasks.start, tasks.end, strict=True):
         if worker >= 0 and end > start:  # a zero-length task holds nothing

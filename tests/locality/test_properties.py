@@ -22,7 +22,13 @@ from hypothesis import strategies as st
 from schedlab.locality.algorithms import PAPER_ALGORITHMS, run_algorithm
 from schedlab.locality.dyndloff import PhaseTwo, dyndloff, is_balanced, phase_one
 from schedlab.locality.milp import solve_milp
-from schedlab.locality.model import Instance, LinearCost, TableCost, check_complete, evaluate
+from schedlab.locality.model import (
+    LinearCost,
+    LocalityInstance,
+    TableCost,
+    check_complete,
+    evaluate,
+)
 
 TOL = 1e-7
 # LOCALITY_EXAMPLES=10 runs ten times as many examples (a soak run; the suite stays fast by default).
@@ -30,7 +36,7 @@ SCALE = int(os.environ.get("LOCALITY_EXAMPLES", "1"))
 
 
 @st.composite
-def instances(draw, max_tasks: int = 7, max_servers: int = 4, max_cores: int = 3) -> Instance:
+def instances(draw, max_tasks: int = 7, max_servers: int = 4, max_cores: int = 3) -> LocalityInstance:
     n_servers = draw(st.integers(1, max_servers))
     # Loads on a quarter grid keep sums exact, as in Table 2.
     loads = [
@@ -53,7 +59,7 @@ def instances(draw, max_tasks: int = 7, max_servers: int = 4, max_cores: int = 3
         cost = TableCost(tuple(1.0 + np.cumsum(steps).tolist()[i] for i in range(len(steps))))
     else:
         cost = [LinearCost(draw(st.sampled_from([0.5, 1.0]))) for _ in range(n_servers)]
-    return Instance.from_lists(loads, replicas, cost)
+    return LocalityInstance.from_lists(loads, replicas, cost)
 
 
 FAST = settings(max_examples=60 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -61,7 +67,7 @@ FAST = settings(max_examples=60 * SCALE, deadline=None, suppress_health_check=[H
 
 @FAST
 @given(inst=instances(), seed=st.integers(0, 3))
-def test_every_algorithm_is_complete_and_agrees_with_the_evaluator(inst: Instance, seed: int) -> None:
+def test_every_algorithm_is_complete_and_agrees_with_the_evaluator(inst: LocalityInstance, seed: int) -> None:
     for name in PAPER_ALGORITHMS:
         r = run_algorithm(name, inst, seed)
         check_complete(inst, r.assignment.task_core)
@@ -72,7 +78,7 @@ def test_every_algorithm_is_complete_and_agrees_with_the_evaluator(inst: Instanc
 
 @FAST
 @given(inst=instances(), seed=st.integers(0, 3))
-def test_online_runs_on_the_model_clock_end_at_the_paper_makespan(inst: Instance, seed: int) -> None:
+def test_online_runs_on_the_model_clock_end_at_the_paper_makespan(inst: LocalityInstance, seed: int) -> None:
     for name in ("hadoop", "delay", "dyndlon", "ltfpa"):
         for timeline in ("running", "model"):
             r = run_algorithm(name, inst, seed, {"timeline": timeline})
@@ -85,7 +91,7 @@ def test_online_runs_on_the_model_clock_end_at_the_paper_makespan(inst: Instance
 
 @FAST
 @given(inst=instances(max_tasks=12, max_servers=5))
-def test_phase_one_output_is_balanced_and_data_local(inst: Instance) -> None:
+def test_phase_one_output_is_balanced_and_data_local(inst: LocalityInstance) -> None:
     one = phase_one(inst)
     assert is_balanced(inst, one.task_core)
     assert one.makespan <= one.initial_makespan + 1e-9
@@ -103,7 +109,7 @@ def _brute_rmax(space: np.ndarray, g) -> int:
 
 @FAST
 @given(inst=instances(max_tasks=10), frac=st.floats(0.0, 1.0))
-def test_theorem_one_bounds_and_rmax_match_brute_force(inst: Instance, frac: float) -> None:
+def test_theorem_one_bounds_and_rmax_match_brute_force(inst: LocalityInstance, frac: float) -> None:
     one = phase_one(inst)
     two = PhaseTwo(inst, one)
     d = float(two.deadlines[min(int(frac * inst.n_tasks), inst.n_tasks - 1)]) + frac * 3
@@ -125,7 +131,7 @@ def test_theorem_one_bounds_and_rmax_match_brute_force(inst: Instance, frac: flo
 
 @settings(max_examples=40 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(inst=instances(max_tasks=6, max_servers=3, max_cores=2))
-def test_dyndloff_against_the_milp_optimum(inst: Instance) -> None:
+def test_dyndloff_against_the_milp_optimum(inst: LocalityInstance) -> None:
     r = dyndloff(inst)
     opt = solve_milp(inst, time_limit=20, fewest_remote=True)
     assert opt.details["status"] == "optimal"
@@ -162,7 +168,7 @@ def test_theorem_four_case_is_exercised() -> None:
 
 @settings(max_examples=25 * SCALE, deadline=None)
 @given(inst=instances(), seed=st.integers(0, 5))
-def test_same_seed_same_result(inst: Instance, seed: int) -> None:
+def test_same_seed_same_result(inst: LocalityInstance, seed: int) -> None:
     for name in PAPER_ALGORITHMS:
         a = run_algorithm(name, inst, seed)
         b = run_algorithm(name, inst, seed)
@@ -172,7 +178,7 @@ def test_same_seed_same_result(inst: Instance, seed: int) -> None:
 
 def test_milp_recovers_from_highs_presolve_solve_error() -> None:
     """HiGHS's presolve reports "Solve error" on this instance (theta = 0); the MILP retries without it."""
-    inst = Instance(
+    inst = LocalityInstance(
         server_core_start=np.array([0, 2, 3, 5]),
         initial_load=np.array([3.75, 1.0, 0.0, 0.75, 0.75]),
         replica_start=np.array([0, 3, 4, 5, 6, 7, 8]),

@@ -7,9 +7,9 @@ import json
 import pandas as pd
 import pytest
 
-from conftest import write_lines
 from schedlab import Result, simulate
 from schedlab.cli import main
+from tests.helpers import write_lines
 
 STATS = {"count", "mean", "p50", "p90", "p99", "p999", "p9999", "max"}
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from edge_support import figure2_instance
 
 from schedlab.cli import main
+from tests.edge.helpers import figure2_instance
 
 GOOD_INSTANCE = {"nodes": 10, "chunks_per_node": 4, "vms_per_node": 2, "jobs": [{"deadline": 2, "chunks": [0, 1]}, {"deadline": 4, "chunks": [1, 2]}]}
 
@@ -190,6 +190,7 @@ BAD_OPTIONS = [
     (["compare", "{inst}", "--optimum", "sometimes"], "--optimum: expected auto, always or never"),
     (["compare", "{inst}", "--max-variables", "0"], "--max-variables: must be >= 1"),
     (["compare", "{inst}", "--milp-time-limit", "0"], "--milp-time-limit: must be > 0"),
+    (["solve", "{inst}", "-a", "milp", "--milp-time-limit", "-1"], "--milp-time-limit: must be > 0"),
     (["generate", "-o", "{out}", "--jobs", "0"], "--jobs: must be an integer in [1, 2**31)"),
     (["generate", "-o", "{out}", "--jobs", "many"], "Invalid value for '--jobs'"),
     (["generate", "-o", "{out}", "--chunks", "0"], "--chunks: must be"),

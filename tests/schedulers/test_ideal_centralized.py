@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import jobs
 from schedlab import simulate
 from schedlab.cluster import Cluster
 from schedlab.errors import InputError
 from schedlab.schedulers import available, get, parse_params
 from schedlab.workload.trace import TraceJob
+from tests.helpers import jobs
 
 LAT = 0.0005
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from exp_support import TINY, write_spec
 
 from schedlab.cli import main
 from schedlab.errors import InputError
 from schedlab.experiments.matrix import expand
 from schedlab.experiments.spec import load_spec, parse_spec
+from tests.experiments.helpers import TINY, write_spec
 
 GRID = """\
 name: grid
@@ -42,7 +42,7 @@ def error_of(tmp_path, text: str) -> str:
 def test_bad_scheduler_parameter_names_file_line_and_field(tmp_path):
     text = TINY.replace("params: {gms: 2, lms: 2}", "params: {gms: 2, lms: 2, heartbeat: 0}")
     msg = error_of(tmp_path, text)
-    assert msg.endswith("exp.yaml:10: schedulers[0].params.heartbeat: Input should be greater than 0")
+    assert msg.endswith("exp.yaml:10: schedulers[0].params.heartbeat: Input should be greater than 0, got 0")
 
 
 @pytest.mark.parametrize(
@@ -84,7 +84,7 @@ def test_cli_reports_a_bad_spec_in_one_line(tmp_path, capsys):
     p = write_spec(tmp_path, TINY.replace("params: {gms: 2, lms: 2}", "params: {gms: 0}"))
     assert main(["sweep", str(p), "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"error: {p}:10: schedulers[0].params.gms: Input should be greater than or equal to 1"
+    assert err == f"error: {p}:10: schedulers[0].params.gms: Input should be greater than or equal to 1, got 0"
     assert not (tmp_path / "r").exists()
     assert main(["sweep", str(tmp_path / "none.yaml")]) == 2
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from exp_support import TINY, comparable, write_spec
 
-from conftest import write_lines
 from schedlab.cli import main
 from schedlab.experiments.runner import run_sweep
 from schedlab.experiments.store import Store
+from tests.experiments.helpers import TINY, comparable, write_spec
+from tests.helpers import write_lines
 
 
 def assert_same_results(a, b) -> None:

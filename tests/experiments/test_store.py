@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from exp_support import TINY, comparable, write_spec
 
 import schedlab.metrics.export as export
 from schedlab.errors import InputError
@@ -21,6 +20,7 @@ from schedlab.experiments.matrix import expand
 from schedlab.experiments.runner import run_sweep
 from schedlab.experiments.spec import load_spec
 from schedlab.experiments.store import Store, load_results
+from tests.experiments.helpers import TINY, comparable, write_spec
 
 FOUR = TINY.replace("seeds: [0]", "seeds: [0, 1]")
 
