@@ -43,6 +43,7 @@ import asyncio
 import itertools
 import json
 import os
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -50,8 +51,17 @@ from typing import Any
 
 import numpy as np
 
+from schedlab import simulate
 from schedlab.cluster.generate import generate_machine_masks
-from schedlab.cluster.model import Cluster
+from schedlab.cluster.model import Cluster, split_federated
+from schedlab.experiments.plots import cdf
+from schedlab.metrics.export import write_json
+from schedlab.services import supervise
+from schedlab.services.client import replay
+from schedlab.services.clusterfile import amqp_url_default, parse_cluster, render_cluster
+from schedlab.services.embedded import EmbeddedMegha
+from schedlab.services.remote import RemoteCluster
+from schedlab.services.supervise import check_broker, free_port_range
 from schedlab.sim.rng import RngStreams
 from schedlab.workload.trace import TraceJob, read_trace
 
@@ -105,7 +115,6 @@ def data_center(setup: Setup) -> Cluster:
 
 def cluster_text(setup: Setup, cluster: Cluster, base_port: int, name: str, broker: str) -> str:
     """A cluster file for the same data center (one worker host per LM)."""
-    from schedlab.services.clusterfile import render_cluster
 
     megha = cluster.with_topology(_topology(setup, cluster))
     megha.extra["layout"] = "megha"
@@ -114,28 +123,21 @@ def cluster_text(setup: Setup, cluster: Cluster, base_port: int, name: str, brok
 
 
 def _free_base(n: int) -> int:
-    from schedlab.services.supervise import free_port_range
 
     return free_port_range(n)
 
 
 async def _real(setup: Setup, cluster: Cluster, trace: list[TraceJob], folder: Path, embedded: bool) -> Any:
-    from schedlab.services.client import replay
-    from schedlab.services.clusterfile import amqp_url_default, parse_cluster
 
     timeout = 120 + 3 * (trace[-1].arrival + max(max(j.durations) for j in trace))
     task = "cpu"
     params = {"gms": setup.gms, "lms": setup.lms, "heartbeat": setup.heartbeat, "worker_choice": "random"}
     common = {"seed": setup.seed, "requests": requests(setup), "task": task, "timeout": timeout, "trace_label": f"google[:{setup.jobs}]/{setup.speedup:g}"}
     if embedded:
-        from schedlab.services.embedded import EmbeddedMegha
 
         async with EmbeddedMegha(cluster.with_topology(_topology(setup, cluster)), params, seed=setup.seed) as c:
             return await replay(c, trace, cpus_from_request=True, **common)
-    import tempfile
 
-    from schedlab.services import supervise
-    from schedlab.services.remote import RemoteCluster
 
     tmp = tempfile.TemporaryDirectory(prefix="megha-prototype-")
     path = Path(tmp.name) / "cluster.yaml"  # the cluster file and the services' logs live only for the run
@@ -152,14 +154,12 @@ async def _real(setup: Setup, cluster: Cluster, trace: list[TraceJob], folder: P
 
 
 def _topology(setup: Setup, cluster: Cluster) -> Any:
-    from schedlab.cluster.model import split_federated
 
     return split_federated(cluster.n, setup.lms, setup.gms)
 
 
 def run(out: str | Path | None = None, *, quick: bool = False, embedded: bool = False) -> Path:
     """Run the simulated and the real experiment; write the report; return the report's path."""
-    from schedlab import simulate
 
     setup = QUICK if quick else Setup()
     folder = Path(out) if out is not None else Path("results") / ("megha-prototype-quick" if quick else "megha-prototype")
@@ -167,8 +167,6 @@ def run(out: str | Path | None = None, *, quick: bool = False, embedded: bool = 
     trace = workload(setup)
     cluster = data_center(setup)
     if not embedded:
-        from schedlab.services.clusterfile import amqp_url_default, parse_cluster
-        from schedlab.services.supervise import check_broker
 
         probe = parse_cluster(cluster_text(setup, cluster, 7100, "probe", amqp_url_default()), "megha-prototype")
         asyncio.run(check_broker(probe))
@@ -187,8 +185,6 @@ def execution_delays(real: Any) -> np.ndarray:
 
 
 def write_report(folder: Path, setup: Setup, sim: Any, real: Any, embedded: bool) -> Path:
-    from schedlab.experiments.plots import cdf
-    from schedlab.metrics.export import write_json
 
     write_json(folder / "summary_sim.json", sim.summary)
     write_json(folder / "summary_real.json", real.summary)
