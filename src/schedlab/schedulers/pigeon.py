@@ -35,7 +35,7 @@ keys" (each key counts every worker whose set is a *subset* of it, so the
 weights count the wrong workers); minimum-constraints worker choice whatever
 ``worker_choice`` says (their "random" variant picks the same way); the config's
 short/long cutoff (2 s — every synthetic job short, every Google job long); and
-their WFQ test ``served <= FQW`` (``FQW + 1`` short tasks per long one). The
+their WFQ test ``served <= FQW`` (``FQW + 1`` short tasks per long one: :class:`AuthorsMaster`). The
 master-choice RNG, unseeded there, is a named stream here, so runs repeat.
 
 Choices where the papers are silent, and defaults:
@@ -269,6 +269,8 @@ class Master:
     reads nothing but its own state and its inputs.
     """
 
+    extra_short_turns = 0  # the paper's WFQ: FQW short tasks per long one
+
     def __init__(self, k: int, workers: tuple[int, ...], sched: _PigeonBase, reserve: int) -> None:
         self.k = k
         self.s = sched
@@ -287,6 +289,7 @@ class Master:
         self.long_q = WaitingClasses()
         self.dist_of: dict[int, int] = {}  # queued task -> its distributor
         self.served_short = 0  # queued short tasks served by general workers since the last long one
+        self.short_turns = sched.fqw + self.extra_short_turns  # WFQ: short tasks served per long one
         self.random_choice = sched.random_choice
         self.rng = sched.rt.rng(f"{sched.name}:master:{k}")
         self.choice_rng = self.rng if self.random_choice else None  # the worker-choice policy's (choose_position)
@@ -346,7 +349,7 @@ class Master:
             if tid >= 0:
                 self.served_short += 1
             return tid
-        short_turn = self.served_short <= self.s.fqw if self.s.authors else self.served_short < self.s.fqw
+        short_turn = self.served_short < self.short_turns
         if short_turn and sq.count:
             tid = sq.pop_first_mask(lacking)
             if tid >= 0:
@@ -435,6 +438,19 @@ class Masters(Component):
                 send(POOL_ADDRESS, LaunchBatch(items, (MASTERS_ADDRESS, dist_addr[d])))
 
 
+class AuthorsMaster(Master):
+    """A master as the authors' PigeonC simulator runs it (``compat="authors"``).
+
+    Its WFQ test is ``served <= FQW``: one short task more per long one than
+    the paper's FQW (docs/authors-simulators.md#pigeonc). The profile's other
+    differences are the scheduler's: the config's cutoff, min-constraints
+    worker choice, and master weights over constraint-set keys
+    (:class:`AuthorsKeyWeights`).
+    """
+
+    extra_short_turns = 1
+
+
 class _PigeonBase(Scheduler):
     """What Pigeon and PigeonC share: wiring of distributors and masters, job routing."""
 
@@ -465,7 +481,8 @@ class _PigeonBase(Scheduler):
         self.supply = MasterSupply(cluster.machine_masks, groups)
         self.dist_addr = [distributor_address(d) for d in range(nd)]
         # Never reserve a whole group: its long tasks could not run at all.
-        self.masters = [Master(k, g, self, min(round(self.reserve_fraction * len(g)), len(g) - 1)) for k, g in enumerate(groups)]
+        master_cls = AuthorsMaster if self.authors else Master
+        self.masters = [master_cls(k, g, self, min(round(self.reserve_fraction * len(g)), len(g) - 1)) for k, g in enumerate(groups)]
         group_of = [0] * cluster.n
         for k, g in enumerate(groups):
             for w in g:
