@@ -223,194 +223,249 @@ def _reduction(ours: float, other: float) -> float:
     return (1.0 - ours / other) * 100.0 if other and not math.isnan(other) and not math.isnan(ours) else math.nan
 
 
-def claims(figure: int, agg: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The paper's statements about a figure, each with what this run measured."""
-    out: list[dict[str, Any]] = []
-    if figure == 9:
-        for panel, x_name in (("a", "tasks"), ("b", "core_num"), ("c", "servers")):
-            t = _table(agg, panel)
-            if not t:
-                continue
-            xs = sorted(t)
-            for alg in ("ltfpa", "bar", "dyndloff"):
-                if alg in t[xs[0]] and alg in t[xs[-1]]:
-                    out.append(
-                        {
-                            "claim": f"9{panel}: {label(alg)} running time from {x_name}={xs[0]} to {xs[-1]}",
-                            "measured": f"{t[xs[0]][alg]['seconds'] * 1e3:.1f} -> {t[xs[-1]][alg]['seconds'] * 1e3:.1f} ms",
-                            "paper": {
-                                ("a", "ltfpa"): "15.11 -> 18.03 ms",
-                                ("a", "bar"): "52.12 -> 302.45 ms",
-                                ("a", "dyndloff"): "39.22 -> 124.21 ms",
-                                ("b", "dyndloff"): "49.21 -> 107.21 ms (LTFPA, BAR stable)",
-                                ("c", "ltfpa"): "9.76 -> 655.76 ms",
-                                ("c", "bar"): "229.11 -> 1010.89 ms",
-                                ("c", "dyndloff"): "83.56 -> 341.67 ms",
-                            }.get((panel, alg), "-"),
-                        }
-                    )
-        d = [e for e in agg if e["panel"] == "d"]
-        if d:
-            big = max(d, key=lambda e: (e["x"], e["tasks"]))
-            out.append(
-                {
-                    "claim": f"9d: DynDLOff at |S|={big['x']}, |T|={big['tasks']}: Phase II under 100 ms; total a few seconds",
-                    "measured": f"phase I {big['phase1_seconds'] * 1e3:.1f} ms, phase II {big['phase2_seconds'] * 1e3:.1f} ms, total {big['seconds'] * 1e3:.1f} ms; "
-                    f"max phase II over the panel {max(e['phase2_seconds'] for e in d) * 1e3:.1f} ms",
-                    "paper": "phase II < 100 ms everywhere; 4810 ms total at 10,000 tasks x 100,000 cores",
-                    "holds": max(e["phase2_seconds"] for e in d) < 0.1,
-                }
-            )
-        return out
-    t = _table(agg)
-    xs = sorted(t)
-    if not xs:
-        return out
+# What the paper says about each checked point, by claim; the checks below read their text from here.
+PAPER: dict[str, str] = {
+    "9a.ltfpa": "15.11 -> 18.03 ms",
+    "9a.bar": "52.12 -> 302.45 ms",
+    "9a.dyndloff": "39.22 -> 124.21 ms",
+    "9b.dyndloff": "49.21 -> 107.21 ms (LTFPA, BAR stable)",
+    "9c.ltfpa": "9.76 -> 655.76 ms",
+    "9c.bar": "229.11 -> 1010.89 ms",
+    "9c.dyndloff": "83.56 -> 341.67 ms",
+    "9d": "phase II < 100 ms everywhere; 4810 ms total at 10,000 tasks x 100,000 cores",
+    "5.offline": ">= 30% (DynDLOff 73, DynDLOn 78 at beta=10,000)",
+    "5.non_dynamic": "about 30% better (abstract)",
+    "5.online.100": "DynDLOn 4, DynDLOff 3",
+    "5.online.1000": "DynDLOn 15, DynDLOff 13",
+    "5.online.10000": "DynDLOn 78, DynDLOff 73",
+    "5.remote": "for a larger beta, the schedulers assign more data-remote tasks",
+    "5.bar": "BAR's data locality better; makespan twice DynDLOff's",
+    "6.ours": "far smaller than the other algorithms' when loads are skewed",
+    "6.delay": "30% smaller; similar data locality",
+    "6.remote": "when alpha was larger, DynDLOff assigned more data-remote tasks",
+    "7.growth": "Hadoop and DELAY increased significantly; DynDLOn slightly",
+    "7.locality": "DynDLOff assigns more data-remote tasks to beat the large initial loads",
+    "8.ahead": "DynDLOn and DynDLOff 20% (|T|=200) and 10% (|T|=2000) better than the others",
+    "8.close": "makespans close except LIST; most algorithms assign no data-remote task",
+    "8.hta": "more than half an hour (timeout)",
+}
 
-    def ms(x: Any, a: str) -> float:
-        return t[x].get(a, {}).get("makespan", math.nan)
+_UNCHECKED = object()
 
-    def rt(x: Any, a: str) -> float:
-        return t[x].get(a, {}).get("remote_tasks", math.nan)
 
-    hi = xs[-1]
-    if figure == 5:
-        others = [a for a in OFFLINE if a != "dyndloff"]
-        red = {a: _reduction(ms(hi, "dyndloff"), ms(hi, a)) for a in others}
+def _claim(claim: str, measured: str, paper: str, holds: Any = _UNCHECKED) -> dict[str, Any]:
+    """One checked statement: what the paper says, what this run measured, and whether it holds (absent: not checkable)."""
+    out: dict[str, Any] = {"claim": claim, "measured": measured, "paper": PAPER.get(paper, "-")}
+    if holds is not _UNCHECKED:
+        out["holds"] = holds
+    return out
+
+
+class _Points:
+    """Makespan and remote tasks per point and algorithm of one panel."""
+
+    def __init__(self, agg: list[dict[str, Any]], panel: str = "") -> None:
+        self.t = _table(agg, panel)
+        self.xs = sorted(self.t)
+
+    def ms(self, x: Any, a: str) -> float:
+        return self.t[x].get(a, {}).get("makespan", math.nan)
+
+    def rt(self, x: Any, a: str) -> float:
+        return self.t[x].get(a, {}).get("remote_tasks", math.nan)
+
+
+def _claims_fig9(agg: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for panel, x_name in (("a", "tasks"), ("b", "core_num"), ("c", "servers")):
+        t = _table(agg, panel)
+        if not t:
+            continue
+        xs = sorted(t)
+        for alg in ("ltfpa", "bar", "dyndloff"):
+            if alg in t[xs[0]] and alg in t[xs[-1]]:
+                measured = f"{t[xs[0]][alg]['seconds'] * 1e3:.1f} -> {t[xs[-1]][alg]['seconds'] * 1e3:.1f} ms"
+                out.append(_claim(f"9{panel}: {label(alg)} running time from {x_name}={xs[0]} to {xs[-1]}", measured, f"9{panel}.{alg}"))
+    d = [e for e in agg if e["panel"] == "d"]
+    if d:
+        big = max(d, key=lambda e: (e["x"], e["tasks"]))
+        phase2 = max(e["phase2_seconds"] for e in d)
         out.append(
-            {
-                "claim": f"beta={hi:g}: DynDLOff's makespan at least 30% below the other offline algorithms'",
-                "measured": ", ".join(f"vs {label(a)} {v:.0f}%" for a, v in red.items()),
-                "paper": ">= 30% (DynDLOff 73, DynDLOn 78 at beta=10,000)",
-                "holds": all(v >= 30 for v in red.values()),
-            }
-        )
-        nd = {a: _reduction(ms(hi, "dyndloff"), ms(hi, a)) for a in NON_DYNAMIC}
-        out.append(
-            {
-                "claim": f"beta={hi:g}: DynDLOff vs the algorithms without DynDL's per-server dynamic cost",
-                "measured": ", ".join(f"vs {label(a)} {v:.0f}%" for a, v in nd.items()),
-                "paper": "about 30% better (abstract)",
-                "holds": all(v >= 30 for v in nd.values()),
-            }
-        )
-        for x in xs:
-            best_other = min(ms(x, a) for a in ONLINE if a != "dyndlon")
-            out.append(
-                {
-                    "claim": f"beta={x:g}: DynDLOn's makespan slightly better than the other online algorithms'",
-                    "measured": f"DynDLOn {ms(x, 'dyndlon'):.2f} vs best other online {best_other:.2f} ({_reduction(ms(x, 'dyndlon'), best_other):+.0f}%); "
-                    f"W=0: {ms(x, 'dyndlon-w0'):.2f} ({_reduction(ms(x, 'dyndlon-w0'), best_other):+.0f}%); DynDLOff {ms(x, 'dyndloff'):.2f}",
-                    "paper": {100.0: "DynDLOn 4, DynDLOff 3", 1000.0: "DynDLOn 15, DynDLOff 13", 10000.0: "DynDLOn 78, DynDLOff 73"}.get(float(x), "-"),
-                    "holds": ms(x, "dyndlon") <= best_other + 1e-9,
-                }
+            _claim(
+                f"9d: DynDLOff at |S|={big['x']}, |T|={big['tasks']}: Phase II under 100 ms; total a few seconds",
+                f"phase I {big['phase1_seconds'] * 1e3:.1f} ms, phase II {big['phase2_seconds'] * 1e3:.1f} ms, total {big['seconds'] * 1e3:.1f} ms; "
+                f"max phase II over the panel {phase2 * 1e3:.1f} ms",
+                "9d",
+                phase2 < 0.1,
             )
-        out.append(
-            {
-                "claim": "more remote tasks as beta grows (all algorithms)",
-                "measured": ", ".join(f"{label(a)} {rt(xs[0], a):.0f}->{rt(hi, a):.0f}" for a in PAPER_ALGORITHMS),
-                "paper": "for a larger beta, the schedulers assign more data-remote tasks",
-                "holds": all(rt(hi, a) >= rt(xs[0], a) for a in PAPER_ALGORITHMS),
-            }
-        )
-        out.append(
-            {
-                "claim": f"beta={hi:g}: BAR has the best locality among offline algorithms, but about twice DynDLOff's makespan",
-                "measured": f"remote: BAR {rt(hi, 'bar'):.0f}, DynDLOff {rt(hi, 'dyndloff'):.0f}, LIST {rt(hi, 'list'):.0f}, HTA {rt(hi, 'hta'):.0f}; makespan BAR/DynDLOff = {ms(hi, 'bar') / ms(hi, 'dyndloff'):.2f}",
-                "paper": "BAR's data locality better; makespan twice DynDLOff's",
-                "holds": rt(hi, "bar") <= min(rt(hi, a) for a in OFFLINE),
-            }
-        )
-    elif figure == 6:
-        for x in xs:
-            others = [a for a in PAPER_ALGORITHMS if a not in ("dyndloff", "dyndlon")]
-            best_other = min(ms(x, a) for a in others)
-            for ours in ("dyndloff", "dyndlon"):
-                out.append(
-                    {
-                        "claim": f"alpha={x:g}: {label(ours)} far below the algorithms other than DynDL's",
-                        "measured": f"{label(ours)} {ms(x, ours):.2f} vs best other {best_other:.2f} ({_reduction(ms(x, ours), best_other):+.0f}%)"
-                        + (f"; W=0: {ms(x, 'dyndlon-w0'):.2f} ({_reduction(ms(x, 'dyndlon-w0'), best_other):+.0f}%)" if ours == "dyndlon" else ""),
-                        "paper": "far smaller than the other algorithms' when loads are skewed",
-                        "holds": ms(x, ours) < best_other,
-                    }
-                )
-            out.append(
-                {
-                    "claim": f"alpha={x:g}: DynDLOn's makespan 30% below DELAY's, with similar locality",
-                    "measured": f"DynDLOn {ms(x, 'dyndlon'):.2f} vs DELAY {ms(x, 'delay'):.2f} ({_reduction(ms(x, 'dyndlon'), ms(x, 'delay')):+.0f}%), "
-                    f"W=0: {ms(x, 'dyndlon-w0'):.2f} ({_reduction(ms(x, 'dyndlon-w0'), ms(x, 'delay')):+.0f}%); remote tasks {rt(x, 'dyndlon'):.1f} vs {rt(x, 'delay'):.1f}",
-                    "paper": "30% smaller; similar data locality",
-                    "holds": _reduction(ms(x, "dyndlon"), ms(x, "delay")) >= 25.0,
-                }
-            )
-        out.append(
-            {
-                "claim": "DynDLOff assigns more remote tasks as alpha grows",
-                "measured": " -> ".join(f"{rt(x, 'dyndloff'):.1f}" for x in xs),
-                "paper": "when alpha was larger, DynDLOff assigned more data-remote tasks",
-                "holds": rt(hi, "dyndloff") >= rt(xs[0], "dyndloff"),
-            }
-        )
-    elif figure == 7:
-        lo = xs[0]
-        growth = {a: (ms(hi, a) / ms(lo, a) - 1) * 100 for a in PAPER_ALGORITHMS}
-        out.append(
-            {
-                "claim": f"theta {lo:g} -> {hi:g}: Hadoop's and DELAY's makespans grow a lot, DynDLOn's slightly",
-                "measured": ", ".join(f"{label(a)} {g:+.0f}%" for a, g in growth.items())
-                + f", DynDLOn W=0 {(ms(hi, 'dyndlon-w0') / ms(lo, 'dyndlon-w0') - 1) * 100:+.0f}%",
-                "paper": "Hadoop and DELAY increased significantly; DynDLOn slightly",
-                "holds": growth["dyndlon"] < min(growth["hadoop"], growth["delay"]),
-            }
-        )
-        out.append(
-            {
-                "claim": "DynDLOff's data locality worse than the other offline algorithms' (beta = 1000)",
-                "measured": "; ".join(f"theta={x:g}: " + ", ".join(f"{label(a)} {rt(x, a):.1f}" for a in OFFLINE) for x in xs),
-                "paper": "DynDLOff assigns more data-remote tasks to beat the large initial loads",
-                "holds": all(rt(x, "dyndloff") >= max(rt(x, a) for a in OFFLINE if a != "dyndloff") for x in xs),
-            }
-        )
-    elif figure == 8:
-        for x in xs[:2]:
-            best_off = min(ms(x, a) for a in OFFLINE if a != "dyndloff")
-            best_on = min(ms(x, a) for a in ONLINE if a != "dyndlon")
-            w0 = ms(x, "dyndlon-w0")
-            out.append(
-                {
-                    "claim": f"|T|={x}: DynDLOff ahead of the other offline algorithms",
-                    "measured": f"DynDLOff {ms(x, 'dyndloff'):.2f} vs best other offline {best_off:.2f} ({_reduction(ms(x, 'dyndloff'), best_off):+.0f}%)",
-                    "paper": "DynDLOn and DynDLOff 20% (|T|=200) and 10% (|T|=2000) better than the others",
-                    "holds": ms(x, "dyndloff") < best_off,
-                }
-            )
-            out.append(
-                {
-                    "claim": f"|T|={x}: DynDLOn ahead of the other online algorithms",
-                    "measured": f"DynDLOn {ms(x, 'dyndlon'):.2f} vs best other online {best_on:.2f} ({_reduction(ms(x, 'dyndlon'), best_on):+.0f}%); W=0: {w0:.2f} ({_reduction(w0, best_on):+.0f}%)",
-                    "paper": "DynDLOn and DynDLOff 20% (|T|=200) and 10% (|T|=2000) better than the others",
-                    "holds": ms(x, "dyndlon") < best_on,
-                }
-            )
-        spread = [ms(hi, a) for a in PAPER_ALGORITHMS if a != "list" and not math.isnan(ms(hi, a))]
-        out.append(
-            {
-                "claim": f"|T|={hi}: all makespans close (within 25%) except LIST's; most algorithms assign no remote task",
-                "measured": ", ".join(f"{label(a)} {ms(hi, a):.1f}/{rt(hi, a):.0f}" for a in PAPER_ALGORITHMS) + " (makespan/remote)",
-                "paper": "makespans close except LIST; most algorithms assign no data-remote task",
-                "holds": (max(spread) / min(spread) < 1.25) if spread else False,
-            }
-        )
-        hta_runs = t[hi].get("hta", {})
-        out.append(
-            {
-                "claim": f"|T|={hi}: HTA's running time",
-                "measured": f"{hta_runs.get('seconds', math.nan):.1f} s per run, {hta_runs.get('timeouts', 0)} of {hta_runs.get('runs', 0)} runs past the {HTA_TIME_LIMIT:g} s limit",
-                "paper": "more than half an hour (timeout)",
-            }
         )
     return out
+
+
+def _claims_fig5(p: _Points) -> list[dict[str, Any]]:
+    ms, rt, xs = p.ms, p.rt, p.xs
+    hi = xs[-1]
+    others = [a for a in OFFLINE if a != "dyndloff"]
+    red = {a: _reduction(ms(hi, "dyndloff"), ms(hi, a)) for a in others}
+    nd = {a: _reduction(ms(hi, "dyndloff"), ms(hi, a)) for a in NON_DYNAMIC}
+    out = [
+        _claim(
+            f"beta={hi:g}: DynDLOff's makespan at least 30% below the other offline algorithms'",
+            ", ".join(f"vs {label(a)} {v:.0f}%" for a, v in red.items()),
+            "5.offline",
+            all(v >= 30 for v in red.values()),
+        ),
+        _claim(
+            f"beta={hi:g}: DynDLOff vs the algorithms without DynDL's per-server dynamic cost",
+            ", ".join(f"vs {label(a)} {v:.0f}%" for a, v in nd.items()),
+            "5.non_dynamic",
+            all(v >= 30 for v in nd.values()),
+        ),
+    ]
+    for x in xs:
+        best_other = min(ms(x, a) for a in ONLINE if a != "dyndlon")
+        out.append(
+            _claim(
+                f"beta={x:g}: DynDLOn's makespan slightly better than the other online algorithms'",
+                f"DynDLOn {ms(x, 'dyndlon'):.2f} vs best other online {best_other:.2f} ({_reduction(ms(x, 'dyndlon'), best_other):+.0f}%); "
+                f"W=0: {ms(x, 'dyndlon-w0'):.2f} ({_reduction(ms(x, 'dyndlon-w0'), best_other):+.0f}%); DynDLOff {ms(x, 'dyndloff'):.2f}",
+                f"5.online.{float(x):g}",
+                ms(x, "dyndlon") <= best_other + 1e-9,
+            )
+        )
+    out.append(
+        _claim(
+            "more remote tasks as beta grows (all algorithms)",
+            ", ".join(f"{label(a)} {rt(xs[0], a):.0f}->{rt(hi, a):.0f}" for a in PAPER_ALGORITHMS),
+            "5.remote",
+            all(rt(hi, a) >= rt(xs[0], a) for a in PAPER_ALGORITHMS),
+        )
+    )
+    out.append(
+        _claim(
+            f"beta={hi:g}: BAR has the best locality among offline algorithms, but about twice DynDLOff's makespan",
+            f"remote: BAR {rt(hi, 'bar'):.0f}, DynDLOff {rt(hi, 'dyndloff'):.0f}, LIST {rt(hi, 'list'):.0f}, HTA {rt(hi, 'hta'):.0f}; "
+            f"makespan BAR/DynDLOff = {ms(hi, 'bar') / ms(hi, 'dyndloff'):.2f}",
+            "5.bar",
+            rt(hi, "bar") <= min(rt(hi, a) for a in OFFLINE),
+        )
+    )
+    return out
+
+
+def _claims_fig6(p: _Points) -> list[dict[str, Any]]:
+    ms, rt, xs = p.ms, p.rt, p.xs
+    out = []
+    for x in xs:
+        others = [a for a in PAPER_ALGORITHMS if a not in ("dyndloff", "dyndlon")]
+        best_other = min(ms(x, a) for a in others)
+        for ours in ("dyndloff", "dyndlon"):
+            w0 = f"; W=0: {ms(x, 'dyndlon-w0'):.2f} ({_reduction(ms(x, 'dyndlon-w0'), best_other):+.0f}%)" if ours == "dyndlon" else ""
+            out.append(
+                _claim(
+                    f"alpha={x:g}: {label(ours)} far below the algorithms other than DynDL's",
+                    f"{label(ours)} {ms(x, ours):.2f} vs best other {best_other:.2f} ({_reduction(ms(x, ours), best_other):+.0f}%){w0}",
+                    "6.ours",
+                    ms(x, ours) < best_other,
+                )
+            )
+        out.append(
+            _claim(
+                f"alpha={x:g}: DynDLOn's makespan 30% below DELAY's, with similar locality",
+                f"DynDLOn {ms(x, 'dyndlon'):.2f} vs DELAY {ms(x, 'delay'):.2f} ({_reduction(ms(x, 'dyndlon'), ms(x, 'delay')):+.0f}%), "
+                f"W=0: {ms(x, 'dyndlon-w0'):.2f} ({_reduction(ms(x, 'dyndlon-w0'), ms(x, 'delay')):+.0f}%); remote tasks {rt(x, 'dyndlon'):.1f} vs {rt(x, 'delay'):.1f}",
+                "6.delay",
+                _reduction(ms(x, "dyndlon"), ms(x, "delay")) >= 25.0,
+            )
+        )
+    hi = xs[-1]
+    out.append(
+        _claim(
+            "DynDLOff assigns more remote tasks as alpha grows",
+            " -> ".join(f"{rt(x, 'dyndloff'):.1f}" for x in xs),
+            "6.remote",
+            rt(hi, "dyndloff") >= rt(xs[0], "dyndloff"),
+        )
+    )
+    return out
+
+
+def _claims_fig7(p: _Points) -> list[dict[str, Any]]:
+    ms, rt, xs = p.ms, p.rt, p.xs
+    lo, hi = xs[0], xs[-1]
+    growth = {a: (ms(hi, a) / ms(lo, a) - 1) * 100 for a in PAPER_ALGORITHMS}
+    return [
+        _claim(
+            f"theta {lo:g} -> {hi:g}: Hadoop's and DELAY's makespans grow a lot, DynDLOn's slightly",
+            ", ".join(f"{label(a)} {g:+.0f}%" for a, g in growth.items())
+            + f", DynDLOn W=0 {(ms(hi, 'dyndlon-w0') / ms(lo, 'dyndlon-w0') - 1) * 100:+.0f}%",
+            "7.growth",
+            growth["dyndlon"] < min(growth["hadoop"], growth["delay"]),
+        ),
+        _claim(
+            "DynDLOff's data locality worse than the other offline algorithms' (beta = 1000)",
+            "; ".join(f"theta={x:g}: " + ", ".join(f"{label(a)} {rt(x, a):.1f}" for a in OFFLINE) for x in xs),
+            "7.locality",
+            all(rt(x, "dyndloff") >= max(rt(x, a) for a in OFFLINE if a != "dyndloff") for x in xs),
+        ),
+    ]
+
+
+def _claims_fig8(p: _Points) -> list[dict[str, Any]]:
+    ms, rt, xs = p.ms, p.rt, p.xs
+    hi = xs[-1]
+    out = []
+    for x in xs[:2]:
+        best_off = min(ms(x, a) for a in OFFLINE if a != "dyndloff")
+        best_on = min(ms(x, a) for a in ONLINE if a != "dyndlon")
+        w0 = ms(x, "dyndlon-w0")
+        out.append(
+            _claim(
+                f"|T|={x}: DynDLOff ahead of the other offline algorithms",
+                f"DynDLOff {ms(x, 'dyndloff'):.2f} vs best other offline {best_off:.2f} ({_reduction(ms(x, 'dyndloff'), best_off):+.0f}%)",
+                "8.ahead",
+                ms(x, "dyndloff") < best_off,
+            )
+        )
+        out.append(
+            _claim(
+                f"|T|={x}: DynDLOn ahead of the other online algorithms",
+                f"DynDLOn {ms(x, 'dyndlon'):.2f} vs best other online {best_on:.2f} ({_reduction(ms(x, 'dyndlon'), best_on):+.0f}%); W=0: {w0:.2f} ({_reduction(w0, best_on):+.0f}%)",
+                "8.ahead",
+                ms(x, "dyndlon") < best_on,
+            )
+        )
+    spread = [ms(hi, a) for a in PAPER_ALGORITHMS if a != "list" and not math.isnan(ms(hi, a))]
+    out.append(
+        _claim(
+            f"|T|={hi}: all makespans close (within 25%) except LIST's; most algorithms assign no remote task",
+            ", ".join(f"{label(a)} {ms(hi, a):.1f}/{rt(hi, a):.0f}" for a in PAPER_ALGORITHMS) + " (makespan/remote)",
+            "8.close",
+            (max(spread) / min(spread) < 1.25) if spread else False,
+        )
+    )
+    hta_runs = p.t[hi].get("hta", {})
+    out.append(
+        _claim(
+            f"|T|={hi}: HTA's running time",
+            f"{hta_runs.get('seconds', math.nan):.1f} s per run, {hta_runs.get('timeouts', 0)} of {hta_runs.get('runs', 0)} runs past the {HTA_TIME_LIMIT:g} s limit",
+            "8.hta",
+        )
+    )
+    return out
+
+
+_CLAIMS = {5: _claims_fig5, 6: _claims_fig6, 7: _claims_fig7, 8: _claims_fig8}
+
+
+def claims(figure: int, agg: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The paper's statements about a figure (their words and numbers in :data:`PAPER`), each with what this run measured."""
+    if figure == 9:
+        return _claims_fig9(agg)
+    p = _Points(agg)
+    if not p.xs or figure not in _CLAIMS:
+        return []
+    return _CLAIMS[figure](p)
 
 
 # -- outputs ----------------------------------------------------------------------------------------------------
