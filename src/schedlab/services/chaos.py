@@ -42,7 +42,9 @@ from urllib.parse import urlsplit
 
 from schedlab.errors import InputError
 from schedlab.services import supervise
+from schedlab.services.client import replay
 from schedlab.services.clusterfile import LoadedCluster
+from schedlab.services.remote import RemoteCluster, fetch_statuses
 
 KILLABLE = ("worker", "gm", "lm", "broker")
 GM_RECOVERY_FIELDS = ("recovered_in", "jobs_resolved", "tasks_found_running", "tasks_found_completed", "tasks_requested_again")
@@ -85,9 +87,6 @@ def check_roles(roles: list[str]) -> list[str]:
 async def run_chaos(loaded: LoadedCluster, cluster_file: str | os.PathLike, trace: Any, *, roles: list[str], every: float,
                     restart_after: float = 1.0, seed: int = 0, **replay_kw: Any) -> ChaosReport:
     """Replay ``trace`` on the running cluster while killing and restarting components (see the module)."""
-    from schedlab.services.client import replay
-    from schedlab.services.remote import RemoteCluster, fetch_statuses
-
     check_roles(roles)
     if not every > 0 or restart_after < 0:
         raise InputError("--every", "must be > 0 (and --restart-after >= 0)")

@@ -38,6 +38,8 @@ from schedlab.cluster.model import Cluster
 from schedlab.engine import JobPreparer, Result, summarize_run
 from schedlab.errors import InputError
 from schedlab.schedulers.megha import MeghaParams
+from schedlab.services.embedded import EmbeddedMegha
+from schedlab.services.execution import TaskSpec
 from schedlab.services.fairness import user_assignment
 from schedlab.services.messages import SubmitJob
 from schedlab.services.records import RunRecords
@@ -78,8 +80,6 @@ def _task_factory(task: str | TaskFactory | None, cpus: float) -> TaskFactory | 
     if callable(task):
         return task
     if task == "cpu":
-        from schedlab.services.execution import TaskSpec
-
         return lambda _j, _t, d: TaskSpec(kind="cpu", duration=d, cpus=cpus)
     raise InputError("--task", f"unknown task kind {task!r} (choose from sleep, cpu)")
 
@@ -144,8 +144,6 @@ async def replay(
                 continue
             durations = [d / speedup for d in pj.durations]
             if cpus_from_request and task == "cpu" and pj.requests is not None:
-                from schedlab.services.execution import TaskSpec
-
                 specs = [TaskSpec(kind="cpu", duration=d, cpus=pj.requests[i][0]) for i, d in enumerate(durations)]
             else:
                 specs = None if factory is None else [factory(k, i, d) for i, d in enumerate(durations)]
@@ -216,7 +214,7 @@ class Client:
     """
 
     def __init__(self, cluster_file: str | os.PathLike, *, embedded: bool = False) -> None:
-        from schedlab.services.clusterfile import load_cluster
+        from schedlab.services.clusterfile import load_cluster  # only Client reads cluster files
 
         self.loaded = load_cluster(cluster_file)
         self.embedded = embedded
@@ -231,14 +229,12 @@ class Client:
 
     async def connect(self) -> None:
         if self.embedded:
-            from schedlab.services.embedded import EmbeddedMegha
-
             self.handle = EmbeddedMegha(self.loaded.cluster, self.loaded.megha_params(), seed=self.loaded.spec.seed)
             self.handle.start()
             return
-        from schedlab.services.net import BrokerUnreachable
-        from schedlab.services.remote import RemoteCluster
-        from schedlab.services.supervise import _safe_url
+        from schedlab.services.net import BrokerUnreachable  # no broker transport when embedded
+        from schedlab.services.remote import RemoteCluster  # (idem)
+        from schedlab.services.supervise import _safe_url  # (idem)
 
         handle = RemoteCluster(self.loaded)
         try:
@@ -265,8 +261,6 @@ class Client:
     async def run(self, argv: list[str] | str, *, cpus: float = 1.0, constraints: Iterable[int] = (), shell: bool = False,
                   timeout: float | None = None) -> dict[str, Any]:
         """Run one command as a one-task job; returns its outcome (status, exit code, output tails, worker, allocation time)."""
-        from schedlab.services.execution import TaskSpec
-
         if isinstance(argv, str):
             argv = [argv] if shell else argv.split()
         mask = 0

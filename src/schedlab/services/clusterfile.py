@@ -36,11 +36,15 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from schedlab.atomic import atomic_write
 from schedlab.cluster.bitsets import NUM_CONSTRAINTS
 from schedlab.cluster.model import Cluster, Topology
 from schedlab.errors import InputError
+from schedlab.experiments.spec import parse_yaml_mapping, spec_error
+from schedlab.services.embedded import parse_params
 
 DEFAULT_AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/"
 
@@ -197,8 +201,6 @@ class LoadedCluster:
         if spec.resources == ["slots"]:
             cl = Cluster(masks, None, ("slots",), topo, f"cluster:{spec.name}", {"layout": "megha"})
         else:
-            import numpy as np
-
             cl = Cluster(masks, np.array(caps, dtype=float), tuple(spec.resources), topo, f"cluster:{spec.name}", {"layout": "megha"})
         self.cluster = cl
         self.hosts = {h.id: (lm_id, h) for lm_id, h in spec.hosts()}
@@ -231,8 +233,6 @@ def require_secret(loaded: LoadedCluster) -> str:
 
 
 def parse_cluster(text: str, source: str = "<cluster>") -> LoadedCluster:
-    from schedlab.experiments.spec import parse_yaml_mapping, spec_error
-
     node, data = parse_yaml_mapping(text, source, "a cluster file is a YAML mapping (name, broker, gms, lms, …)")
     try:
         spec = ClusterSpec.model_validate(data)
@@ -241,8 +241,6 @@ def parse_cluster(text: str, source: str = "<cluster>") -> LoadedCluster:
         msg = "unknown field" if err["type"] == "extra_forbidden" else str(err["msg"]).removeprefix("Value error, ")
         raise spec_error(source, node, tuple(err["loc"]), msg) from None
     loaded = LoadedCluster(spec, source)
-    from schedlab.services.embedded import parse_params
-
     try:
         parse_params(loaded.megha_params())
     except InputError as e:
@@ -374,8 +372,6 @@ def render_cluster(
 
 def write_cluster_file(path: str | os.PathLike, text: str, force: bool = False) -> None:
     """Write a cluster file atomically; refuse to replace one unless ``force``."""
-    from schedlab.atomic import atomic_write
-
     p = Path(path)
     if p.is_dir():
         raise InputError(str(path), "is a directory")

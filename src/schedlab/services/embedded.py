@@ -33,7 +33,9 @@ from typing import Any
 
 from schedlab.cluster.model import Cluster
 from schedlab.errors import InputError
+from schedlab.schedulers import registry
 from schedlab.schedulers.megha import MeghaParams, MeghaShared
+from schedlab.schedulers.megha.compat import AuthorsGM, AuthorsLM
 from schedlab.schedulers.megha.gm import GlobalMaster
 from schedlab.schedulers.megha.lm import LocalMaster
 from schedlab.schedulers.megha.partitions import Layout, megha_topology
@@ -82,8 +84,6 @@ class GMFrontend(Component):
 
 
 def parse_params(params: MeghaParams | dict[str, Any] | None) -> MeghaParams:
-    from schedlab.schedulers import registry
-
     if isinstance(params, MeghaParams):
         p = params
     else:
@@ -143,8 +143,6 @@ class EmbeddedMegha:
         self.workers = HostWorkers(rt, self.store, forget_killed=False) if fair else None
         shared = MeghaShared(rt, layout, self.cluster, self.store, observer, self.workers, p, self.cluster.slot_mode)
         if p.compat == "authors":
-            from schedlab.schedulers.megha.compat import AuthorsGM, AuthorsLM
-
             gm_cls, lm_cls = AuthorsGM, AuthorsLM
         else:
             gm_cls, lm_cls = GlobalMaster, LocalMaster

@@ -47,6 +47,7 @@ from schedlab.schedulers.megha.partitions import Layout
 from schedlab.services.messages import HoldingsReport, KillTask, TaskKilled
 from schedlab.services.runtime import AsyncRuntime
 from schedlab.services.tasks import TaskStore
+from schedlab.sim.rng import RngStreams
 from schedlab.workers.protocol import POOL_ADDRESS
 
 
@@ -54,8 +55,6 @@ def user_assignment(params: MeghaParams, num_gms: int, seed: int) -> UserAssignm
     """The simulator's job-to-user assignment for a run with ``seed`` (None without fair sharing)."""
     if params.shares is None:
         return None
-    from schedlab.sim.rng import RngStreams
-
     return UserAssignment(params.shares, params.queue_gms, num_gms, params.user_assignment, RngStreams(seed).rng("megha:users"))
 
 

@@ -32,6 +32,8 @@ import logging
 import socket
 from typing import Any
 
+import aio_pika
+
 log = logging.getLogger("schedlab.services.lease")
 
 POLL = 0.2  # seconds between a standby's tries
@@ -57,8 +59,6 @@ class Lease:
         return self.channel is not None and not self.channel.is_closed and self.connection is not None and not self.connection.is_closed
 
     async def try_acquire(self) -> bool:
-        import aio_pika
-
         try:
             if self.connection is None or self.connection.is_closed:
                 # its own, plain connection: when it drops, the lease must be lost, not restored behind our back

@@ -80,7 +80,7 @@ RUN_QUEUE_EXPIRES_MS = 600_000  # a client's run queue outlives a broker restart
 
 
 def _modes() -> dict[bool, Any]:
-    import aio_pika
+    import aio_pika  # aio-pika loads only when a broker is used (cluster status goes without)
 
     return {True: aio_pika.DeliveryMode.PERSISTENT, False: aio_pika.DeliveryMode.NOT_PERSISTENT}
 
@@ -95,7 +95,7 @@ _MODES: dict[bool, Any] = _LazyModes()
 
 
 def _message(body: bytes, persistent: bool) -> Any:
-    import aio_pika
+    import aio_pika  # (idem)
 
     return aio_pika.Message(body, delivery_mode=_MODES[persistent])
 
@@ -163,7 +163,7 @@ class AmqpLink:
         self.at_flush: Callable[[Callable[[], None]], None] | None = None
 
     async def connect(self, timeout: float = 5.0) -> None:
-        import aio_pika
+        import aio_pika  # (idem)
 
         # aio-pika logs a failed first attempt itself; the caller reports it in one line instead
         quiet = [logging.getLogger(n) for n in ("aio_pika", "aiormq")]
@@ -563,7 +563,7 @@ class NetTransport:
         ev.set()
 
     async def _http_sender(self, url: str, wake: asyncio.Event) -> None:
-        import aiohttp
+        import aiohttp  # aiohttp only to send over HTTP (cluster down goes without)
 
         if self.session is None:
             self.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=HTTP_TIMEOUT))
@@ -599,7 +599,7 @@ class NetTransport:
     async def _post(self, target: str, body: bytes, n: int, timeout: float = HTTP_TIMEOUT, tries: int = HTTP_RETRIES) -> tuple[list, str]:
         """POST ``body``: ``(replies, outcome)``, outcome ``ok``, ``stale`` (the peer refused it unread as too
         old), ``refused`` (any other 4xx) or ``unreachable`` (no answer after ``tries`` tries)."""
-        import aiohttp
+        import aiohttp  # aiohttp only to send over HTTP (cluster down goes without)
 
         delay = 0.05
         for attempt in range(tries):

@@ -57,8 +57,11 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from aiohttp import web
+
 from schedlab.errors import InputError
 from schedlab.schedulers.megha import MeghaShared
+from schedlab.schedulers.megha.compat import AuthorsGM, AuthorsLM
 from schedlab.schedulers.megha.gm import GlobalMaster, gm_address, lm_address
 from schedlab.schedulers.megha.lm import LocalMaster
 from schedlab.schedulers.megha.messages import LaunchRequest, PreemptRequest, StateUpdate
@@ -283,7 +286,7 @@ class Node:
             if self.role == "gm":
                 gm_cls = GlobalMaster
                 if p.compat == "authors":
-                    from schedlab.schedulers.megha.compat import AuthorsGM as gm_cls  # type: ignore[assignment]
+                    gm_cls = AuthorsGM
                 gm = self.component = gm_cls(self.id, shared, rt.rng(f"megha:gm:{self.id}"))
                 frontend = GMFrontend(self.id, rt, gm, self.store)
                 self.placements = GMPlacements(rt, gm, publisher.emit)
@@ -308,7 +311,7 @@ class Node:
             else:
                 lm_cls = LocalMaster
                 if p.compat == "authors":
-                    from schedlab.schedulers.megha.compat import AuthorsLM as lm_cls  # type: ignore[assignment]
+                    lm_cls = AuthorsLM
                 lm = self.component = lm_cls(self.id, shared)
                 WorkerRouter(rt, loaded.host_of_worker)
                 rt.after_delivery(TasksFinished, lambda _dst, msg: self.store.forget(t for t, _w in msg.group))
@@ -445,8 +448,6 @@ class Node:
         self.rt._guarded(self.jobs.on_job, (msg, redelivered, message))
 
     async def _serve_http(self) -> None:
-        from aiohttp import web
-
         app = web.Application(client_max_size=MAX_MESSAGE_BYTES)
         app.router.add_get("/v1/health", self._health)
         app.router.add_get("/v1/status", self._status)
@@ -498,8 +499,6 @@ class Node:
 
     def _authenticate(self, request: Any, body: bytes) -> Any:
         """None if the request is authentic, else the 401 response (counted per peer)."""
-        from aiohttp import web
-
         try:
             self.verifier.verify(request.headers, body)
         except AuthError as e:
@@ -508,8 +507,6 @@ class Node:
         return None
 
     def _signed(self, payload: Any) -> Any:
-        from aiohttp import web
-
         body = json.dumps(payload, separators=(",", ":")).encode()
         return web.Response(body=body, content_type="application/json", headers=self.signer.headers(body))
 
@@ -523,8 +520,6 @@ class Node:
         return f"{reason}: {detail}"
 
     async def _health(self, request: Any) -> Any:
-        from aiohttp import web
-
         return web.json_response({"ok": True, "role": self.role, "id": self.id, "cluster": self.loaded.name, "pid": os.getpid()})
 
     async def _status(self, request: Any) -> Any:
@@ -534,8 +529,6 @@ class Node:
         return self._signed(self.status())
 
     async def _message(self, request: Any) -> Any:
-        from aiohttp import web
-
         try:
             body = await request.read()
         except web.HTTPRequestEntityTooLarge:

@@ -18,6 +18,8 @@ import logging
 import time
 from typing import Any
 
+import aiohttp
+
 from schedlab.schedulers.megha import MeghaParams
 from schedlab.services.auth import AuthError, Signer, Verifier
 from schedlab.services.clusterfile import LoadedCluster, require_secret
@@ -153,8 +155,6 @@ class RemoteCluster:
 
 
 async def fetch_statuses(loaded: LoadedCluster, timeout: float = 3.0) -> list[dict[str, Any]]:
-    import aiohttp
-
     nodes = [("gm", g.id, g.url) for g in loaded.spec.gms] + [("lm", lm.id, lm.url) for lm in loaded.spec.lms]
     nodes += [("worker", h.id, h.url) for _lm, h in loaded.spec.hosts()]
     secret = loaded.secret

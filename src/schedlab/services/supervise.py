@@ -33,6 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from schedlab.errors import InputError
 from schedlab.services.clusterfile import LoadedCluster
+from schedlab.services.net import AmqpLink, BrokerUnreachable, Directory
 
 HEALTH_TIMEOUT = 60.0
 STOP_GRACE = 5.0
@@ -122,8 +123,6 @@ def _port_free(host: str, port: int) -> bool:
 
 
 async def check_broker(loaded: LoadedCluster, timeout: float = 5.0) -> None:
-    from schedlab.services.net import AmqpLink, BrokerUnreachable
-
     link = AmqpLink(loaded.broker)
     try:
         await link.connect(timeout)
@@ -221,7 +220,7 @@ def spawn_standby(cluster_file: str | os.PathLike, lm: int) -> int:
 
 async def serving_pid(url: str, timeout: float = 1.0) -> int | None:
     """The pid of the process answering ``url``'s health check (None if nothing answers)."""
-    import aiohttp
+    import aiohttp  # aiohttp only for health checks (cluster down goes without)
 
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session, session.get(url + "/v1/health") as resp:
@@ -258,7 +257,7 @@ async def restart(loaded: LoadedCluster, cluster_file: str | os.PathLike, role: 
 
 
 async def _wait_healthy(loaded: LoadedCluster, cluster_file: str | os.PathLike, procs: list[Proc], timeout: float) -> None:
-    import aiohttp
+    import aiohttp  # aiohttp only for health checks (cluster down goes without)
 
     deadline = time.monotonic() + timeout
     pending = list(procs)
@@ -307,8 +306,6 @@ async def down(loaded: LoadedCluster, cluster_file: str | os.PathLike, quiet: bo
 
 
 async def delete_cluster_queues(loaded: LoadedCluster) -> None:
-    from schedlab.services.net import AmqpLink, BrokerUnreachable, Directory
-
     directory = Directory(loaded)
     names = [directory.queue(("gm", g.id)) for g in loaded.spec.gms]
     names += [directory.queue(("submit", g.id)) for g in loaded.spec.gms]

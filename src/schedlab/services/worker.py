@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from schedlab.cluster.model import Cluster
+from schedlab.services.execution import start_task
 from schedlab.services.messages import HostFinished, KillTask, TaskKilled
 from schedlab.services.records import FINISHED, PREEMPTED, STARTED, Emit
 from schedlab.services.runtime import AsyncRuntime
@@ -127,8 +128,6 @@ class WorkerHost(Component):
         self.active[tid] = (worker, reply_to, handle)
 
     async def _execute(self, tid: int, spec: Any, batch: bool) -> None:
-        from schedlab.services.execution import start_task
-
         try:
             outcome = await start_task(spec).wait()
             result = dataclasses.asdict(outcome)
