@@ -113,3 +113,12 @@ def test_help_lists_scheduler_parameters(capsys):
     text = capsys.readouterr().out
     for flag in ("--gms", "--worker-choice", "--sss/--no-sss", "--probe-ratio", "--distributors"):
         assert flag in text
+
+
+def test_a_run_config_and_other_settings_are_refused():
+    cfg = RunConfig.build(scheduler="ideal", trace="syn_250", workers=20)
+    for kwargs in ({"seed": 3}, {"latency": 0.1}):
+        with pytest.raises(InputError, match="give a RunConfig or settings"):
+            schedlab.simulate(cfg, **kwargs)
+    with pytest.raises(InputError, match="give a RunConfig or settings"):
+        schedlab.simulate(cfg, "syn_500")

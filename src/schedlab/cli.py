@@ -185,9 +185,8 @@ def simulate(
         "processing_costs": costs,
         "exact_durations": exact_durations,
     }
-    from schedlab.schedulers import (
-        registry,  # loads the simulation stack: only when a run is asked for
-    )
+    # the simulation stack loads only when a run is asked for
+    from schedlab.schedulers import registry
 
     flags = parse_flags(scheduler, ctx.args)
     try:

@@ -24,12 +24,9 @@ from typing import Any
 
 from typer.core import TyperCommand
 
+from schedlab.cliutil import json_or_text
 from schedlab.errors import InputError
 from schedlab.run_config import option_name
-
-
-def _is_bool(annotation: Any) -> bool:
-    return annotation is bool
 
 
 def _is_list(annotation: Any) -> bool:
@@ -45,9 +42,8 @@ def _choices(annotation: Any) -> tuple[str, ...]:
 
 def scheduler_fields() -> dict[str, dict[str, Any]]:
     """parameter name → {scheduler name: pydantic field}, over every available scheduler."""
-    from schedlab.schedulers import (
-        registry,  # the simulator loads only when a command reads scheduler flags
-    )
+    # the simulator loads only when a command reads scheduler flags
+    from schedlab.schedulers import registry
 
     out: dict[str, dict[str, Any]] = {}
     for name in registry.available():
@@ -89,9 +85,8 @@ def epilog() -> str:
 
 def parse_flags(scheduler: str, args: list[str]) -> dict[str, Any]:
     """The scheduler's parameters given as flags in ``args`` (what the command's own options left)."""
-    from schedlab.schedulers import (
-        registry,  # the simulator loads only when a command reads scheduler flags
-    )
+    # the simulator loads only when a command reads scheduler flags
+    from schedlab.schedulers import registry
 
     fields = registry.get(scheduler).Params.model_fields
     out: dict[str, Any] = {}
@@ -128,15 +123,8 @@ def parse_flags(scheduler: str, args: list[str]) -> dict[str, Any]:
 def parse_flag(annotation: Any, raw: str) -> Any:
     """A flag's text as the value the parameter model validates."""
     if _is_list(annotation) and not raw.lstrip().startswith("["):
-        return [_json_or_text(x.strip()) for x in raw.split(",") if x.strip()]
-    return _json_or_text(raw)
-
-
-def _json_or_text(raw: str) -> Any:
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        return raw
+        return [json_or_text(x.strip()) for x in raw.split(",") if x.strip()]
+    return json_or_text(raw)
 
 
 class SchedulerParamsCommand(TyperCommand):

@@ -21,12 +21,16 @@ def parse_key_values(items: list[str] | None, option: str = "--param") -> dict[s
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
             raise InputError(option, f"expected KEY=VALUE, got {item!r}")
-        try:
-            value: Any = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        params[key.strip().replace("-", "_")] = value
+        params[key.strip().replace("-", "_")] = json_or_text(raw)
     return params
+
+
+def json_or_text(raw: str) -> Any:
+    """A command-line value as JSON when it parses (numbers, lists, booleans), else as the text itself."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
 
 
 # -- outputs, checked when the options are parsed (before any work) ----------------------------------

@@ -296,8 +296,10 @@ def simulate(
     else:
         jobs, name = trace, trace_label or "custom"
     if isinstance(scheduler, RunConfig):
-        if settings or workers is not None or seed != 0:
-            raise InputError("simulate", "give a RunConfig or settings, not both")
+        # a RunConfig names its own trace: a second, different trace file or name would be ignored silently
+        other_trace = jobs is None and name not in ("google", scheduler.trace)
+        if settings or workers is not None or seed != 0 or other_trace:
+            raise InputError("simulate", "give a RunConfig or settings (trace, workers, seed, …), not both")
         cfg = scheduler if jobs is None else scheduler.model_copy(update={"trace": name})
     else:
         cfg = RunConfig.build(scheduler=scheduler, trace=name, workers=workers, seed=seed, **settings)

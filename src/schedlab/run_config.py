@@ -19,6 +19,7 @@ constraint seed is the papers' (42), the latency the papers' simulators' ND
 
 from __future__ import annotations
 
+import typing
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -33,7 +34,8 @@ from schedlab.defaults import (
 from schedlab.errors import InputError
 from schedlab.workload.trace import TraceConventions
 
-RESOURCE_MODES = ("slots", "multi")
+ResourceMode = Literal["slots", "multi"]
+RESOURCE_MODES: tuple[str, ...] = typing.get_args(ResourceMode)
 
 
 class RunConfig(BaseModel):
@@ -53,7 +55,7 @@ class RunConfig(BaseModel):
     constraints: bool = Field(True, description="Placement constraints (Sharma et al.) on tasks and workers.")
     constraint_seed: int = Field(PAPER_CONSTRAINT_SEED, description=f"Seed of the task-constraint draws ({PAPER_CONSTRAINT_SEED} = the papers').")
     machine_model: str = Field("independent", description=f"Generated machine constraints: {' or '.join(MACHINE_MODELS)}.")
-    resource_mode: Literal["slots", "multi"] = Field(
+    resource_mode: ResourceMode = Field(
         "slots", description="slots (one task per worker) or multi (64 cores, 16 GB per worker)."
     )
     capacity: tuple[float, ...] = Field(DEFAULT_CAPACITY, description="Multi mode: each worker's cores and memory (MB).")

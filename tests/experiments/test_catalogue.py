@@ -8,6 +8,7 @@ import json
 import pytest
 
 from schedlab.cli import main
+from schedlab.errors import InputError
 from schedlab.experiments.catalogue import catalogue, find
 from schedlab.experiments.reproduce import builtin_specs
 
@@ -66,5 +67,5 @@ def test_bad_reproduce_input(args, expect, capsys):
 
 
 def test_find_names_the_choices():
-    with pytest.raises(Exception, match="grid-table1"):
+    with pytest.raises(InputError, match="grid-table1"):
         find("grid-table")

@@ -31,7 +31,7 @@ from schedlab.metrics.export import atomic_write
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
-    from matplotlib.figure import Figure  # matplotlib loads only when a figure is drawn
+    from matplotlib.figure import Figure
 
 LOG_FLOOR = 1e-4  # seconds: delays at or below are drawn here on a log axis
 _MAX_POINTS = 4000

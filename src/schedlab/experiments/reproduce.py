@@ -82,10 +82,9 @@ def reproduce(
 
     Returns ``(SweepResult, Report)``; the report is written even when some runs failed.
     """
-    from schedlab.experiments.report import (
-        write_report,  # listing the specs needs neither pandas nor matplotlib
-    )
-    from schedlab.experiments.runner import run_sweep  # (idem)
+    # listing the specs needs neither pandas nor matplotlib
+    from schedlab.experiments.report import write_report
+    from schedlab.experiments.runner import run_sweep
 
     ls = load_builtin(name, quick=quick)
     check_schedulers(ls, f"reproduce {name}")
