@@ -38,7 +38,6 @@ from schedlab.cliutil import (
     output_file,
     parse_key_values,
     summary_table,
-    usable_jobs,
 )
 from schedlab.edge.cli import app as _edge_app
 from schedlab.errors import InputError, InvariantError
@@ -358,7 +357,7 @@ def _duration(seconds: float) -> str:
 
 
 def _sweep_summary(res: Any) -> int:
-    from schedlab.experiments.runner import describe_failures
+    from schedlab.sweeps.runner import describe_failures
 
     err.print(
         f"{len(res.ran)} run(s) done, {len(res.skipped)} already finished"
@@ -380,12 +379,18 @@ def sweep_cmd(
     address: Annotated[str | None, typer.Option("--address", help="Ray cluster address (default: start a local Ray).")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Results folder (default results/<spec name>).", callback=output_dir)] = None,
 ) -> None:
-    """Run every run of an experiment spec not already in its results folder (resumable)."""
+    """Run every run of an experiment spec not already in its results folder (resumable).
+
+    A data-center spec, or a spec with ``domain: grid``, ``locality`` or ``edge``
+    (its results.csv, summary.csv and report.md go to the results folder too).
+    """
+    from schedlab.experiments.domain_sweep import is_domain_spec, run_domain_sweep
     from schedlab.experiments.runner import run_sweep
 
+    run = run_domain_sweep if is_domain_spec(spec) else run_sweep
     display = _SweepDisplay()
     try:
-        res = run_sweep(spec, out_dir, jobs=jobs, backend=backend, address=address, progress=display)
+        res = run(spec, out_dir, jobs=jobs, backend=backend, address=address, progress=display)
     finally:
         display.close()
     rc = _sweep_summary(res)
@@ -438,8 +443,9 @@ def reproduce_cmd(
     quick: Annotated[bool, typer.Option("--quick", help="A seconds-long check of the whole path (few jobs, small sizes, one seed), for CI: not a result.")] = False,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output (default: the report's place under reports/; results/NAME[-quick] for specs and quick runs).")] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Runs at once.")] = None,
-    backend: Annotated[str, typer.Option("--backend", help="Specs: local or ray.")] = "local",
-    address: Annotated[str | None, typer.Option("--address", help="Specs: Ray cluster address.")] = None,
+    backend: Annotated[str, typer.Option("--backend", help="local or ray (where runs go; not for entries that run one after another).")] = "local",
+    address: Annotated[str | None, typer.Option("--address", help="Ray cluster address (with --backend ray).")] = None,
+    results: Annotated[Path | None, typer.Option("--results", help="Module entries: the results store their runs are kept in (default results/STORE[-quick], see --list); a rerun runs only what is missing.")] = None,
     list_specs: Annotated[bool, typer.Option("--list", help="List every figure and table that can be reproduced, in every module.")] = False,
     embedded: Annotated[bool, typer.Option("--embedded", help="megha-prototype: run the real cluster in this process (no broker).")] = False,
 ) -> None:
@@ -448,9 +454,10 @@ def reproduce_cmd(
     from schedlab.experiments.catalogue import Options, catalogue, find
 
     if list_specs:
-        t = Table("name", "module", "what it reproduces", "written to")
+        t = Table("name", "module", "what it reproduces", "written to", "runs kept in")
         for e in catalogue():
-            t.add_row(e.name, e.domain, f"{e.paper}: {e.what}", e.out or f"results/{e.name}/report.md")
+            kept = f"results/{e.name}" if e.is_spec else (f"results/{e.store}" if e.store else "")
+            t.add_row(e.name, e.domain, f"{e.paper}: {e.what}", e.out or f"results/{e.name}/report.md", kept)
         out.print(t)
         return
     if name is None:
@@ -458,16 +465,23 @@ def reproduce_cmd(
     entry = find(name)
     if embedded and name != "megha-prototype":
         raise InputError("--embedded", "applies to megha-prototype only")
+    if entry.is_spec and results is not None:
+        raise InputError("--results", f"{name} is a spec: its runs are kept in --out")
     if not entry.is_spec:
-        if backend != "local" or address is not None:
-            raise InputError(f"reproduce {name}", "--backend and --address apply to the data-center specs only")
-        if jobs is not None:
-            if not entry.parallel:
-                raise InputError(f"reproduce {name}", "runs its experiments one after another: --jobs, --backend and --address do not apply")
-            usable_jobs(jobs)
+        if (jobs is not None or backend != "local" or address is not None) and not entry.parallel:
+            raise InputError(f"reproduce {name}", "runs its experiments one after another: --jobs, --backend and --address do not apply")
+        if results is not None and not entry.store:
+            raise InputError("--results", f"{name} keeps no runs")
+        from schedlab.sweeps.runner import check_backend
+
+        check_backend(backend, jobs, address)
         target = out_dir if out_dir is not None else entry.default_out(quick)
         (check_output_file if Path(entry.out).suffix else check_output_dir)(target, "--out")
-        report = entry.run(target, Options(quick=quick, jobs=jobs, embedded=embedded, say=lambda line: err.print(line, highlight=False)))
+        store = results if results is not None else entry.default_store(quick)
+        if store is not None:
+            check_output_dir(store, "--results")
+        say = lambda line: err.print(line, highlight=False)  # noqa: E731
+        report = entry.run(target, Options(quick=quick, jobs=jobs, backend=backend, address=address, store=store, embedded=embedded, say=say))
         err.print(f"report: {report}", highlight=False)
         return
     from schedlab.experiments.reproduce import reproduce

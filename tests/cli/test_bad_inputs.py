@@ -91,7 +91,7 @@ CASES += [
     ("sweep {spec:good_tr} --out {adir}/r --jobs 0", "--jobs"),
     ("sweep {spec:good_tr} --out {adir}/r --jobs 100000", "--jobs"),
     ("sweep {spec:good_tr} --out {adir}/r --backend dask", "--backend"),
-    ("grid sweep --out {adir}/g -s rand -d 0 --local-jobs 50 --global-jobs 50 --workers 100000", "--workers"),
+    ("grid sweep --out {adir}/g -s rand -d 0 --local-jobs 50 --global-jobs 50 --jobs 100000", "--jobs"),
     ("grid simulate --local-jobs 10000000000 --global-jobs 50", "--local-jobs"),
     ("edge generate -o {adir}/e.json --jobs 2000000000", "--jobs"),
     ("locality generate -o {adir}/l.json --tasks 10000000000", "--tasks"),
@@ -202,13 +202,17 @@ def test_grid_sweep_resume_key_covers_every_option(tmp_path, capsys):
     base = ["grid", "sweep", "--out", str(out), "-s", "rand", "-d", "0", "--global-jobs", "60", "-q"]
     assert main([*base, "--local-jobs", "50"]) == 0
     first = capsys.readouterr().out
-    assert main([*base, "--local-jobs", "80"]) == 0  # other workload: new runs, not the old rows
+    assert main([*base, "--local-jobs", "80"]) == 0  # other workload: new runs, not the old ones
     second = capsys.readouterr().out
     assert first != second
-    rows = __import__("pandas").read_csv(out / "results.csv")
-    assert len(rows) == 4 and sorted(rows.local_jobs.unique()) == [50, 80]
-    assert main([*base, "--local-jobs", "80"]) == 0  # resumed: nothing new to run
-    assert len(__import__("pandas").read_csv(out / "results.csv")) == 4
+    rows = __import__("pandas").read_csv(out / "results.csv")  # this sweep's rows; the store keeps both sweeps' runs
+    assert len(rows) == 2 and list(rows.local_jobs.unique()) == [80]
+    runs = sorted((out / "runs").iterdir())
+    assert len(runs) == 4
+    mtimes = [(r / "summary.json").stat().st_mtime_ns for r in runs]
+    assert main([*base, "--local-jobs", "50"]) == 0  # resumed: nothing new to run
+    assert capsys.readouterr().out == first
+    assert sorted((out / "runs").iterdir()) == runs and [(r / "summary.json").stat().st_mtime_ns for r in runs] == mtimes
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="uses /proc, which only root could otherwise mistake for writable")

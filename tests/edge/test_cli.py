@@ -108,6 +108,19 @@ def test_figure4_writes_plots_and_data(tmp_path, capsys):
     assert set(summary["spread"]) == {"cred-m", "first-fit", "lower-bound"}
 
 
+def test_figure4_keeps_its_instances_in_results_and_resumes(tmp_path, capsys):
+    args = ["edge", "figure4", "--seeds", 1, "--jobs", 20, "--chunks", 40, "--spreads", "0,5", "--fractions", "0,1", "--algorithms", "cred-m", "--results", tmp_path / "store"]
+    rc, _, err = run(capsys, *args, "-o", tmp_path / "a", "-j", 1)
+    assert rc == 0, err
+    runs = sorted(p.name for p in (tmp_path / "store" / "runs").iterdir())
+    assert len(runs) == 3  # spread 0 is fraction 1
+    stamp = {r: (tmp_path / "store" / "runs" / r / "summary.json").stat().st_mtime_ns for r in runs}
+    rc, _, err = run(capsys, *args, "-o", tmp_path / "b")
+    assert rc == 0, err
+    assert {r: (tmp_path / "store" / "runs" / r / "summary.json").stat().st_mtime_ns for r in runs} == stamp  # nothing ran again
+    assert (tmp_path / "a" / "figure4.json").read_text() == (tmp_path / "b" / "figure4.json").read_text()
+
+
 # -- bad input: one line, exit 2 -------------------------------------------------------------------
 BAD_INSTANCES = [
     ("[1, 2]", "expected a JSON object"),
@@ -215,6 +228,10 @@ BAD_OPTIONS = [
     (["figure4", "-o", "{out}", "--fractions", "half"], "--fractions: expected comma-separated numbers"),
     (["figure4", "-o", "{out}", "--algorithms", "cred-m,milp"], "--algorithms: milp is not available in sweeps"),
     (["figure4", "-o", "{out}", "--jobs", "0"], "--jobs: must be"),
+    (["figure4", "-o", "{out}", "--processes", "0"], "--processes: must be >= 1"),
+    (["figure4", "-o", "{out}", "-j", "100000"], "--processes: 100000 processes on a machine"),
+    (["figure4", "-o", "{out}", "--backend", "slurm"], "--backend: unknown backend 'slurm'"),
+    (["figure4", "-o", "{out}", "--address", "auto"], "--address: only used with --backend ray"),
     (["solve"], "Missing argument"),
     (["nonsense"], "No such command"),
 ]

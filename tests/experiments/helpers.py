@@ -29,3 +29,4 @@ def write_spec(tmp_path: Path, text: str = TINY, name: str = "exp.yaml") -> Path
 def comparable(summary: dict) -> dict:
     """A summary without what legitimately differs between two executions (wall time)."""
     return {k: v for k, v in summary.items() if k != "wall_seconds"}
+

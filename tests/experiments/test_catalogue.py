@@ -44,9 +44,9 @@ def test_worked_example_is_the_papers(tmp_path, capsys):
 
 
 def test_a_quick_figure_from_another_module(tmp_path):
-    assert main(["reproduce", "dyndl-fig5", "--quick", "--out", str(tmp_path / "l")]) == 0
+    assert main(["reproduce", "dyndl-fig5", "--quick", "--out", str(tmp_path / "l"), "--results", str(tmp_path / "runs")]) == 0
     assert (tmp_path / "l" / "fig5.md").is_file() and (tmp_path / "l" / "fig5.png").is_file()
-    assert main(["reproduce", "cred-fig4", "--quick", "--out", str(tmp_path / "e")]) == 0
+    assert main(["reproduce", "cred-fig4", "--quick", "--out", str(tmp_path / "e"), "--results", str(tmp_path / "runs")]) == 0
     assert json.loads((tmp_path / "e" / "figure4.json").read_text())
 
 
@@ -54,7 +54,11 @@ def test_a_quick_figure_from_another_module(tmp_path):
     ("args", "expect"),
     [
         (["reproduce", "nope"], "error: reproduce: no reproduction 'nope' (available: "),
-        (["reproduce", "dyndl-fig5", "--backend", "ray"], "--backend and --address apply to the data-center specs only"),
+        (["reproduce", "dyndl-fig5", "--backend", "ray"], "runs its experiments one after another: --jobs, --backend and --address do not apply"),
+        (["reproduce", "grid-table1", "--backend", "spark"], "error: --backend: unknown backend 'spark' (choose from local, ray)"),
+        (["reproduce", "grid-table1", "--address", "auto"], "error: --address: only used with --backend ray"),
+        (["reproduce", "dyndl-table2", "--results", "x"], "error: --results: dyndl-table2 keeps no runs"),
+        (["reproduce", "megha-fairness", "--results", "x"], "error: --results: megha-fairness is a spec: its runs are kept in --out"),
         (["reproduce", "dyndl-fig5", "--embedded"], "error: --embedded: applies to megha-prototype only"),
         (["reproduce", "grid-table1", "--jobs", "0"], "error: --jobs: must be >= 1"),
         (["reproduce", "dyndl-fig5", "--jobs", "2"], "runs its experiments one after another: --jobs, --backend and --address do not apply"),

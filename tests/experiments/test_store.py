@@ -17,9 +17,10 @@ import pytest
 import schedlab.metrics.export as export
 from schedlab.errors import InputError
 from schedlab.experiments.matrix import expand
+from schedlab.experiments.results import load_results
 from schedlab.experiments.runner import run_sweep
 from schedlab.experiments.spec import load_spec
-from schedlab.experiments.store import Store, load_results
+from schedlab.sweeps.store import Store
 from tests.experiments.helpers import TINY, comparable, write_spec
 
 FOUR = TINY.replace("seeds: [0]", "seeds: [0, 1]")

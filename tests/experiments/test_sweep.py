@@ -7,7 +7,7 @@ import pytest
 
 from schedlab.cli import main
 from schedlab.experiments.runner import run_sweep
-from schedlab.experiments.store import Store
+from schedlab.sweeps.store import Store
 from tests.experiments.helpers import TINY, comparable, write_spec
 from tests.helpers import write_lines
 

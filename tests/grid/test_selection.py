@@ -122,3 +122,23 @@ def test_scheduler_is_a_sans_io_component():
     kernel.run()
     assert job.site == 0 and job.start == 0.5
     assert sched.rt.message_counts() == {"GlobalJobArrival": 1}
+
+
+def test_the_grid_schedulers_are_a_registry_with_validated_parameters():
+    from dataclasses import replace
+
+    from schedlab.errors import InputError
+    from schedlab.grid.selection import LABELS
+    from schedlab.grid.simulation import SCHEDULERS, GridConfig, simulate_grid
+
+    assert SCHEDULERS.names() == ("rand", "qlen", "util", "est_qt", "act_qt", "hybrid1", "hybrid2")
+    assert LABELS["hybrid2"] == "Hybrid-2" and LABELS["est_qt"] == "Est.QT"
+    assert [p.name for p in SCHEDULERS.get("qlen").parameters()] == ["duplications", "delay", "penalty", "query_interval", "tie_break"]
+    base = GridConfig(local_jobs=200, global_jobs=200)
+    via_registry = SCHEDULERS.run("hybrid1", base, seed=3, params={"duplications": 2, "delay": 0})
+    direct = simulate_grid(replace(base, scheduler="hybrid1", seed=3, duplications=2, delay=0.0))
+    assert via_registry.summary["mean_queue_time"] == direct.summary["mean_queue_time"]
+    with pytest.raises(InputError, match="param delay: Input should be greater than or equal to 0"):
+        SCHEDULERS.run("qlen", base, params={"delay": -1})
+    with pytest.raises(InputError, match="param speed: unknown parameter"):
+        SCHEDULERS.run("qlen", base, params={"speed": 2})

@@ -67,6 +67,24 @@ def test_sweep_quick_writes_csv_json_png_md(tmp_path: Path, capsys) -> None:
     assert not list(tmp_path.glob(".*.tmp"))  # atomic writes leave no temp files
 
 
+def test_sweep_keeps_its_points_in_results_and_resumes(tmp_path: Path, capsys) -> None:
+    store = tmp_path / "store"
+    rc, _, err = run(capsys, "sweep", "--figure", "7", "--quick", "--out", str(tmp_path / "a"), "--results", str(store))
+    assert rc == 0, err
+    assert err.count(" done (") == 3 and (store / "experiment.json").is_file() and len(list((store / "runs").iterdir())) == 3
+    rc, _, err = run(capsys, "sweep", "--figure", "7", "--quick", "--out", str(tmp_path / "b"), "--results", str(store))
+    assert rc == 0, err
+    assert " done (" not in err and "3 of 3 points already in the store" in err
+    assert (tmp_path / "a" / "fig7.csv").read_text() == (tmp_path / "b" / "fig7.csv").read_text()
+
+
+def test_gap_with_results_resumes(tmp_path: Path, capsys) -> None:
+    args = ("gap", "--instances", "2", "--json", "--results", str(tmp_path / "store"))
+    rc, out1, _ = run(capsys, *args)
+    rc2, out2, _ = run(capsys, *args)
+    assert rc == rc2 == 0 and out1 == out2 and len(list((tmp_path / "store" / "runs").iterdir())) == 2
+
+
 def test_sweep_quick_figure_9(tmp_path: Path, capsys) -> None:
     rc, _, err = run(capsys, "sweep", "--figure", "9", "--quick", "--out", str(tmp_path))
     assert rc == 0, err

@@ -199,16 +199,30 @@ def figure4(
     spreads: Annotated[str, typer.Option("--spreads", help="d2 - d1 values of the spread sweep.")] = "0,2,5,10,15,20,30,40",
     fractions: Annotated[str, typer.Option("--fractions", help="Shares of d1-jobs of the mix sweep.")] = "0,0.2,0.4,0.5,0.6,0.8,1",
     algorithms: Annotated[str, typer.Option("--algorithms")] = "cred-m,first-fit,cred-s-per-deadline,cred-s",
+    processes: Annotated[int, typer.Option("--processes", "-j", help="Instances solved at once (--jobs is the instances' job count).")] = 1,
+    backend: Annotated[str, typer.Option("--backend", help="local (this process or a process pool) or ray.")] = "local",
+    address: Annotated[str | None, typer.Option("--address", help="Ray cluster address (with --backend ray; default: start a local Ray).")] = None,
+    results: Annotated[
+        Path | None,
+        typer.Option("--results", help="Results store to keep each instance's result in (and resume from: a rerun runs only what it does not hold); default: keep nothing.", callback=output_dir),
+    ] = None,
 ) -> None:
     """Draw the report's Figure 4: active nodes vs the spread d2 - d1, and vs the share of d1-type jobs."""
+    from schedlab.cliutil import usable_jobs
     from schedlab.edge.compare import parse_algorithms
     from schedlab.edge.figures import SweepSpec
     from schedlab.edge.figures import figure4 as run_figure4
     from schedlab.edge.generate import parse_float_list, parse_int_list
+    from schedlab.sweeps.runner import check_backend
 
     names = parse_algorithms(algorithms)
     if "milp" in names:
         raise InputError("--algorithms", "milp is not available in sweeps")
+    if processes < 1:
+        raise InputError("--processes", f"must be >= 1, got {processes}")
+    if backend != "ray":
+        usable_jobs(processes, "--processes")  # at most 4 per CPU
+    check_backend(backend, processes, address)
     spec = SweepSpec(
         jobs=jobs,
         chunks=chunks,
@@ -223,7 +237,7 @@ def figure4(
         seeds=seeds,
         algorithms=tuple(names),
     )
-    summary = run_figure4(spec, out_dir)
+    summary = run_figure4(spec, out_dir, store=results, jobs=processes, backend=backend, address=address)
     for sweep in ("spread", "mix"):
         t = Table(title=f"{sweep}: mean active nodes", title_justify="left")
         t.add_column("x")

@@ -16,10 +16,19 @@ the chunk sets are the same and only deadlines change) of every algorithm's
 active nodes, plus the lower bound. Every schedule is verified; an infeasible
 one fails the sweep. Data are written as CSV (one row per instance and
 algorithm) and JSON (means), the plots as PNG (matplotlib, Agg backend).
+
+Each (sweep, x, seed) is one :class:`~schedlab.sweeps.points.Point`
+calling :func:`instance_point` with every generator parameter, the seed and
+the algorithms as inputs; the points run through the one runner
+(:func:`schedlab.sweeps.runner.run_points`: this process, a process pool
+or Ray, ``jobs`` at once) into an optional results store, so a rerun resumes
+and runs only the points not yet stored. Equal instances share a point: the
+spread sweep at Δ = 0 is the mix sweep at φ = 1.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -30,8 +39,12 @@ from schedlab.edge.bounds import lower_bound
 from schedlab.edge.compare import run_algorithm
 from schedlab.edge.generate import generate_instance
 from schedlab.errors import InputError, InvariantError
+from schedlab.sweeps.points import Point
+from schedlab.sweeps.runner import run_points
 
 FIGURE_ALGORITHMS = ("cred-m", "first-fit", "cred-s-per-deadline", "cred-s")
+INSTANCE_POINT = "schedlab.edge.figures:instance_point"
+STORE_NAME = "cred"  # the name recorded in the results store's experiment.json
 
 
 @dataclass(frozen=True)
@@ -60,47 +73,105 @@ class SweepSpec:
             raise InputError("--fractions", f"fractions must be in [0, 1], got {list(self.fractions)}")
 
 
-def _point(spec: SweepSpec, deadlines: list[int], mix: list[float], seed: int, x: float, sweep: str) -> list[dict[str, Any]]:
-    inst = generate_instance(
-        jobs=spec.jobs,
-        chunks=spec.chunks,
-        chunks_per_job=spec.chunks_per_job,
-        popularity=spec.popularity,
-        deadlines=deadlines,
-        mix=mix,
-        chunks_per_node=spec.chunks_per_node,
-        vms_per_node=spec.vms_per_node,
-        seed=seed,
-    )
-    rows = [{"sweep": sweep, "x": x, "seed": seed, "algorithm": "lower-bound", "active_nodes": lower_bound(inst)}]
-    for name in spec.algorithms:
+def instance_point(instance: dict[str, Any], algorithms: list[str]) -> dict[str, Any]:
+    """One instance of a sweep (``generate_instance(**instance)``): its lower bound and every algorithm's active nodes.
+
+    Returns ``{"rows": [{"algorithm", "active_nodes"}, ...]}``, the lower bound
+    first; every schedule is verified, and an infeasible one raises
+    :class:`~schedlab.errors.InvariantError`.
+    """
+    inst = generate_instance(**instance)
+    rows = [{"algorithm": "lower-bound", "active_nodes": lower_bound(inst)}]
+    for name in algorithms:
         run = run_algorithm(name, inst)
         if not run.feasible:
-            raise InvariantError(f"{name} produced an infeasible schedule in the {sweep} sweep: {run.verdict.summary()}")
-        rows.append({"sweep": sweep, "x": x, "seed": seed, "algorithm": name, "active_nodes": run.verdict.active_nodes})
-    return rows
+            raise InvariantError(f"{name} produced an infeasible schedule: {run.verdict.summary()}")
+        rows.append({"algorithm": name, "active_nodes": run.verdict.active_nodes})
+    return {"rows": rows}
 
 
-def spread_sweep(spec: SweepSpec) -> pd.DataFrame:
-    rows: list[dict[str, Any]] = []
+def _point(spec: SweepSpec, deadlines: list[int], mix: list[float], seed: int, x: float, sweep: str) -> Point:
+    instance = {
+        "jobs": spec.jobs,
+        "chunks": spec.chunks,
+        "chunks_per_job": spec.chunks_per_job,
+        "popularity": spec.popularity,
+        "deadlines": deadlines,
+        "mix": mix,
+        "chunks_per_node": spec.chunks_per_node,
+        "vms_per_node": spec.vms_per_node,
+        "seed": seed,
+    }
+    return Point(INSTANCE_POINT, {"instance": instance, "algorithms": list(spec.algorithms)}, {"sweep": sweep, "x": x, "seed": seed})
+
+
+def spread_points(spec: SweepSpec) -> list[Point]:
+    """The spread sweep: deadlines {d1, d1 + Δ}, half of the jobs each (Δ = 0: one class), for each Δ and seed."""
+    points = []
     for delta in spec.spreads:
         deadlines = [spec.d1] if delta == 0 else [spec.d1, spec.d1 + delta]
         mix = [1.0] if delta == 0 else [1.0, 1.0]
         for seed in range(spec.seeds):
-            rows += _point(spec, deadlines, mix, seed, delta, "spread")
-    return pd.DataFrame(rows)
+            points.append(_point(spec, deadlines, mix, seed, delta, "spread"))
+    return points
 
 
-def mix_sweep(spec: SweepSpec) -> pd.DataFrame:
-    rows: list[dict[str, Any]] = []
+def mix_points(spec: SweepSpec) -> list[Point]:
+    """The mix sweep: deadlines {d1, d2} with a share φ of the jobs due at d1 (φ = 0 or 1: one class), for each φ and seed."""
+    points = []
     for frac in spec.fractions:
         if frac in (0.0, 1.0):
             deadlines, mix = [spec.d1 if frac == 1.0 else spec.d2], [1.0]
         else:
             deadlines, mix = [spec.d1, spec.d2], [frac, 1.0 - frac]
         for seed in range(spec.seeds):
-            rows += _point(spec, deadlines, mix, seed, frac, "mix")
-    return pd.DataFrame(rows)
+            points.append(_point(spec, deadlines, mix, seed, frac, "mix"))
+    return points
+
+
+_BROKEN = "scheduler invariant broken: "  # how the runner reports an InvariantError of a point
+
+
+def run_sweeps(
+    sweeps: dict[str, list[Point]],
+    store: str | os.PathLike | None = None,
+    jobs: int | None = 1,
+    backend: str = "local",
+    address: str | None = None,
+) -> dict[str, pd.DataFrame]:
+    """Each sweep's rows (``sweep``, ``x``, ``seed``, ``algorithm``, ``active_nodes``); all points run in one go into ``store``.
+
+    An infeasible schedule is an algorithm's bug: it stops the sweep with
+    :class:`~schedlab.errors.InvariantError` naming the point (what finished is kept).
+    """
+    points = [p for ps in sweeps.values() for p in ps]
+    for ps in sweeps.values():  # bad generator options fail here, with their option's name, before anything runs
+        if ps:
+            generate_instance(**ps[0].inputs["instance"])
+    try:
+        results = run_points(points, store, name=STORE_NAME, description="CRED Figure 4 instances", jobs=jobs, backend=backend, address=address)
+    except InputError as e:
+        if e.problem.startswith(_BROKEN):
+            raise InvariantError(f"{e.where}: {e.problem.removeprefix(_BROKEN)}") from None
+        raise
+    out = {}
+    done = iter(results)
+    for sweep, ps in sweeps.items():
+        rows: list[dict[str, Any]] = []
+        for p in ps:
+            rows += [{"sweep": sweep, "x": p.label["x"], "seed": p.label["seed"], **r} for r in next(done)["rows"]]
+        out[sweep] = pd.DataFrame(rows)
+    return out
+
+
+def spread_sweep(spec: SweepSpec, store: str | os.PathLike | None = None, jobs: int | None = 1, backend: str = "local", address: str | None = None) -> pd.DataFrame:
+    """The spread sweep's rows (one per instance and algorithm, the lower bound included)."""
+    return run_sweeps({"spread": spread_points(spec)}, store, jobs, backend, address)["spread"]
+
+
+def mix_sweep(spec: SweepSpec, store: str | os.PathLike | None = None, jobs: int | None = 1, backend: str = "local", address: str | None = None) -> pd.DataFrame:
+    """The mix sweep's rows (one per instance and algorithm, the lower bound included)."""
+    return run_sweeps({"mix": mix_points(spec)}, store, jobs, backend, address)["mix"]
 
 
 def means(df: pd.DataFrame) -> pd.DataFrame:
@@ -156,14 +227,25 @@ def _plot_mix(table: pd.DataFrame, spec: SweepSpec, path: Path) -> None:
     plt.close(fig)
 
 
-def figure4(spec: SweepSpec, out_dir: str | Path) -> dict[str, Any]:
-    """Run both sweeps; write ``spread.{csv,png}``, ``mix.{csv,png}`` and ``figure4.json`` into ``out_dir``."""
+def figure4(
+    spec: SweepSpec,
+    out_dir: str | Path,
+    store: str | os.PathLike | None = None,
+    jobs: int | None = 1,
+    backend: str = "local",
+    address: str | None = None,
+) -> dict[str, Any]:
+    """Run both sweeps; write ``spread.{csv,png}``, ``mix.{csv,png}`` and ``figure4.json`` into ``out_dir``.
+
+    The instances run ``jobs`` at once on ``backend`` (:mod:`schedlab.sweeps.runner`)
+    into the results store ``store`` (None keeps nothing); a rerun runs only what it does not hold.
+    """
     from schedlab.metrics.export import write_json, write_table
 
     spec.check()
     out = Path(out_dir)
-    spread = spread_sweep(spec)
-    mix = mix_sweep(spec)
+    sweeps = run_sweeps({"spread": spread_points(spec), "mix": mix_points(spec)}, store, jobs, backend, address)
+    spread, mix = sweeps["spread"], sweeps["mix"]
     spread_means, mix_means = means(spread), means(mix)
     # Data first, plots next, the JSON summary last: its presence marks a complete set.
     write_table(out / "spread.csv", spread, "csv")

@@ -5,7 +5,7 @@ Modules:
 * :mod:`~schedlab.experiments.spec` — the YAML spec and its validation;
 * :mod:`~schedlab.experiments.matrix` — expansion into runs, run ids (config hashes);
 * :mod:`~schedlab.experiments.runner` — :func:`run_sweep` on the ``local`` pool or ``ray``;
-* :mod:`~schedlab.experiments.store` — the results folder, :func:`load_results`;
+* :mod:`~schedlab.sweeps.store` — the results folder, :func:`load_results`;
 * :mod:`~schedlab.experiments.compare` — metric tables with ratios to a baseline;
 * :mod:`~schedlab.experiments.plots` and :mod:`~schedlab.experiments.report` —
   the papers' figures and the Markdown/HTML report;
@@ -34,13 +34,10 @@ _EXPORTS = {
     "parse_spec": "spec",
     "Run": "matrix",
     "expand": "matrix",
-    "RunOutput": "runner",
-    "SweepProgress": "runner",
-    "SweepResult": "runner",
     "execute_run": "runner",
     "run_sweep": "runner",
-    "Store": "store",
-    "load_results": "store",
+    "run_domain_sweep": "domain_sweep",
+    "load_results": "results",
     "compare": "compare",
     "compare_frame": "compare",
     "Report": "report",

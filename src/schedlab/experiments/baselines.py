@@ -1,9 +1,6 @@
 """The baselines' numbers: PigeonC vs the constraint-aware paper, Sparrow vs Megha, and where Pigeon/Hawk/Eagle sit.
 
-``schedlab reproduce baselines`` makes three tables from runs in worker processes (``jobs``), cached
-in the JSON file ``out`` (every run's summary figures, saved after each run: an
-interrupted reproduction resumes where it stopped, and runs already in ``out``
-are not run again):
+``schedlab reproduce baselines`` makes three tables from simulation runs:
 
 A. **PigeonC** (constraint-aware paper, Section 6, Figures 6–10, Table 2) on
    syn_250 / syn_500 / syn_1000 (the papers' 10,000 workers: ``reference-pigeon``
@@ -28,8 +25,19 @@ C. **Placement** of ideal, Megha, Pigeon, PigeonC, Sparrow, Hawk and Eagle on th
 ``sections`` picks the tables ("A,B,C"), ``seeds`` the seeds (1..N).
 ``quick=True`` runs syn_250 only in A and C (B always runs the Google
 sub-trace; a few minutes in all). Every JRT delay and allocation time is in
-seconds; statistics are means over the seeds. The tables also go to the
-Markdown file beside ``out`` (same name, ``.md``).
+seconds; statistics are means over the seeds.
+
+Each run is a :class:`~schedlab.sweeps.points.Point` (``_execute`` on the
+scheduler, trace, seed, scheduler parameters and ``simulate()`` keyword
+arguments: its id covers every input), run by the one runner
+(:func:`~schedlab.sweeps.runner.run_points`: ``jobs`` processes locally,
+or Ray) into the results store ``store`` (one folder per run, saved as each run
+finishes): an interrupted or repeated reproduction resumes from the store, and
+runs already finished there are not run again (``store=None`` keeps nothing).
+The JSON file ``out`` is only written, never read back as a cache: it holds
+the summary figures of this call's runs, sorted by their report key ``id``
+(e.g. ``A|syn_250|pigeonc|none|random|1``); the tables go to the Markdown file
+beside it (same name, ``.md``).
 """
 
 from __future__ import annotations
@@ -38,13 +46,14 @@ import json
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 import schedlab
 from schedlab.atomic import atomic_write
 from schedlab.schedulers.megha import MEGHA_PAPER_COSTS
+from schedlab.sweeps.points import Point, null_to_nan
+from schedlab.sweeps.runner import SweepProgress, run_points
 
 __all__ = ["DEFAULT_OUT", "GOOGLE_HYBRID", "PAPER_PIGEONC_MEDIAN", "PARTS", "WORKLOADS", "reproduce"]
 
@@ -76,13 +85,22 @@ def _where(trace: str, family: str) -> dict[str, Any]:
     return {"config": "reference-pigeon" if family == "pigeon" else "reference"}
 
 
-def _plan(sections: set[str], workloads: list[str], seeds: list[int]) -> list[dict[str, Any]]:
-    """Every run: an id, the scheduler, the trace and simulate()'s keyword arguments."""
-    runs: list[dict[str, Any]] = []
+_TARGET = f"{__name__}:_execute"
+
+
+def _point(key: str, scheduler: str, trace: str, seed: int, kw: dict[str, Any], params: dict[str, Any]) -> Point:
+    """The run ``key|seed`` (its report id, a label): ``_execute`` on every input of the run."""
+    inputs = {"scheduler": scheduler, "trace": trace, "seed": seed, "params": params, "kw": kw}
+    return Point(_TARGET, inputs, {"run": f"{key}|{seed}"})
+
+
+def _plan(sections: set[str], workloads: list[str], seeds: list[int]) -> list[Point]:
+    """Every run: a point labelled with its report id (``label["run"]``)."""
+    runs: list[Point] = []
 
     def add(key: str, scheduler: str, trace: str, kw: dict, params: dict) -> None:
         for seed in seeds:
-            runs.append({"id": f"{key}|{seed}", "key": key, "scheduler": scheduler, "trace": trace, "seed": seed, "kw": kw, "params": params})
+            runs.append(_point(key, scheduler, trace, seed, kw, params))
 
     if "A" in sections or "C" in sections:
         for tr in workloads:
@@ -112,14 +130,13 @@ def _plan(sections: set[str], workloads: list[str], seeds: list[int]) -> list[di
     return runs
 
 
-def _execute(run: dict[str, Any]) -> dict[str, Any]:
-    """One run (in a worker process): its summary figures."""
+def _execute(*, scheduler: str, trace: str, seed: int, params: dict[str, Any], kw: dict[str, Any]) -> dict[str, Any]:
+    """One run (a point, in any process): ``simulate(scheduler, trace, seed=seed, params=params, **kw)``'s figures."""
     t0 = time.perf_counter()
-    r = schedlab.simulate(run["scheduler"], run["trace"], seed=run["seed"], params=run["params"], **run["kw"])
+    r = schedlab.simulate(scheduler, trace, seed=seed, params=params, **kw)
     s = r.summary
     c = s["counters"]
     return {
-        "id": run["id"],
         "jrt_delay": s["jrt_delay"],
         "allocation_time": s["allocation_time"],
         "components_p99": {k: v["p99"] for k, v in s["allocation_components"].items()},
@@ -238,44 +255,52 @@ def reproduce(
     *,
     quick: bool = False,
     jobs: int = 2,
+    backend: str = "local",
+    address: str | None = None,
+    store: str | os.PathLike | None = None,
     progress: Callable[[str], None] | None = None,
     seeds: int = 1,
     sections: str = "A,B,C",
 ) -> Path:
-    """Run the runs of ``sections`` not yet in ``out`` on ``jobs`` processes, then write the tables beside it (``.md``).
+    """Run the runs of ``sections`` not yet in ``store``, write them to ``out`` (JSON) and the tables beside it (``.md``).
 
-    ``out`` (JSON) is rewritten after every run, so an interrupted call resumes
-    where it stopped. ``seeds`` runs seeds 1..N; ``sections`` is a comma-separated
-    subset of A, B, C. ``progress`` gets one line per finished run, then the
-    tables one line at a time (None: silent). Returns ``out``.
+    The runs go through :func:`~schedlab.sweeps.runner.run_points`
+    (``jobs`` processes, ``backend`` ``"local"`` or ``"ray"`` at ``address``)
+    and are kept in the results store ``store`` as each finishes, so an
+    interrupted call resumes where it stopped (None: nothing is kept, every run
+    runs). ``out`` is not read: it is written once, at the end. ``seeds`` runs
+    seeds 1..N; ``sections`` is a comma-separated subset of A, B, C.
+    ``progress`` gets one line per finished run, then the tables one line at a
+    time (None: silent). Returns ``out``.
     """
     out = Path(out)
     say = progress or (lambda _line: None)
     wanted = set(sections.split(","))
     workloads = ["syn_250"] if quick else WORKLOADS
     seed_list = list(range(1, seeds + 1))
-    results: dict[str, dict] = {}
-    if out.exists():
-        results = {r["id"]: r for r in json.loads(out.read_text())["runs"]}
-    todo = [r for r in _plan(wanted, workloads, seed_list) if r["id"] not in results]
-    todo.sort(key=lambda r: (r["trace"] != "syn_1000", r["trace"] != "google"))  # longest first
-    say(f"{len(todo)} runs to do ({len(results)} cached in {out})")
+    points = _plan(wanted, workloads, seed_list)
+    points.sort(key=lambda p: (p.inputs["trace"] != "syn_1000", p.inputs["trace"] != "google"))  # longest first
 
-    def save() -> None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"runs": sorted(results.values(), key=lambda r: r["id"])}, indent=1))
-        os.replace(tmp, out)
+    def tick(state: SweepProgress) -> None:
+        if state.last is None:  # the sweep's start
+            say(f"{state.todo} runs to do ({state.skipped} already in {store})")
+            return
+        rid = state.last.labels()["run"]
+        res = state.last_summary
+        if res is None:
+            say(f"  {rid}: failed: {(state.last_error or '').splitlines()[0]}")
+            return
+        flag = "" if res["unfinished"] == 0 else f"  ({res['unfinished']} tasks unfinished!)"
+        say(f"  {rid}: p50 {_fmt(res['jrt_delay']['p50'])} p99 {_fmt(res['jrt_delay']['p99'])} wall {res['wall']:.1f}s{flag}")
 
-    if todo:
-        with ProcessPoolExecutor(max_workers=jobs) as ex:
-            futures = {ex.submit(_execute, r): r for r in todo}
-            for f in as_completed(futures):
-                res = f.result()
-                results[res["id"]] = res
-                save()
-                flag = "" if res["unfinished"] == 0 else f"  ({res['unfinished']} tasks unfinished!)"
-                say(f"  {res['id']}: p50 {_fmt(res['jrt_delay']['p50'])} p99 {_fmt(res['jrt_delay']['p99'])} wall {res['wall']:.1f}s{flag}")
+    if store is None:
+        say(f"{len(points)} runs to do (no store: nothing is kept)")
+    description = "; ".join(f"{k}. {PARTS[k]}" for k in sorted(wanted) if k in PARTS)
+    got = run_points(points, store, name="baselines", description=description, jobs=jobs, backend=backend, address=address, progress=tick)
+    results = {p.label["run"]: {"id": p.label["run"], **null_to_nan(r)} for p, r in zip(points, got, strict=True)}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    doc = json.dumps({"runs": sorted(results.values(), key=lambda r: r["id"])}, indent=1)
+    atomic_write(out, lambda tmp: Path(tmp).write_text(doc))
     lines: list[str] = []
     if "A" in wanted:
         lines += _table_a(results, workloads, seed_list) + [""]

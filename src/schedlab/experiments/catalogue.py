@@ -6,7 +6,8 @@ Two kinds of entry:
   data-center engine: a resumable sweep into a results folder, then its report
   (:mod:`schedlab.experiments.reproduce`);
 * **function** — a module's own reproduction: the Megha prototype beside the
-  simulator (:mod:`schedlab.services.prototype`), Megha's JRT delay in both
+  simulator (:mod:`schedlab.services.prototype`, whose ``reproduce`` takes the
+  catalogue's options itself: the services sit above this layer), Megha's JRT delay in both
   profiles (:mod:`schedlab.experiments.megha_jrt_delay`), its overhead figures
   in one table (:mod:`schedlab.experiments.megha_overheads`), the baselines'
   papers (:mod:`schedlab.experiments.baselines`), DynDL's worked example,
@@ -16,9 +17,13 @@ Two kinds of entry:
 
 Each function entry takes the same options — an output path (its default is
 the folder or file under ``reports/`` that the repository's report reads),
-``quick`` (a seconds-long check of the whole path, not a result), the number
-of processes, and a callback for progress lines — and returns the report file
-it wrote. Modules are imported only when their entry runs.
+``quick`` (a seconds-long check of the whole path, not a result), the results
+store its runs are kept in (:mod:`schedlab.sweeps.store`, default
+``results/<store>[-quick]``, shared by the entries of one module, so rerunning
+an entry, or a sibling that needs the same runs, only runs what is missing), the
+number of processes and the backend (:mod:`schedlab.sweeps.runner`), and a
+callback for progress lines — and returns the report file it wrote. Modules are
+imported only when their entry runs.
 """
 
 from __future__ import annotations
@@ -41,6 +46,9 @@ class Options:
 
     quick: bool = False
     jobs: int | None = None
+    backend: str = "local"
+    address: str | None = None
+    store: Path | None = None  # where the runs are kept; None keeps nothing
     embedded: bool = False  # megha-prototype only: the real cluster in this process, no broker
     say: Say = field(default=lambda _line: None)
 
@@ -56,6 +64,7 @@ class Reproduction:
     out: str = ""  # default output; empty for specs (their sweep picks results/NAME)
     target: str = ""  # "module:function" taking (out, options); empty for specs
     parallel: bool = False  # does --jobs (runs at once) apply?
+    store: str = ""  # the results store its runs are kept in (results/STORE); empty: it keeps none
 
     @property
     def is_spec(self) -> bool:
@@ -67,6 +76,12 @@ class Reproduction:
             return Path(self.out)
         folder = Path("results") / f"{self.name}-quick"
         return folder / Path(self.out).name if Path(self.out).suffix else folder
+
+    def default_store(self, quick: bool) -> Path | None:
+        """Where the runs go without ``--results``: ``results/STORE`` (``-quick`` for a quick check), or None."""
+        if not self.store:
+            return None
+        return Path("results") / (f"{self.store}-quick" if quick else self.store)
 
     def run(self, out: str | os.PathLike | None, options: Options) -> Path:
         """Run a function entry into ``out`` (default: :meth:`default_out`) and return the report file."""
@@ -83,17 +98,17 @@ _GRID = "Bursty grid scheduling"
 
 _FUNCTIONS = (
     Reproduction("megha-prototype", "services", _MEGHA, "Fig. 12: a real local cluster beside the simulator (allocation time, execution delay)",
-                 "reports/services/megha-prototype", "schedlab.experiments.catalogue:_prototype"),
+                 "reports/services/megha-prototype", "schedlab.services.prototype:reproduce"),
     Reproduction("megha-jrt-delay", "data center", _AWARE, "Section 6: Megha's JRT delay on syn_250/500/1000 and Google, random vs min-constraints, both profiles",
-                 "reports/megha/reproduction.json", "schedlab.experiments.catalogue:_megha_jrt_delay", parallel=True),
+                 "reports/megha/reproduction.json", "schedlab.experiments.catalogue:_megha_jrt_delay", parallel=True, store="megha-jrt-delay"),
     Reproduction("megha-overheads", "data center", _MEGHA, "Figs. 6, 8-11 at a scale of minutes: allocation time against GM/LM counts and data-center size, fair sharing",
                  "reports/megha/paper_experiments.txt", "schedlab.experiments.catalogue:_megha_overheads"),
     Reproduction("baselines", "data center", "Pigeon, Sparrow, Eagle, Hawk", "the baselines' papers' comparisons (sections A, B, C of reports/baselines)",
-                 "reports/baselines/reproduction.json", "schedlab.experiments.catalogue:_baselines", parallel=True),
+                 "reports/baselines/reproduction.json", "schedlab.experiments.catalogue:_baselines", parallel=True, store="baselines"),
     Reproduction("dyndl-table2", "locality", _DYNDL, "Table 2 / Figs. 2-3: the worked example's makespans for every algorithm and the MILP optimum",
                  "reports/locality/table2.json", "schedlab.experiments.catalogue:_dyndl_table2"),
     *(
-        Reproduction(f"dyndl-fig{f}", "locality", _DYNDL, what, "reports/locality", f"schedlab.experiments.catalogue:_dyndl_fig{f}")
+        Reproduction(f"dyndl-fig{f}", "locality", _DYNDL, what, "reports/locality", f"schedlab.experiments.catalogue:_dyndl_fig{f}", store="dyndl")
         for f, what in (
             (5, "Fig. 5: makespan and remote tasks against beta"),
             (6, "Fig. 6: makespan and remote tasks against the load skew alpha"),
@@ -102,18 +117,18 @@ _FUNCTIONS = (
             (9, "Fig. 9: running time of the offline algorithms and of DynDLOff's two phases"),
         )
     ),
-    Reproduction("dyndl", "locality", _DYNDL, "Figs. 5-9 together, with summary.md", "reports/locality", "schedlab.experiments.catalogue:_dyndl_all"),
+    Reproduction("dyndl", "locality", _DYNDL, "Figs. 5-9 together, with summary.md", "reports/locality", "schedlab.experiments.catalogue:_dyndl_all", store="dyndl"),
     Reproduction("dyndl-milp-gap", "locality", _DYNDL, "optimality gaps of every algorithm against the exact MILP on small instances",
-                 "reports/locality/milp_gap.json", "schedlab.experiments.catalogue:_dyndl_gap"),
+                 "reports/locality/milp_gap.json", "schedlab.experiments.catalogue:_dyndl_gap", store="dyndl"),
     Reproduction("cred-fig4", "edge", "CRED", "Fig. 4: active nodes against the deadline spread and the share of early-deadline jobs",
-                 "reports/edge/figure4", "schedlab.experiments.catalogue:_cred_fig4"),
-    Reproduction("grid", "grid", _GRID, "Table I and Figs. 2-6 together, with REPORT.md", "reports/grid", "schedlab.experiments.catalogue:_grid_all", parallel=True),
+                 "reports/edge/figure4", "schedlab.experiments.catalogue:_cred_fig4", parallel=True, store="cred"),
+    Reproduction("grid", "grid", _GRID, "Table I and Figs. 2-6 together, with REPORT.md", "reports/grid", "schedlab.experiments.catalogue:_grid_all", parallel=True, store="grid"),
     Reproduction("grid-table1", "grid", _GRID, "Table I: Rand and Qlen without duplication under non-bursty, weak and strong bursty arrivals",
-                 "reports/grid", "schedlab.experiments.catalogue:_grid_table1", parallel=True),
+                 "reports/grid", "schedlab.experiments.catalogue:_grid_table1", parallel=True, store="grid"),
     Reproduction("grid-fig2", "grid", _GRID, "Fig. 2: Rand, Qlen, Util, Est.QT at delay 0 and 1 s under strong bursty arrivals",
-                 "reports/grid", "schedlab.experiments.catalogue:_grid_fig2", parallel=True),
+                 "reports/grid", "schedlab.experiments.catalogue:_grid_fig2", parallel=True, store="grid"),
     Reproduction("grid-figs3-6", "grid", _GRID, "Figs. 3-6: Rand, Qlen, Hybrid-1, Hybrid-2 with 0-7 duplications under each arrival pattern",
-                 "reports/grid", "schedlab.experiments.catalogue:_grid_figs", parallel=True),
+                 "reports/grid", "schedlab.experiments.catalogue:_grid_figs", parallel=True, store="grid"),
 )
 
 
@@ -135,16 +150,10 @@ def find(name: str) -> Reproduction:
 
 
 # -- the function entries: each adapts one module's reproduction to (out, options) -> report file ---------
-def _prototype(out: Path, o: Options) -> Path:
-    from schedlab.services.prototype import run
-
-    return run(out, quick=o.quick, embedded=o.embedded)
-
-
 def _megha_jrt_delay(out: Path, o: Options) -> Path:
     from schedlab.experiments.megha_jrt_delay import reproduce
 
-    return reproduce(out, quick=o.quick, jobs=o.jobs or 2, progress=o.say)
+    return reproduce(out, quick=o.quick, jobs=o.jobs or 2, backend=o.backend, address=o.address, store=o.store, progress=o.say)
 
 
 def _megha_overheads(out: Path, o: Options) -> Path:
@@ -156,7 +165,7 @@ def _megha_overheads(out: Path, o: Options) -> Path:
 def _baselines(out: Path, o: Options) -> Path:
     from schedlab.experiments.baselines import reproduce
 
-    return reproduce(out, quick=o.quick, jobs=o.jobs or 2, progress=o.say)
+    return reproduce(out, quick=o.quick, jobs=o.jobs or 2, backend=o.backend, address=o.address, store=o.store, progress=o.say)
 
 
 def _dyndl_table2(out: Path, o: Options) -> Path:
@@ -174,7 +183,7 @@ def _dyndl(figures: tuple[int, ...]) -> Callable[[Path, Options], Path]:
     def run(out: Path, o: Options) -> Path:
         from schedlab.locality.experiments import reproduce_figures
 
-        return reproduce_figures(out, figures, seeds=5, quick=o.quick, progress=o.say)
+        return reproduce_figures(out, figures, seeds=5, quick=o.quick, store=o.store, progress=o.say)
 
     return run
 
@@ -187,7 +196,7 @@ def _dyndl_gap(out: Path, o: Options) -> Path:
     from schedlab.locality.experiments import milp_gaps
     from schedlab.metrics.export import write_json
 
-    res = milp_gaps(5 if o.quick else 100, 0)
+    res = milp_gaps(5 if o.quick else 100, 0, store=o.store)
     write_json(out, res)
     for a, g in res["gaps"].items():
         o.say(f"{a}: mean gap {g['mean_gap_percent']:.2f} %, max {g['max_gap_percent']:.2f} %, optimal {g['optimal']}/{g['instances']}")
@@ -198,7 +207,7 @@ def _cred_fig4(out: Path, o: Options) -> Path:
     from schedlab.edge.figures import SweepSpec, figure4
 
     spec = SweepSpec(seeds=1, jobs=20, chunks=40) if o.quick else SweepSpec()
-    summary = figure4(spec, out)
+    summary = figure4(spec, out, store=o.store, jobs=o.jobs or 2, backend=o.backend, address=o.address)
     o.say(f"wrote {', '.join(summary['files'])} and figure4.json to {out}")
     return out / "figure4.json"
 
@@ -208,7 +217,7 @@ def _grid(only: tuple[str, ...] | None) -> Callable[[Path, Options], Path]:
         from schedlab.grid.reproduce import QUICK, reproduce
 
         kw: dict[str, Any] = dict(QUICK) if o.quick else {}
-        return reproduce(out, jobs=o.jobs or 2, only=only, progress=o.say, **kw)
+        return reproduce(out, jobs=o.jobs or 2, backend=o.backend, address=o.address, store=o.store, only=only, progress=o.say, **kw)
 
     return run
 

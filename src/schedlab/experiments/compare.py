@@ -22,8 +22,8 @@ from typing import Any
 import pandas as pd
 
 from schedlab.errors import InputError
+from schedlab.experiments.results import load_results
 from schedlab.experiments.spec import expand_metric
-from schedlab.experiments.store import load_results
 
 KEYS = ["workload", "data_center", "scheduler"]
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,15 +29,15 @@ from typing import Any
 from schedlab.cluster.config import BUNDLED_CONFIGS
 from schedlab.datafiles import BUNDLED_TRACES, DEFAULT_WORKERS, PAPER_WORKERS
 from schedlab.defaults import DEFAULT_CAPACITY
+from schedlab.engine import run as simulate_run
 from schedlab.errors import InputError
 from schedlab.experiments.spec import DataCenterSpec, ExcludeField, LoadedSpec, WorkloadSpec
 from schedlab.run_config import RunConfig
 from schedlab.schedulers import registry
 from schedlab.sim.rng import RngStreams
+from schedlab.sweeps.points import RunOutput, canonical_id
 from schedlab.workload.synthetic import generate_jobs
 from schedlab.workload.trace import TraceConventions, TraceJob, read_trace
-
-ID_LENGTH = 16
 
 
 @dataclass
@@ -68,6 +67,16 @@ class Run:
             "workers": self.config["data_center"]["workers"],
             "seed": self.seed,
         }
+
+    def paths(self) -> dict[str, str | None]:
+        """Where the trace and data-center config files are read from (not part of the config)."""
+        return {"trace": self.trace_path, "config": self.config_path}
+
+    def execute(self) -> RunOutput:
+        """Simulate the run (what every backend ships to its workers): the summary with ``run_id``, and the tables it keeps."""
+        result = simulate_run(self.run_config(), self.jobs())
+        tables = {"tasks": result.tasks, "jobs": result.jobs, "utilization": result.utilization}
+        return RunOutput({"run_id": self.id, **result.summary}, {t: tables[t] for t in self.tables})
 
     def jobs(self) -> Iterator[TraceJob]:
         """The run's workload as a stream of jobs."""
@@ -102,8 +111,7 @@ class Run:
 
 def config_id(config: dict[str, Any]) -> str:
     """The run id: a hash of the resolved config as canonical JSON."""
-    text = json.dumps(config, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:ID_LENGTH]
+    return canonical_id(config)
 
 
 def workload_jobs(wl: dict[str, Any], trace_path: str | None = None) -> Iterator[TraceJob]:

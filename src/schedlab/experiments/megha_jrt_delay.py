@@ -16,11 +16,17 @@ median) beside:
   median 1.5 ms, mean 0.257 s, p99 1.003 s, max 300 s (:data:`AUTHORS_SYN_250`).
 
 ``quick=True`` runs syn_250 with seed 1 only (the four profile × worker-choice
-runs). The runs go to a process pool of ``jobs`` workers; nothing is cached,
-every call runs them all. The JSON file holds every run (JRT delay
-percentiles, mean utilization, inconsistencies, repartitions, unfinished tasks,
-wall seconds) and the papers' numbers; the Markdown file beside it
-(same name, ``.md``) holds the table.
+runs). Each run is a :class:`~schedlab.sweeps.points.Point` (``_one`` on
+the scheduler, trace, seed, scheduler parameters and ``simulate()`` keyword
+arguments: its id covers every input) run by the one runner
+(:func:`~schedlab.sweeps.runner.run_points`: ``jobs`` processes locally,
+or Ray) into the results store ``store`` (one folder per run): a run already
+finished there is not run again, so an interrupted or repeated call resumes
+(``store=None`` keeps nothing and runs them all). The JSON file holds every run
+(JRT delay percentiles, mean utilization, inconsistencies, repartitions,
+unfinished tasks, wall seconds) and the papers' numbers; the Markdown file
+beside it (same name, ``.md``) holds the table. Both are made from the runs'
+results alone, so they are the same whether the runs ran now or were resumed.
 """
 
 from __future__ import annotations
@@ -29,13 +35,14 @@ import itertools
 import os
 import statistics
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import schedlab
 from schedlab.atomic import atomic_write
 from schedlab.metrics.export import write_json
+from schedlab.sweeps.points import Point, null_to_nan
+from schedlab.sweeps.runner import SweepProgress, run_points
 
 __all__ = ["AUTHORS_SYN_250", "DEFAULT_OUT", "PAPER_MEDIAN", "PARTS", "reproduce"]
 
@@ -61,17 +68,14 @@ PAPER_MEDIAN = {
 AUTHORS_SYN_250 = {"p50": 0.0015, "mean": 0.257, "p99": 1.003, "max": 300.0}
 
 
-def _one(args: tuple[str, str, str, int]) -> dict[str, Any]:
-    """One run (in a worker process): its summary figures."""
-    trace, compat, choice, seed = args
-    kw = {"workers": 20000} if trace == "google" else {"config": "reference"}
-    r = schedlab.simulate("megha", trace, seed=seed, params={"worker_choice": choice, "compat": compat}, **kw)
+_TARGET = f"{__name__}:_one"
+
+
+def _one(*, scheduler: str, trace: str, seed: int, params: dict[str, Any], kw: dict[str, Any]) -> dict[str, Any]:
+    """One run (a point, in any process): ``simulate(scheduler, trace, seed=seed, params=params, **kw)``'s figures."""
+    r = schedlab.simulate(scheduler, trace, seed=seed, params=params, **kw)
     s = r.summary
     return {
-        "trace": trace,
-        "compat": compat,
-        "worker_choice": choice,
-        "seed": seed,
         "jrt_delay": s["jrt_delay"],
         "utilization_mean": s["utilization"]["mean"],
         "inconsistencies": s["counters"]["inconsistencies"],
@@ -79,6 +83,20 @@ def _one(args: tuple[str, str, str, int]) -> dict[str, Any]:
         "tasks_unfinished": s["counters"]["tasks_unfinished"],
         "wall_seconds": s["wall_seconds"],
     }
+
+
+def _point(trace: str, compat: str, choice: str, seed: int) -> Point:
+    """The run of Megha in profile ``compat`` with worker choice ``choice`` on ``trace`` with ``seed``."""
+    kw = {"workers": 20000} if trace == "google" else {"config": "reference"}
+    inputs = {"scheduler": "megha", "trace": trace, "seed": seed, "params": {"worker_choice": choice, "compat": compat}, "kw": kw}
+    return Point(_TARGET, inputs, {"trace": trace, "compat": compat, "worker_choice": choice, "seed": seed})
+
+
+def _plan(quick: bool) -> list[Point]:
+    """Every run, in the order of the table: trace, profile, worker choice, seed."""
+    traces = ["syn_250"] if quick else ["syn_250", "syn_500", "syn_1000", "google"]
+    seeds = [1] if quick else [1, 2, 3]
+    return [_point(*g) for g in itertools.product(traces, ["none", "authors"], ["random", "min-constraints"], seeds)]
 
 
 def _table(rows: list[dict[str, Any]]) -> list[str]:
@@ -109,21 +127,33 @@ def reproduce(
     *,
     quick: bool = False,
     jobs: int = 2,
+    backend: str = "local",
+    address: str | None = None,
+    store: str | os.PathLike | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Path:
-    """Run every Megha run on ``jobs`` processes, write ``out`` (JSON) and the table beside it (``.md``); return ``out``.
+    """Run every Megha run not yet in ``store``, write ``out`` (JSON) and the table beside it (``.md``); return ``out``.
 
-    ``progress`` gets the table one line at a time (None: silent).
+    The runs go through :func:`~schedlab.sweeps.runner.run_points`
+    (``jobs`` processes, ``backend`` ``"local"`` or ``"ray"`` at ``address``)
+    and are kept in the results store ``store`` (None: nothing is kept, every
+    run runs). ``progress`` gets how many runs are to do, then the table one
+    line at a time (None: silent).
     """
-    # Imported here: it pulls in pandas (~1 s), which listing this module's PARTS does not need.
-
     out = Path(out)
     say = progress or (lambda _line: None)
-    traces = ["syn_250"] if quick else ["syn_250", "syn_500", "syn_1000", "google"]
-    seeds = [1] if quick else [1, 2, 3]
-    grid = list(itertools.product(traces, ["none", "authors"], ["random", "min-constraints"], seeds))
-    with ProcessPoolExecutor(jobs) as ex:
-        rows = list(ex.map(_one, grid))
+    points = _plan(quick)
+
+    def tick(state: SweepProgress) -> None:
+        if state.last is None:  # the sweep's start
+            say(f"{state.todo} runs to do ({state.skipped} already in {store})")
+
+    if store is None:
+        say(f"{len(points)} runs to do (no store: nothing is kept)")
+    results = run_points(
+        points, store, name="megha-jrt-delay", description=PARTS["jrt-delay"], jobs=jobs, backend=backend, address=address, progress=tick
+    )
+    rows = [{**p.label, **null_to_nan(r)} for p, r in zip(points, results, strict=True)]
     lines = _table(rows)
     for line in lines:
         say(line)

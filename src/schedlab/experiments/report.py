@@ -52,8 +52,9 @@ from schedlab.errors import InputError
 from schedlab.experiments import plots
 from schedlab.experiments.compare import compare_frame, default_baseline, fmt, to_json, wide
 from schedlab.experiments.matrix import workload_jobs
-from schedlab.experiments.store import Store, load_results
+from schedlab.experiments.results import load_results
 from schedlab.metrics.export import atomic_write, write_json
+from schedlab.sweeps.store import Store
 from schedlab.workload.info import trace_report
 
 PERCENTILES = {"p50": "median", "mean": "mean", "p90": "p90", "p99": "p99", "p9999": "p99.99"}

@@ -50,10 +50,19 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from schedlab.errors import InputError
 from schedlab.run_config import RunConfig, check_costs
@@ -118,6 +127,38 @@ def expand_metric(metric: str) -> list[str]:
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+# Shared by every spec (data center here, the other domains in :mod:`schedlab.experiments.domain_sweep`).
+def check_name(v: str) -> str:
+    if not _NAME.match(v):
+        raise ValueError("use letters, digits and _ . + = - (it names the results folder)")
+    return v
+
+
+def check_seeds_shape(v: Any) -> Any:
+    if isinstance(v, bool) or not isinstance(v, int | list):
+        raise ValueError(f"give a list of seeds or a count, not {v!r}")
+    return v
+
+
+def seed_list(v: list[int] | int) -> list[int]:
+    """A seed count n as 0..n-1, or the list given, checked."""
+    if isinstance(v, int):
+        if v < 1:
+            raise ValueError("a seed count must be >= 1")
+        return list(range(v))
+    if not v:
+        raise ValueError("give at least one seed")
+    if any(s < 0 for s in v):
+        raise ValueError("seeds must be >= 0")
+    if len(set(v)) != len(v):
+        raise ValueError("seeds repeat")
+    return v
+
+
+SpecName = Annotated[str, AfterValidator(check_name)]
+Seeds = Annotated[list[int] | int, BeforeValidator(check_seeds_shape), AfterValidator(seed_list)]
 
 
 class GeneratorSpec(_Model):
@@ -240,12 +281,12 @@ class NetworkSpec(_Model):
 class ExperimentSpec(_Model):
     """A whole experiment; see the module docstring for the YAML form."""
 
-    name: str
+    name: SpecName
     description: str = ""
     workloads: list[WorkloadSpec] = Field(min_length=1)
     data_centers: list[DataCenterSpec] = Field(default_factory=lambda: [DataCenterSpec()])
     schedulers: list[SchedulerSpec] = Field(min_length=1)
-    seeds: list[int] | int = Field([0], description="seed list, or a count n meaning 0..n-1")
+    seeds: Seeds = Field([0], description="seed list, or a count n meaning 0..n-1")
     network: NetworkSpec = Field(default_factory=NetworkSpec)
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
     plots: list[Literal[PLOTS]] = Field(default_factory=lambda: list(PLOTS))  # type: ignore[valid-type]
@@ -254,34 +295,6 @@ class ExperimentSpec(_Model):
     exclude: list[dict[ExcludeField, str | int]] = Field(default_factory=list)
     quick: dict[str, Any] | None = None
 
-    @field_validator("name")
-    @classmethod
-    def _dir_name(cls, v: str) -> str:
-        if not _NAME.match(v):
-            raise ValueError("use letters, digits and _ . + = - (it names the results folder)")
-        return v
-
-    @field_validator("seeds", mode="before")
-    @classmethod
-    def _seeds_shape(cls, v: Any) -> Any:
-        if isinstance(v, bool) or not isinstance(v, int | list):
-            raise ValueError(f"give a list of seeds or a count, not {v!r}")
-        return v
-
-    @field_validator("seeds")
-    @classmethod
-    def _seeds(cls, v: list[int] | int) -> list[int]:
-        if isinstance(v, int):
-            if v < 1:
-                raise ValueError("a seed count must be >= 1")
-            return list(range(v))
-        if not v:
-            raise ValueError("give at least one seed")
-        if any(s < 0 for s in v):
-            raise ValueError("seeds must be >= 0")
-        if len(set(v)) != len(v):
-            raise ValueError("seeds repeat")
-        return v
 
     @field_validator("metrics")
     @classmethod
@@ -392,11 +405,14 @@ def parse_spec(text: str, source: str = "<spec>", base_dir: str | os.PathLike | 
 
 def load_spec(path: str | os.PathLike, *, quick: bool = False) -> LoadedSpec:
     """Read and validate a spec file; relative trace and config paths are taken from its folder."""
-    p = Path(path)
+    return parse_spec(read_spec(path), str(path), Path(path).parent, quick=quick)
+
+
+def read_spec(path: str | os.PathLike) -> str:
+    """A spec file's text; a missing or unreadable file is one line naming it."""
     try:
-        text = p.read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(str(path), "no such spec file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(str(path), f"cannot read spec: {e}") from None
-    return parse_spec(text, str(path), p.parent, quick=quick)

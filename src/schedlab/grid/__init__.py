@@ -23,7 +23,8 @@ from schedlab.lazy import lazy_exports
 # not pay for pandas through this package.
 _WHERE = {
     "LABELS": "selection",
-    "SCHEDULERS": "selection",
+    "SCHEDULERS": "simulation",
+    "RANKINGS": "selection",
     "choose_sites": "selection",
     "perf_gap": "metrics",
     "queue_time_buckets": "metrics",

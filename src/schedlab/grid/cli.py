@@ -3,7 +3,9 @@
 * ``simulate`` — one run; ``--json`` prints the summary (``mean_queue_time``,
   ``queue_time_buckets``, ``utilization``, and ``perf_gap`` with ``--with-ideal``).
 * ``sweep`` — schedulers × duplications × delays × seeds × workloads, the ideal
-  alongside, resumable ``results.csv``; ``--plot`` draws the paper's figures.
+  alongside, on the one sweep runner (``--jobs``, ``--backend ray``) into a
+  results store in ``--out`` (resumable) and its ``results.csv``; ``--plot``
+  draws the paper's figures.
 * ``plot`` — Figures 2–6 from a sweep's results.
 
 Option errors end as one line, ``error: --option: problem``, exit code 2.
@@ -20,7 +22,7 @@ from typing import Annotated, Any
 
 import typer
 
-from schedlab.cliutil import output_dir, output_file, usable_jobs
+from schedlab.cliutil import output_dir, output_file
 from schedlab.errors import InputError
 
 app = typer.Typer(
@@ -179,9 +181,9 @@ def simulate(
         if summary_json is not None:
             write_json(summary_json, s)
     if as_json:
-        from schedlab.metrics.export import _clean
+        from schedlab.metrics.export import json_ready
 
-        print(json.dumps(_clean(s), indent=2))
+        print(json.dumps(json_ready(s), indent=2))
         return
     _print_summary(s)
 
@@ -216,13 +218,15 @@ def _print_summary(s: dict[str, Any]) -> None:
 
 @app.command()
 def sweep(
-    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Results folder (results.csv; resumable).", callback=output_dir)],
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Results folder: results.csv, and the store of its runs (resumable).", callback=output_dir)],
     arrivals: Annotated[str, typer.Option("--arrivals", "-a", help="Workloads separated by commas or semicolons: non-bursty, weak, strong, poisson:MEAN, mmpp:MEAN,SCV,IDC[,P] (separate an mmpp spec from the next with ';').")] = "strong",
     schedulers: Annotated[str, typer.Option("--schedulers", "-s", help="Comma-separated schedulers.")] = "rand,qlen,hybrid1,hybrid2",
     duplications: Annotated[str, typer.Option("--duplications", "-d", help="Duplications, e.g. 0-7 or 0,1,2.")] = "0-7",
     delays: Annotated[str, typer.Option("--delays", help="Remote submission delays, e.g. 0,1.")] = "1",
     seeds: Annotated[str, typer.Option("--seeds", help="Seeds, e.g. 0-2.")] = "0",
-    workers: Annotated[int, typer.Option("--workers", "-w", help="Parallel runs (processes).")] = 1,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", "--workers", "-w", help="Runs at once (processes, or Ray tasks).")] = 1,
+    backend: Annotated[str, typer.Option("--backend", help="local or ray.")] = "local",
+    address: Annotated[str | None, typer.Option("--address", help="Ray cluster address (with --backend ray).")] = None,
     penalty: Penalty = 1.0,
     query_interval: QueryInterval = 0.0,
     tie_break: TieBreak = "first",
@@ -242,6 +246,7 @@ def sweep(
     from schedlab.grid.experiments import parse_float_list, parse_int_list, plan, run_sweep
     from schedlab.grid.selection import check_scheduler
     from schedlab.grid.workload import parse_arrivals
+    from schedlab.sweeps.runner import check_backend
 
     arrival_list = _split_arrivals(arrivals)
     for a in arrival_list:
@@ -255,7 +260,7 @@ def sweep(
     dup_list = parse_int_list(duplications, "--duplications")
     delay_list = parse_float_list(delays, "--delays")
     seed_list = parse_int_list(seeds, "--seeds")
-    usable_jobs(workers, "--workers")  # at least 1, and no more processes than the cores can use
+    check_backend(backend, jobs, address)  # at least 1, and no more processes than the cores can use
     base = _config(
         sites=sites,
         processors=processors,
@@ -288,7 +293,7 @@ def sweep(
                 flush=True,
             )
 
-    df = run_sweep(runs, out_dir, workers=workers, progress=progress)
+    df = run_sweep(runs, out_dir, store=out_dir, jobs=jobs, backend=backend, address=address, progress=progress)
     _print_sweep(df)
     if plot:
         _plot_all(df, out_dir, delay_list)

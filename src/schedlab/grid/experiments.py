@@ -4,29 +4,30 @@ A sweep takes a base :class:`~schedlab.grid.simulation.GridConfig` and the
 values to vary; every run of one (arrivals, seed) pair shares the same workload
 (it is a function of the seed), and the ideal — Act.QT, zero delay, no
 duplication — is run once per pair so that each row carries its ``perf_gap``
-(Eq. 1). Runs go to a local process pool (``workers``) and each finished run is
-appended to ``results.csv`` in the output folder (rewritten atomically), so an
-interrupted sweep resumes where it stopped: rows already present are not rerun.
-A row is known by its ``run_id``, a hash of every input of the run (the whole
-configuration: workload sizes, sites, policy… not only the varied values), so
-rerunning with other options into an old folder runs what is new; one sweep
-at a time writes a folder (:mod:`schedlab.folderlock`).
+(Eq. 1). Each run is a :class:`~schedlab.sweeps.points.Point` of the one
+sweep runner (:func:`schedlab.sweeps.runner.run_points`: this process, a
+local process pool or Ray) and is kept in the one results store
+(:mod:`schedlab.sweeps.store`, with its lock), so an interrupted sweep
+resumes where it stopped and any sweep needing a run another sweep made (in
+the same store) reuses it. A run's id is a hash of every input: the whole
+configuration (workload sizes, sites, policy… not only the varied values), its
+label, and the SHA-256 of any SWF file it reads.
 
-Row columns (one name per concept, as in the summary JSON): ``run_id``, ``arrivals``,
-``scheduler``, ``duplications``, ``delay``, ``seed``, ``mean_queue_time``,
-``<10s``, ``10-100s``, ``>=100s`` (queue-time bucket shares), ``perf_gap``,
-``ideal_mean_queue_time``, ``utilization``, ``local_mean_queue_time``,
-``invalidations``, ``simulation_seconds``, plus the configuration fields that
-were not varied, so a results file says what it measured.
+Each sweep's rows also go to ``results.csv`` in its output folder (rewritten
+atomically), one row per run in plan order. Columns (one name per concept, as
+in the summary JSON): ``run_id`` (the store's id), ``arrivals``, ``scheduler``,
+``duplications``, ``delay``, ``seed``, ``mean_queue_time``, ``<10s``,
+``10-100s``, ``>=100s`` (queue-time bucket shares), ``utilization``,
+``local_mean_queue_time``, ``invalidations``, ``simulation_seconds``, the
+configuration fields that were not varied (so a results file says what it
+measured), then ``ideal_mean_queue_time`` and ``perf_gap``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,10 +35,11 @@ from typing import Any
 import pandas as pd
 
 from schedlab.errors import InputError
-from schedlab.folderlock import exclusive_folder
 from schedlab.grid.metrics import BUCKET_NAMES, perf_gap
 from schedlab.grid.simulation import GridConfig, simulate_grid
 from schedlab.metrics.export import write_table
+from schedlab.sweeps.points import Point, null_to_nan
+from schedlab.sweeps.runner import SweepProgress, run_points
 
 KEY = ("arrivals", "scheduler", "duplications", "delay", "seed")
 IDEAL = "ideal"  # the `scheduler` value of the ideal's row
@@ -67,8 +69,34 @@ def _row(config: GridConfig, summary: dict[str, Any], scheduler: str | None = No
     return row
 
 
-def _run(config: GridConfig, scheduler: str | None, rid: str = "") -> dict[str, Any]:
-    return {"run_id": rid or run_id(config, scheduler), **_row(config, simulate_grid(config).summary, scheduler)}
+def simulate_point(config: dict[str, Any], label: str, swf_sha256: dict[str, str]) -> dict[str, Any]:
+    """One run of a sweep (the function of its :class:`Point`): the row of :func:`_row`.
+
+    ``swf_sha256`` is not used here: it is in the inputs so that the point's id
+    changes when an SWF file it reads does.
+    """
+    cfg = GridConfig(**config)
+    return _row(cfg, simulate_grid(cfg).summary, label)
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError as e:
+        raise InputError(path, f"cannot read: {e.strerror or e}") from None
+    return h.hexdigest()
+
+
+def point(config: GridConfig, scheduler: str | None = None) -> Point:
+    """The :class:`Point` of one run; ``scheduler`` is the row's label (default the config's scheduler)."""
+    label = scheduler or config.scheduler
+    files = [*config.local_swf, *([config.global_swf] if config.global_swf else [])]
+    inputs = {"config": config.as_dict(), "label": label, "swf_sha256": {f: _sha256(f) for f in files}}
+    shown = {"arrivals": config.arrivals, "scheduler": label, "duplications": config.duplications, "delay": config.delay, "seed": config.seed}
+    return Point("schedlab.grid.experiments:simulate_point", inputs, shown)
 
 
 def plan(
@@ -94,12 +122,9 @@ def plan(
     return runs
 
 
-def run_id(config: GridConfig, scheduler: str | None) -> str:
-    """The resume key of a run: a hash of every input that changes its result (the whole config and the label)."""
-    d = config.as_dict()
-    d["scheduler_label"] = scheduler or config.scheduler
-    text = json.dumps(d, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+def run_id(config: GridConfig, scheduler: str | None = None) -> str:
+    """The resume key of a run: its point's id (every input that changes its result)."""
+    return point(config, scheduler).id
 
 
 def with_gaps(df: pd.DataFrame) -> pd.DataFrame:
@@ -117,105 +142,40 @@ def with_gaps(df: pd.DataFrame) -> pd.DataFrame:
 def run_sweep(
     runs: Iterable[tuple[GridConfig, str | None]],
     out_dir: str | os.PathLike | None = None,
-    workers: int = 1,
+    *,
+    store: str | os.PathLike | None = None,
+    jobs: int = 1,
+    backend: str = "local",
+    address: str | None = None,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
 ) -> pd.DataFrame:
-    """Run (or resume) a sweep; returns this sweep's rows with perf gaps. Writes ``results.csv`` as it goes.
+    """Run (or resume) a sweep in the store ``store``; returns its rows with perf gaps, and writes them to ``out_dir/results.csv``.
 
-    A row is this sweep's when its ``run_id`` (:func:`run_id`: every input of
-    the run) is one of the sweep's; rows of other sweeps in the same folder stay
-    in the file, untouched and unshown. One sweep at a time writes a folder.
+    ``store=None`` keeps nothing (every run runs). ``progress`` gets
+    ``(finished, to do, row)`` after each run this call executes.
     """
-    if out_dir is None:
-        return _sweep(list(runs), None, workers, progress)
-    with exclusive_folder(out_dir):
-        return _sweep(list(runs), Path(out_dir) / "results.csv", workers, progress)
+    points = [point(c, s) for c, s in runs]
 
+    def on_point(state: SweepProgress) -> None:
+        if progress is not None and state.last_summary is not None:
+            progress(state.done, state.todo, _restore(state.last_summary))
 
-def _norm(v: Any) -> str:
-    if v is None or (isinstance(v, float) and v != v) or v == "":
-        return ""
-    if isinstance(v, bool):
-        return str(v)
-    if isinstance(v, int | float):
-        return format(float(v), ".12g")
-    if isinstance(v, list | tuple):
-        return ",".join(_norm(x) for x in v)
-    return str(v)
-
-
-def _adopt_legacy_rows(rows: list[dict[str, Any]], runs: list[tuple[GridConfig, str | None]], ids: list[str]) -> None:
-    """Give rows written before ``run_id`` existed the id of the planned run they match in every field.
-
-    Such rows carry every configuration field but ``local_swf`` (see
-    :func:`_row`), so a row matches a run when all those fields agree; a run
-    with ``local_swf`` files never matches (the row cannot say which files).
-    """
-    legacy = [r for r in rows if not isinstance(r.get("run_id"), str)]
-    if not legacy:
-        return
-    index: dict[tuple, str] = {}
-    for (config, sch), rid in zip(runs, ids, strict=True):
-        d = config.as_dict()
-        if d.get("local_swf"):
-            continue
-        fields = sorted(k for k in d if k not in ("local_swf", "scheduler"))
-        index[(sch or config.scheduler, *[(k, _norm(d[k])) for k in fields])] = rid
-    for r in legacy:
-        fields = sorted(k for k in r if k in _CONFIG_FIELDS)
-        key = (r.get("scheduler"), *[(k, _norm(r[k])) for k in fields])
-        rid = index.get(key)
-        if rid is not None:
-            r["run_id"] = rid
-
-
-_CONFIG_FIELDS = frozenset(f for f in GridConfig().as_dict() if f not in ("local_swf", "scheduler"))
-
-
-def _sweep(runs: list[tuple[GridConfig, str | None]], path: Path | None, workers: int,
-           progress: Callable[[int, int, dict[str, Any]], None] | None) -> pd.DataFrame:
-
-    ids = [run_id(c, s) for c, s in runs]
-    rows: list[dict[str, Any]] = []
-    if path is not None and path.is_file():
-        try:
-            rows = pd.read_csv(path).to_dict("records")
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
-            raise InputError(str(path), f"cannot resume from this results file: {str(e).splitlines()[0]}") from None
-    _adopt_legacy_rows(rows, runs, ids)
-    done = {r.get("run_id") for r in rows}
-    todo = [(c, s, i) for (c, s), i in zip(runs, ids, strict=True) if i not in done]
-    total = len(todo)
-    finished = 0
-
-    def record(row: dict[str, Any]) -> None:
-        nonlocal finished
-        rows.append(row)
-        finished += 1
-        if path is not None:
-            write_table(path, pd.DataFrame(rows), "csv")
-        if progress is not None:
-            progress(finished, total, row)
-
-    if workers <= 1 or total <= 1:
-        for config, sch, rid in todo:
-            record(_run(config, sch, rid))
-    else:
-        with ProcessPoolExecutor(max_workers=min(workers, total)) as pool:
-            futures = [pool.submit(_run, c, s, i) for c, s, i in todo]
-            for fut in as_completed(futures):
-                record(fut.result())
-    order = {rid: k for k, rid in enumerate(ids)}
-    mine = [r for r in rows if r.get("run_id") in order]
-    others = [r for r in rows if r.get("run_id") not in order]
-    df = pd.DataFrame(mine)
-    if not df.empty:
-        df["_order"] = [order[r] for r in df["run_id"]]
-        df = df.sort_values("_order", kind="stable").drop(columns="_order").reset_index(drop=True)
-    df = with_gaps(df)
-    if path is not None:
-        write_table(path, pd.concat([pd.DataFrame(others), df], ignore_index=True) if others else df, "csv")
+    rows = run_points(
+        points, store, name="grid", description="grid runs: schedulers × duplications × delays × seeds, with the ideal",
+        jobs=jobs, backend=backend, address=address, progress=on_point if progress is not None else None,
+    )
+    df = with_gaps(pd.DataFrame([{"run_id": p.id, **_restore(r)} for p, r in zip(points, rows, strict=True)]))
+    if out_dir is not None:
+        write_table(Path(out_dir) / "results.csv", df, "csv")
     return df
+
+
+def _restore(row: dict[str, Any]) -> dict[str, Any]:
+    """A row as :func:`simulate_point` made it: the store writes NaN as null."""
+    return null_to_nan(row, _NAN_FIELDS)
+
+
+_NAN_FIELDS = frozenset({"mean_queue_time", *BUCKET_NAMES, "utilization", "local_mean_queue_time"})
 
 
 def parse_int_list(spec: str, field: str) -> list[int]:

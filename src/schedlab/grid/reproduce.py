@@ -11,11 +11,13 @@ where each table and figure is followed by what the paper reports
 ``scale=1`` is the paper's size (8 sites × 64 processors, 100,000 local jobs
 per site and 100,000 global jobs per run); smaller scales shorten every stream
 in proportion (never below 100 jobs). Each seed is a separate workload and the
-report averages over seeds. Runs are resumable: each experiment keeps its
-``results.csv`` in its own sub-folder of ``out`` (``table1``, ``fig2``,
-``fig3``, ``fig5``, ``fig6``, ``fig6_mean4``), and rerunning into the same
-folder runs only what is missing. The figures (PNG) and ``REPORT.md`` go to
-``out`` itself.
+report averages over seeds. Runs are kept in the results store ``store``
+(:mod:`schedlab.sweeps.store`; ``schedlab reproduce`` uses
+``results/grid``), so an interrupted reproduction resumes, and rerunning runs
+only what is missing. Each experiment writes its rows to ``results.csv`` in
+its own sub-folder of ``out`` (``table1``, ``fig2``, ``fig3``, ``fig5``,
+``fig6``, ``fig6_mean4``); the figures (PNG) and ``REPORT.md`` go to ``out``
+itself.
 
 Experiments (conservative backfilling, delay 1 s and penalty 1 s unless said),
 one :data:`PARTS` entry each for ``only``:
@@ -93,13 +95,17 @@ def reproduce(
     scale: float = 0.1,
     seeds: Sequence[int] = (0, 1, 2),
     jobs: int = 2,
+    backend: str = "local",
+    address: str | None = None,
+    store: str | os.PathLike | None = None,
     only: Iterable[str] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Path:
     """Run (or resume) the parts ``only`` (default all of :data:`PARTS`) into ``out``; returns the path of ``REPORT.md``.
 
     ``scale`` is the fraction of the paper's 100,000 jobs per stream, ``seeds``
-    the workloads averaged, ``jobs`` the worker processes. ``progress`` gets
+    the workloads averaged, ``jobs`` the runs at once on ``backend`` (local or
+    ray), ``store`` where runs are kept (None: nothing is kept). ``progress`` gets
     one line of text per experiment started and per run finished.
     """
     say = progress or (lambda line: None)
@@ -123,7 +129,7 @@ def reproduce(
                 f"delay {row['delay']:g}: {row['mean_queue_time']:.1f} s  ({row['simulation_seconds']:.0f} s)"
             )
 
-        return run_sweep(runs, out / name, workers=jobs, progress=on_run)
+        return run_sweep(runs, out / name, store=store, jobs=jobs, backend=backend, address=address, progress=on_run)
 
     report = [
         "# Reproduction: decentralized scheduling of bursty workload on computing grids",

@@ -71,34 +71,40 @@ from schedlab.errors import InputError
 from schedlab.grid.site import Entry, Site
 from schedlab.sim.runtime import Component, Runtime
 
-#: Scheduler name → (ranking criterion or None, how many copies go to top-ranked sites; None = all).
-SCHEDULERS: dict[str, tuple[str | None, int | None]] = {
-    "rand": (None, 0),
-    "qlen": ("qlen", None),
-    "util": ("util", None),
-    "est_qt": ("est_qt", None),
-    "act_qt": ("act_qt", None),
-    "hybrid1": ("qlen", 1),
-    "hybrid2": ("qlen", 2),
-}
-
-#: The paper's names, for tables and plots.
-LABELS = {
-    "rand": "Rand",
-    "qlen": "Qlen",
-    "util": "Util",
-    "est_qt": "Est.QT",
-    "act_qt": "Act.QT",
-    "hybrid1": "Hybrid-1",
-    "hybrid2": "Hybrid-2",
-}
-
 TIE_BREAKS = ("random", "first")
 
 
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """How a scheduler picks sites: the load ``criterion`` it ranks by (None: no ranking) and how many copies go to
+    the top-ranked sites (``ranked``; None: all of them), the rest to random other sites."""
+
+    label: str  # the paper's name, for tables and plots
+    kind: str  # random | ranked | hybrid
+    summary: str
+    criterion: str | None
+    ranked: int | None
+
+
+#: The decentralized schedulers of the paper (Sections II-B, III-A), in its order; the registry with their
+#: parameters is :data:`schedlab.grid.simulation.SCHEDULERS`.
+RANKINGS: dict[str, Ranking] = {
+    "rand": Ranking("Rand", "random", "uniformly random sites", None, 0),
+    "qlen": Ranking("Qlen", "ranked", "fewest waiting jobs", "qlen", None),
+    "util": Ranking("Util", "ranked", "lowest share of busy processors", "util", None),
+    "est_qt": Ranking("Est.QT", "ranked", "least outstanding work by estimated runtimes", "est_qt", None),
+    "act_qt": Ranking("Act.QT", "ranked", "least outstanding work by actual runtimes (the ideal's)", "act_qt", None),
+    "hybrid1": Ranking("Hybrid-1", "hybrid", "the top site by queue length, the other copies at random", "qlen", 1),
+    "hybrid2": Ranking("Hybrid-2", "hybrid", "the top two sites by queue length, the other copies at random", "qlen", 2),
+}
+
+#: The paper's names, for tables and plots.
+LABELS = {name: r.label for name, r in RANKINGS.items()}
+
+
 def check_scheduler(name: str, field: str = "scheduler") -> str:
-    if name not in SCHEDULERS:
-        raise InputError(field, f"unknown scheduler {name!r} (choose from {', '.join(SCHEDULERS)})")
+    if name not in RANKINGS:
+        raise InputError(field, f"unknown scheduler {name!r} (choose from {', '.join(RANKINGS)})")
     return name
 
 
@@ -111,7 +117,8 @@ def choose_sites(
     sites: int | None = None,
 ) -> list[int]:
     """The ``copies`` distinct sites a job goes to, best-ranked first (a pure function of its inputs)."""
-    criterion, ranked = SCHEDULERS[scheduler]
+    rule = RANKINGS[scheduler]
+    criterion, ranked = rule.criterion, rule.ranked
     n = len(loads) if loads is not None else sites
     assert n is not None
     if ranked is None or ranked > copies:
@@ -184,7 +191,7 @@ class GlobalScheduler(Component):
         super().__init__(address, runtime)
         self.sites = list(sites)
         self.scheduler = scheduler
-        self.criterion = SCHEDULERS[scheduler][0]
+        self.criterion = RANKINGS[scheduler].criterion
         self.copies = duplications + 1
         self.delay = delay
         self.extra = duplications * penalty  # invalidation time a started job pays before running

@@ -17,15 +17,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import Field
 
+from schedlab.algorithms import Algorithm, AlgorithmParams, AlgorithmRegistry
 from schedlab.errors import InputError
 from schedlab.grid.metrics import perf_gap, queue_time_buckets
 from schedlab.grid.selection import (
-    SCHEDULERS,
+    RANKINGS,
     TIE_BREAKS,
     GlobalJob,
     GlobalScheduler,
@@ -343,8 +345,36 @@ def config_from(params: dict[str, Any]) -> GridConfig:
     return GridConfig(**params)
 
 
+# -- the schedulers as a registry ----------------------------------------------------------------------------
+class GridSchedulerParams(AlgorithmParams):
+    """What every grid scheduler takes besides its ranking rule (Sections II-A, III-A)."""
+
+    duplications: int = Field(0, ge=0, description="copies beyond the first (7 = flooding 8 sites)")
+    delay: float = Field(1.0, ge=0, description="remote submission delay (s)")
+    penalty: float = Field(1.0, ge=0, description="invalidation penalty per duplication (s)")
+    query_interval: float = Field(0.0, ge=0, description="load refresh period (s); 0 reads the loads at each arrival")
+    tie_break: Literal["random", "first"] = Field("first", description="order of sites with equal load")
+
+
+def _runner(name: str) -> Callable[[GridConfig, int, GridSchedulerParams], GridResult]:
+    def run(config: GridConfig, seed: int, params: GridSchedulerParams) -> GridResult:
+        return simulate_grid(replace(config, scheduler=name, seed=seed, **params.model_dump()))
+
+    return run
+
+
+#: The grid schedulers in the registry format of every domain: ``SCHEDULERS.run(name, config, seed=, params=)``
+#: simulates ``config`` with that scheduler (its ranking rule: :data:`schedlab.grid.selection.RANKINGS`).
+SCHEDULERS: AlgorithmRegistry[GridConfig, GridResult] = AlgorithmRegistry(
+    "grid",
+    [Algorithm(name, r.label, r.kind, r.summary, _runner(name), GridSchedulerParams, seeded=True) for name, r in RANKINGS.items()],
+    where="scheduler",
+)
+
+
 __all__ = [
     "SCHEDULERS",
+    "GridSchedulerParams",
     "GridConfig",
     "GridResult",
     "add_perf_gap",

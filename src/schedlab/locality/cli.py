@@ -36,6 +36,14 @@ ThetaOpt = Annotated[float, typer.Option("--theta", help="Network factor theta: 
 ReplicasOpt = Annotated[int, typer.Option("--replicas", help="Replicas per task (distinct servers).")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the generated instance and of the online algorithms' random choices.")]
 ParamOpt = Annotated[list[str] | None, typer.Option("--param", "-p", help="Algorithm parameter KEY=VALUE (repeatable), e.g. delay_threshold=1.")]
+ResultsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--results",
+        help="Results store to keep each point's runs in (and resume from: a rerun runs only what it does not hold); default: keep nothing.",
+        callback=output_dir,
+    ),
+]
 
 
 def _instance(path: str | None, tasks: int, servers: int, cores: int, alpha: float, beta: float, theta: float, replicas: int, seed: int):
@@ -160,8 +168,13 @@ def sweep(
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder for figN.csv/.json/.png/.md (and summary.md).", callback=output_dir)],
     seeds: Annotated[int, typer.Option("--seeds", help="Instances per point (Figure 9 timing panels use one).")] = 3,
     quick: Annotated[bool, typer.Option("--quick", help="Small instances and one seed: seconds, for smoke tests.")] = False,
+    results: ResultsOpt = None,
 ) -> None:
-    """Reproduce the trends of the paper's Figures 5-9 (CSV, JSON, PNG and a Markdown summary)."""
+    """Reproduce the trends of the paper's Figures 5-9 (CSV, JSON, PNG and a Markdown summary).
+
+    The points run one after another (Figure 9 measures running times); with
+    ``--results`` they are kept there, and a rerun only runs the missing ones.
+    """
     from schedlab.locality.experiments import FIGURES, reproduce_figures
 
     if figure == "all":
@@ -173,7 +186,7 @@ def sweep(
             raise InputError("--figure", f"expected 5, 6, 7, 8, 9 or all, got {figure!r}") from None
         if figs[0] not in FIGURES:
             raise InputError("--figure", f"unknown figure {figs[0]} (choose from 5, 6, 7, 8, 9 or all)")
-    reproduce_figures(out_dir, tuple(figs), seeds=seeds, quick=quick, progress=lambda line: err.print(line, highlight=False))
+    reproduce_figures(out_dir, tuple(figs), seeds=seeds, quick=quick, store=results, progress=lambda line: err.print(line, highlight=False))
 
 
 @app.command()
@@ -183,8 +196,9 @@ def gap(
     time_limit: Annotated[float, typer.Option("--time-limit", help="MILP time limit per instance, seconds.")] = 30.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (with every instance).")] = False,
     out_path: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the JSON (with every instance) here.", callback=output_file)] = None,
+    results: ResultsOpt = None,
 ) -> None:
-    """Optimality gaps against the exact MILP on small random instances."""
+    """Optimality gaps against the exact MILP on small random instances (kept in --results, if given, and resumed from there)."""
     from schedlab.locality.algorithms import label
     from schedlab.locality.experiments import milp_gaps
 
@@ -192,7 +206,7 @@ def gap(
         raise InputError("--time-limit", f"must be > 0, got {time_limit}")
     if seed < 0:
         raise InputError("--seed", f"must be >= 0, got {seed}")
-    res = milp_gaps(instances, seed, time_limit=time_limit)
+    res = milp_gaps(instances, seed, time_limit=time_limit, store=results)
     if out_path is not None:
         from schedlab.metrics.export import write_json
 

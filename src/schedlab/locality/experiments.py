@@ -21,6 +21,19 @@ algorithm) and records ``makespan``, ``remote_tasks`` and ``seconds``:
 ``quick=True`` shrinks every instance (and uses one seed) so a figure runs in
 seconds — for tests and smoke runs, not for conclusions.
 
+Each point of a panel (and value of its second parameter) is one
+:class:`~schedlab.sweeps.points.Point` calling :func:`figure_point`, which
+runs every seed and algorithm of the point (the instance shared by the
+algorithms, HTA skipped on the later seeds once it ran out of time). The points
+go through the one runner (:func:`schedlab.sweeps.runner.run_points`),
+serially — Figure 9 measures running times and Figure 8 has a time limit — into
+an optional results store (``store``; one for every figure and the MILP gaps):
+a point's id is a hash of all its inputs (generator parameters, seeds,
+algorithms with their parameters, HTA's time limit), so a rerun resumes, runs
+only the points not yet stored, and a point two figures share (Figure 5 at
+``beta = 1000`` is Figure 7 at ``theta = 1``) runs once. :func:`milp_gaps` runs
+each instance as a point the same way.
+
 :func:`write_figure` writes ``figN.csv`` (one row per run), ``figN.json``
 (means per point and algorithm, plus the paper-claim checks), ``figN.png`` and
 ``figN.md`` (tables and the claims beside the paper's numbers).
@@ -44,6 +57,8 @@ from schedlab.locality.algorithms import label as _algorithm_label
 from schedlab.locality.baselines import Timeout
 from schedlab.locality.instances import generate
 from schedlab.sim.rng import RngStreams
+from schedlab.sweeps.points import Point, null_to_nan
+from schedlab.sweeps.runner import SweepProgress, run_points
 
 FIGURES = (5, 6, 7, 8, 9)
 # The paper's grouping (Section 6.1.1): LTFPA is timed and compared with the offline algorithms.
@@ -117,53 +132,148 @@ def figure_panels(figure: int, quick: bool = False) -> list[Panel]:
     raise InputError("--figure", f"unknown figure {figure!r} (choose from {', '.join(map(str, FIGURES))} or all)")
 
 
-def run_figure(figure: int, seeds: int = 3, quick: bool = False, progress=None) -> list[dict[str, Any]]:
-    """All runs of one figure as rows (one per panel, point, seed and algorithm)."""
+FIGURE_POINT = "schedlab.locality.experiments:figure_point"
+GAP_POINT = "schedlab.locality.experiments:gap_point"
+STORE_NAME = "dyndl"  # the name recorded in the results store's experiment.json
+GENERATOR = ("tasks", "servers", "core_num", "alpha", "beta", "theta")  # the generator parameters a row shows
+REPLICAS = 3  # replicas per task (Section 6.1.1), the generator's default, passed explicitly so it is a point input
+
+
+def series_spec(name: str) -> dict[str, Any]:
+    """What a series runs: the registered algorithm and its parameters (a variant's, or HTA's time limit)."""
+    algorithm, params, _ = VARIANTS.get(name, (name, None, ""))
+    if name == "hta":
+        params = {"time_limit": HTA_TIME_LIMIT}
+    return {"series": name, "algorithm": algorithm, "params": params}
+
+
+def _plain(v: Any) -> Any:
+    """A value as the store keeps it (JSON has no NaN): NaN becomes None; :func:`~schedlab.sweeps.points.null_to_nan` turns it back."""
+    return None if isinstance(v, float) and math.isnan(v) else v
+
+
+def figure_point(instance: dict[str, Any], seeds: int, series: list[dict[str, Any]]) -> dict[str, Any]:
+    """One point of a figure: every seed's instance (``generate(**instance, seed=seed)``), every series on it.
+
+    Returns ``{"rows": [...]}``, one row per seed and series: ``seed``,
+    ``algorithm`` (the series), ``status`` (``ok`` or ``timeout``),
+    ``makespan``, ``remote_tasks`` (None for a timeout), ``seconds``, and
+    DynDLOff's ``phase1_seconds`` and ``phase2_seconds``. A series that ran
+    out of time on one seed is not run again on the later ones.
+    """
+    rows: list[dict[str, Any]] = []
+    timed_out: set[str] = set()
+    for seed in range(seeds):
+        inst = generate(**instance, seed=seed)
+        for s in series:
+            name = s["series"]
+            t0 = time.perf_counter()
+            try:
+                if name in timed_out:  # it ran out of time on this point's first seed: do not wait again
+                    raise Timeout(name)
+                r = run_algorithm(s["algorithm"], inst, seed, s["params"])
+            except Timeout:
+                timed_out.add(name)
+                row = {"seed": seed, "algorithm": name, "status": "timeout", "makespan": None, "remote_tasks": None, "seconds": time.perf_counter() - t0}
+            else:
+                row = {"seed": seed, "algorithm": name, "status": "ok", "makespan": r.makespan, "remote_tasks": r.remote_tasks, "seconds": r.seconds}
+                if name == "dyndloff":
+                    row.update(phase1_seconds=r.details["phase1_seconds"], phase2_seconds=r.details["phase2_seconds"])
+            rows.append({k: _plain(v) for k, v in row.items()})
+    return {"rows": rows}
+
+
+@dataclass(frozen=True)
+class FigurePoint:
+    """Where a point sits in its figure, and the point itself."""
+
+    panel: Panel
+    x: Any
+    extra: Any  # the second swept parameter's value (Figure 9d), else None
+    params: dict[str, Any]  # the generator parameters
+    point: Point
+
+
+def figure_points(figure: int, seeds: int = 3, quick: bool = False) -> list[FigurePoint]:
+    """One point per panel, x and value of the second parameter, in the order of the figure's rows."""
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
         raise InputError("--seeds", f"must be an integer >= 1, got {seeds!r}")
-    rows: list[dict[str, Any]] = []
+    out: list[FigurePoint] = []
     for panel in figure_panels(figure, quick):
-        n_seeds = seeds
+        extra_name = next(iter(panel.extra), None)
         grid = [(x, None) for x in panel.xs]
-        if panel.extra:
-            evals = next(iter(panel.extra.values()))
-            grid = [(x, e) for e in evals for x in panel.xs]
+        if extra_name is not None:
+            grid = [(x, e) for e in panel.extra[extra_name] for x in panel.xs]
         for x, e in grid:
-            timed_out: set[str] = set()
             params = {**panel.fixed, panel.x_name: x}
+            label: dict[str, Any] = {"figure": figure, **({"panel": panel.name} if panel.name else {}), panel.x_name: x}
             if e is not None:
-                params[next(iter(panel.extra))] = e
-            for seed in range(n_seeds):
-                inst = generate(**params, seed=seed)
-                for alg in panel.algorithms:
-                    row = {
-                        "figure": figure,
-                        "panel": panel.name,
-                        "x_name": panel.x_name,
-                        "x": x,
-                        **({next(iter(panel.extra)): e} if e is not None else {}),
-                        "seed": seed,
-                        "algorithm": alg,
-                        **{k: params[k] for k in ("tasks", "servers", "core_num", "alpha", "beta", "theta")},
-                    }
-                    base_alg, alg_params, _ = VARIANTS.get(alg, (alg, None, ""))
-                    if alg == "hta":
-                        alg_params = {"time_limit": HTA_TIME_LIMIT}
-                    t0 = time.perf_counter()
-                    try:
-                        if alg in timed_out:  # it ran out of time on this point's first seed: do not wait again
-                            raise Timeout(alg)
-                        r = run_algorithm(base_alg, inst, seed, alg_params)
-                    except Timeout:
-                        timed_out.add(alg)
-                        row.update(status="timeout", makespan=math.nan, remote_tasks=math.nan, seconds=time.perf_counter() - t0)
-                    else:
-                        row.update(status="ok", makespan=r.makespan, remote_tasks=r.remote_tasks, seconds=r.seconds)
-                        if alg == "dyndloff":
-                            row.update(phase1_seconds=r.details["phase1_seconds"], phase2_seconds=r.details["phase2_seconds"])
-                    rows.append(row)
-                    if progress is not None:
-                        progress(row)
+                params[extra_name] = e
+                label[extra_name] = e
+            inputs = {
+                "instance": {**{k: params[k] for k in GENERATOR}, "replicas": REPLICAS},
+                "seeds": seeds,
+                "series": [series_spec(a) for a in panel.algorithms],
+            }
+            out.append(FigurePoint(panel, x, e, params, Point(FIGURE_POINT, inputs, label)))
+    return out
+
+
+def point_progress(say: Callable[[str], None] | None, what: str) -> Callable[[SweepProgress], None] | None:
+    """The runner's progress as lines for ``say``: what the store already held (``what: …``), then one line per point run."""
+    if say is None:
+        return None
+
+    def show(state: SweepProgress) -> None:
+        if state.last is None:
+            if state.skipped:
+                say(f"{what}: {state.skipped} of {state.total} points already in the store, {state.todo} to run")
+            return
+        status = f"FAILED: {state.last_error.splitlines()[0]}" if state.last_error else "done"
+        eta = f", about {state.eta:.0f} s left" if state.eta is not None and state.eta >= 1 else ""
+        say(f"{state.last.describe()} {status} ({state.finished}/{state.total} points, {state.elapsed:.1f} s{eta})")
+
+    return show
+
+
+def run_figure(
+    figure: int,
+    seeds: int = 3,
+    quick: bool = False,
+    progress: Callable[[str], None] | None = None,
+    store: Path | None = None,
+) -> list[dict[str, Any]]:
+    """All runs of one figure as rows (one per panel, point, seed and algorithm).
+
+    The points run through :func:`~schedlab.sweeps.runner.run_points`
+    (one after another) into ``store`` (None keeps nothing); the ones it
+    already holds are not run again. ``progress`` gets one line per point.
+    """
+    fps = figure_points(figure, seeds, quick)
+    results = run_points(
+        [fp.point for fp in fps],
+        store,
+        name=STORE_NAME,
+        description=f"DynDL (Jin et al. 2018) Figure {figure} points",
+        jobs=1,  # serial: Figure 9 measures running times, Figure 8 has a time limit
+        progress=point_progress(progress, f"figure {figure}"),
+    )
+    rows: list[dict[str, Any]] = []
+    for fp, res in zip(fps, results, strict=True):
+        extra = {next(iter(fp.panel.extra)): fp.extra} if fp.extra is not None else {}
+        for r in res["rows"]:
+            row = {
+                "figure": figure,
+                "panel": fp.panel.name,
+                "x_name": fp.panel.x_name,
+                "x": fp.x,
+                **extra,
+                "seed": r["seed"],
+                "algorithm": r["algorithm"],
+                **{k: fp.params[k] for k in GENERATOR},
+            }
+            row.update({k: v for k, v in null_to_nan(r).items() if k not in ("seed", "algorithm")})
+            rows.append(row)
     return rows
 
 
@@ -579,13 +689,20 @@ def markdown(figure: int, agg: list[dict[str, Any]], checks: list[dict[str, Any]
     return "\n".join(lines)
 
 
-def write_figure(figure: int, out_dir: str | Path, seeds: int = 3, quick: bool = False, progress=None) -> dict[str, Any]:
-    """Run one figure and write its CSV, JSON, PNG and Markdown into ``out_dir`` (each file atomically)."""
+def write_figure(
+    figure: int,
+    out_dir: str | Path,
+    seeds: int = 3,
+    quick: bool = False,
+    progress: Callable[[str], None] | None = None,
+    store: Path | None = None,
+) -> dict[str, Any]:
+    """Run one figure (:func:`run_figure`) and write its CSV, JSON, PNG and Markdown into ``out_dir`` (each file atomically)."""
     import pandas as pd
 
     from schedlab.metrics.export import atomic_write, write_json, write_table
 
-    rows = run_figure(figure, seeds, quick, progress)
+    rows = run_figure(figure, seeds, quick, progress, store)
     agg = aggregate(rows)
     checks = claims(figure, agg)
     out = Path(out_dir)
@@ -604,11 +721,14 @@ def reproduce_figures(
     seeds: int = 3,
     quick: bool = False,
     progress: Callable[[str], None] | None = None,
+    store: Path | None = None,
 ) -> Path:
     """Write each figure's files into ``out_dir``, and ``summary.md`` when there are several; returns the last Markdown file.
 
-    ``quick`` uses one seed whatever ``seeds`` says. ``progress`` gets one
-    line per figure: how many of its claims hold and where it went.
+    ``quick`` uses one seed whatever ``seeds`` says. The points run into the
+    results store ``store`` (one for every figure; None keeps nothing), so a
+    rerun runs only what is missing. ``progress`` gets a line per point run
+    and one per figure: how many of its claims hold and where it went.
     """
     from schedlab.metrics.export import atomic_write
 
@@ -618,7 +738,7 @@ def reproduce_figures(
     parts = []
     for f in figures:
         t0 = time.perf_counter()
-        s = write_figure(f, out, seeds=seeds, quick=quick)
+        s = write_figure(f, out, seeds=seeds, quick=quick, progress=progress, store=store)
         parts.append(markdown(f, s["points"], s["claims"], seeds, quick))
         held = [c for c in s["claims"] if c.get("holds") is not None]
         if progress is not None:
@@ -644,14 +764,32 @@ def worked_example(seed: int = 0) -> dict[str, Any]:
 
 
 # -- optimality gaps ----------------------------------------------------------------------------------------------
-def milp_gaps(instances: int = 30, seed: int = 0, algorithms: tuple[str, ...] = PAPER_ALGORITHMS, time_limit: float = 30.0) -> dict[str, Any]:
-    """Optimality gaps on small random instances (2-4 servers x 1-3 cores, 3-8 tasks, 1-3 replicas)."""
+def gap_point(instance: dict[str, Any], algorithm_seed: int, algorithms: list[str], time_limit: float) -> dict[str, Any]:
+    """One instance of :func:`milp_gaps`: the MILP optimum (under ``time_limit``) and each algorithm's makespan."""
+    inst = generate(**instance)
+    opt = run_algorithm("milp", inst, 0, {"time_limit": time_limit})
+    makespans = {a: run_algorithm(a, inst, algorithm_seed).makespan for a in algorithms}
+    return {"optimum": opt.makespan, "status": opt.details["status"], "makespans": makespans}
+
+
+def milp_gaps(
+    instances: int = 30,
+    seed: int = 0,
+    algorithms: tuple[str, ...] = PAPER_ALGORITHMS,
+    time_limit: float = 30.0,
+    store: Path | None = None,
+) -> dict[str, Any]:
+    """Optimality gaps on small random instances (2-4 servers x 1-3 cores, 3-8 tasks, 1-3 replicas).
+
+    Each instance is a point (:func:`gap_point`) run through the one runner
+    into ``store`` (None keeps nothing); a rerun solves only the instances it
+    does not hold.
+    """
     if isinstance(instances, bool) or not isinstance(instances, int) or instances < 1:
         raise InputError("--instances", f"must be an integer >= 1, got {instances!r}")
     rng = RngStreams(seed).np_rng("locality.gap")
-    per: dict[str, list[float]] = {a: [] for a in algorithms}
-    optimal_hits: dict[str, int] = dict.fromkeys(algorithms, 0)
-    rows = []
+    drawn: list[dict[str, Any]] = []
+    points = []
     for i in range(instances):
         params = {
             "tasks": int(rng.integers(3, 9)),
@@ -662,15 +800,22 @@ def milp_gaps(instances: int = 30, seed: int = 0, algorithms: tuple[str, ...] = 
             "theta": float(rng.choice([0.5, 1.0, 2.0])),
         }
         params["replicas"] = int(rng.integers(1, min(3, params["servers"]) + 1))
-        inst = generate(**params, seed=seed * 100_000 + i)
-        opt = run_algorithm("milp", inst, 0, {"time_limit": time_limit})
-        row = {**params, "instance": i, "optimum": opt.makespan, "status": opt.details["status"]}
+        drawn.append(params)
+        inputs = {"instance": {**params, "seed": seed * 100_000 + i}, "algorithm_seed": i, "algorithms": list(algorithms), "time_limit": time_limit}
+        points.append(Point(GAP_POINT, inputs, {"gap instance": i, "seed": seed}))
+    results = run_points(points, store, name=STORE_NAME, description="DynDL (Jin et al. 2018) MILP optimality gaps", jobs=1)
+    per: dict[str, list[float]] = {a: [] for a in algorithms}
+    optimal_hits: dict[str, int] = dict.fromkeys(algorithms, 0)
+    rows = []
+    for i, (params, res) in enumerate(zip(drawn, results, strict=True)):
+        optimum = res["optimum"]
+        row = {**params, "instance": i, "optimum": optimum, "status": res["status"]}
         for a in algorithms:
-            r = run_algorithm(a, inst, i)
-            gap = (r.makespan / opt.makespan - 1.0) * 100.0 if opt.makespan > 0 else 0.0
+            makespan = res["makespans"][a]
+            gap = (makespan / optimum - 1.0) * 100.0 if optimum > 0 else 0.0
             per[a].append(gap)
             optimal_hits[a] += gap <= 1e-6
-            row[a] = r.makespan
+            row[a] = makespan
         rows.append(row)
     summary = {
         a: {

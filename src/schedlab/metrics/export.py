@@ -18,26 +18,26 @@ import pandas as pd
 
 from schedlab.atomic import atomic_write, file_mode
 
-__all__ = ["TABLE_FORMATS", "atomic_write", "file_mode", "write_json", "write_run", "write_table"]
+__all__ = ["TABLE_FORMATS", "atomic_write", "file_mode", "json_ready", "write_json", "write_run", "write_table"]
 
 TABLE_FORMATS = ("parquet", "csv")
 
 
-def _clean(obj: Any) -> Any:
+def json_ready(obj: Any) -> Any:
     """JSON has no NaN/inf: write them as null."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
+        return {str(k): json_ready(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
+        return [json_ready(v) for v in obj]
     if hasattr(obj, "item"):  # numpy scalar
-        return _clean(obj.item())
+        return json_ready(obj.item())
     return obj
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> Path:
-    text = json.dumps(_clean(obj), indent=2, sort_keys=False) + "\n"
+    text = json.dumps(json_ready(obj), indent=2, sort_keys=False) + "\n"
 
     def w(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as f:

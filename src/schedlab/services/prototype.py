@@ -54,6 +54,7 @@ import numpy as np
 from schedlab import simulate
 from schedlab.cluster.generate import generate_machine_masks
 from schedlab.cluster.model import Cluster, split_federated
+from schedlab.experiments.catalogue import Options
 from schedlab.experiments.plots import cdf
 from schedlab.metrics.export import write_json
 from schedlab.services import supervise
@@ -249,3 +250,8 @@ Unfinished tasks: real {rc['tasks_unfinished']}, simulated {sim.summary['counter
     (folder / "report.md").write_text(text)
     write_json(folder / "execution_delay.json", ed)
     return folder / "report.md"
+
+
+def reproduce(out: Path, options: Options) -> Path:
+    """``schedlab reproduce megha-prototype``: :func:`run` with the catalogue's options."""
+    return run(out, quick=options.quick, embedded=options.embedded)

@@ -1,15 +1,20 @@
-"""The results store: one folder per experiment, one sub-folder per run, never half-written.
+"""The results store of every domain: one folder per experiment, one sub-folder per run, never half-written.
 
 Layout::
 
     RESULTS/                      one experiment
-      spec.yaml                   the spec as given (its last sweep)
-      experiment.json             name, baseline, metrics, plots, and every run of the spec with its labels
+      spec.yaml                   the spec as given (its last sweep; data-center specs only)
+      experiment.json             name, description, … and every run of the sweep with its labels
       runs/<run id>/
-        config.json               the resolved config (its hash is the id) and labels — written first
-        tasks.parquet  jobs.parquet  utilization.parquet   (the tables the spec asks for)
-        summary.json              the summary JSON — written last: its presence marks the run finished
+        config.json               what decides the result (its hash is the id) and labels — written first
+        tasks.parquet  jobs.parquet  utilization.parquet   (the tables the run keeps, if any)
+        summary.json              the result — written last: its presence marks the run finished
       .lock                       held while a sweep writes here
+
+A run is any :class:`~schedlab.sweeps.points.Runnable`: a data-center
+spec's engine run (config = the resolved run config, summary = the summary
+JSON, with its tables) or a domain's point (config = its target and inputs,
+summary = what the function returned).
 
 Every file is written to a temp file in the same folder and renamed
 (:mod:`schedlab.metrics.export`), so a reader sees a whole file or none. A run
@@ -30,16 +35,16 @@ import contextlib
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from schedlab.errors import InputError
-from schedlab.experiments.matrix import Run
 from schedlab.folderlock import exclusive_folder
 from schedlab.metrics.export import atomic_write, write_json, write_run
+from schedlab.sweeps.points import Runnable
 
 SUMMARY = "summary.json"
 CONFIG = "config.json"
@@ -66,7 +71,7 @@ class Store:
         with exclusive_folder(self.root):
             yield
 
-    def write_experiment(self, info: dict[str, Any], runs: list[Run], spec_text: str | None = None) -> None:
+    def write_experiment(self, info: dict[str, Any], runs: Sequence[Runnable], spec_text: str | None = None) -> None:
         if spec_text is not None:
 
             def w(tmp: str) -> None:
@@ -75,7 +80,7 @@ class Store:
             atomic_write(self.root / "spec.yaml", w)
         write_json(self.root / EXPERIMENT, {**info, "runs": [r.labels() for r in runs]})
 
-    def is_finished(self, run: Run) -> bool:
+    def is_finished(self, run: Runnable) -> bool:
         d = self.run_dir(run.id)
         if not (d / SUMMARY).is_file() or not all((d / f"{t}.parquet").is_file() for t in run.tables):
             return False
@@ -84,7 +89,7 @@ class Store:
         except (OSError, ValueError):
             return False
 
-    def clear(self, run: Run) -> bool:
+    def clear(self, run: Runnable) -> bool:
         """Remove what an interrupted attempt left of ``run``; True if there was anything."""
         d = self.run_dir(run.id)
         if d.exists():
@@ -92,11 +97,10 @@ class Store:
             return True
         return False
 
-    def save(self, run: Run, summary: dict[str, Any], tables: dict[str, pd.DataFrame]) -> Path:
+    def save(self, run: Runnable, summary: dict[str, Any], tables: dict[str, pd.DataFrame]) -> Path:
         """config.json, then the tables, then summary.json — each atomically; the last marks the run finished."""
         d = self.run_dir(run.id)
-        paths = {"trace": run.trace_path, "config": run.config_path}
-        write_json(d / CONFIG, {"id": run.id, "config": run.config, "labels": run.labels(), "paths": paths})
+        write_json(d / CONFIG, {"id": run.id, "config": run.config, "labels": run.labels(), "paths": run.paths()})
         write_run(d, {t: tables[t] for t in run.tables}, summary, ("parquet",))
         return d
 
@@ -123,42 +127,3 @@ class Store:
     def table(self, run_id: str, name: str, columns: list[str] | None = None) -> pd.DataFrame | None:
         p = self.run_dir(run_id) / f"{name}.parquet"
         return pd.read_parquet(p, columns=columns) if p.is_file() else None
-
-
-def _flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in obj.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(_flatten(v, f"{key}."))
-        elif isinstance(v, int | float) and not isinstance(v, bool) or v is None:
-            out[key] = v
-    return out
-
-
-def load_results(root: str | os.PathLike) -> pd.DataFrame:
-    """One row per finished run of the experiment: its labels and every numeric summary field, flattened.
-
-    Columns: ``id, scheduler`` (label), ``scheduler_name, workload, data_center,
-    workers, seed``, then ``jrt_delay.p50``, ``allocation_components.processing.mean``,
-    ``utilization.mean``, ``counters.preemptions``, … (``config.*`` is left out).
-    ``df.attrs`` holds the experiment info and how many runs are not finished.
-    """
-    store = Store(root)
-    info = store.experiment()
-    rows = []
-    missing = 0
-    for r in info["runs"]:
-        p = store.run_dir(r["id"]) / SUMMARY
-        if not p.is_file():
-            missing += 1
-            continue
-        s = json.loads(p.read_text(encoding="utf-8"))
-        s.pop("config", None)
-        flat = {k: v for k, v in _flatten(s).items() if k != "seed"}  # workers: the size actually simulated
-        rows.append({**r, **flat})
-    df = pd.DataFrame(rows)
-    df.attrs["experiment"] = {k: v for k, v in info.items() if k != "runs"}
-    df.attrs["unfinished"] = missing
-    df.attrs["total"] = len(info["runs"])
-    return df
