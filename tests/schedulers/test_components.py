@@ -50,17 +50,15 @@ from schedlab.schedulers.pigeon import (
     TaskBatch,
 )
 from schedlab.schedulers.probing import (
-    COMM,
     NODE_MONITORS,
-    STAMP,
     CancelJobs,
     EligibleSampler,
     GetTasks,
     NodeMonitors,
+    Probe,
     Probes,
     ProbeScheduler,
     TaskReplies,
-    new_entry,
 )
 from schedlab.sim.runtime import Runtime
 from schedlab.workers.protocol import (
@@ -110,15 +108,16 @@ def test_sparrow_scheduler_probes_binds_late_cancels_and_learns_completions():
     # batch sampling: d * m = 4 probes on 4 distinct workers, each an entry of job 0, group 0
     assert dst == NODE_MONITORS and isinstance(probes, Probes)
     assert sorted(w for w, _e in probes.items) == [0, 1, 2, 3]
-    assert all(e == [0, 0, 0, False, 0.0, 0.0, 0.0, 0.0, 1.0, 0, 0] for _w, e in probes.items)
+    fields = ("sched", "jid", "gid", "long", "est", "rem", "acc", "comm", "stamp", "tries", "mask")
+    assert all([getattr(e, f) for f in fields] == [0, 0, 0, False, 0.0, 0.0, 0.0, 0.0, 1.0, 0, 0] for _w, e in probes.items)
     entry = {w: e for w, e in probes.items}
     # worker 2's probe arrived at 1.25 and asked for a task at 1.5 (as a node monitor would set it)
-    entry[2][COMM], entry[2][STAMP] = 0.25, 1.5
+    entry[2].comm, entry[2].stamp = 0.25, 1.5
     rt.t = 2.0
     deliver(sched, GetTasks([(2, entry[2])]))
     assert rt.take() == [(NODE_MONITORS, TaskReplies([(2, entry[2], 0)]))]
     assert obs.marks == [(0, 1.25, WORKER_QUEUING), (0, 2.0, COMMUNICATION)]
-    assert entry[2][STAMP] == 2.0
+    assert entry[2].stamp == 2.0
     # two more requests: one gets the last task, the other a no-op; the job's probes are cancelled
     rt.t = 3.0
     deliver(sched, GetTasks([(0, entry[0]), (1, entry[1])]))
@@ -137,14 +136,14 @@ def test_sparrow_node_monitors_late_binding_and_cancellation():
     scheds = [("sparrow", 0), ("sparrow", 1)]
     nm = NodeMonitors(ctx, scheds)
     assert rt.components == {NODE_MONITORS: nm}
-    a = new_entry(0, 7, 0, False, 0.0, 0.0, 0, 0.5)
-    b = new_entry(0, 8, 0, False, 0.0, 0.0, 0, 0.5)
-    c = new_entry(1, 9, 0, False, 0.0, 0.0, 0, 0.5)
+    a = Probe(0, 7, 0, False, 0.0, 0.0, 0, 0.5)
+    b = Probe(0, 8, 0, False, 0.0, 0.0, 0, 0.5)
+    c = Probe(1, 9, 0, False, 0.0, 0.0, 0, 0.5)
     rt.t = 1.0
     deliver(nm, Probes([(0, a), (0, b), (1, c)]))
     # idle workers ask at once, one envelope per scheduler; b queues behind a
     assert rt.take() == [(scheds[0], GetTasks([(0, a)])), (scheds[1], GetTasks([(1, c)]))]
-    assert a[COMM] == 0.5 and a[STAMP] == 1.0 and list(nm.queues[0]) == [b]
+    assert a.comm == 0.5 and a.stamp == 1.0 and list(nm.queues[0]) == [b]
     rt.t = 1.5
     deliver(nm, TaskReplies([(0, a, 70), (1, c, -1)]))
     assert rt.take() == []  # worker 1 got a no-op and has nothing queued: idle
@@ -165,9 +164,9 @@ def test_eagle_node_monitor_sends_a_short_probe_back_from_a_worker_with_long_wor
     rt, _obs, _pool, ctx = context([0] * 2, [[1.0]])
     addrs = [("distributed", 0), "central"]
     nm = EagleNodeMonitors(ctx, addrs, EagleParams())
-    long_e = new_entry(1, 0, 0, True, 100.0, 100.0, 0, 0.5)
-    short_a = new_entry(0, 1, 0, False, 1.0, 2.0, 0, 0.5)
-    short_b = new_entry(0, 1, 0, False, 1.0, 2.0, 0, 0.5)
+    long_e = Probe(1, 0, 0, True, 100.0, 100.0, 0, 0.5)
+    short_a = Probe(0, 1, 0, False, 1.0, 2.0, 0, 0.5)
+    short_b = Probe(0, 1, 0, False, 1.0, 2.0, 0, 0.5)
     rt.t = 1.0
     deliver(nm, LongProbes([(0, long_e)], bitmap=0b01, stamp=0.75))
     assert rt.take() == [("central", GetTasks([(0, long_e)]))]
@@ -178,7 +177,7 @@ def test_eagle_node_monitor_sends_a_short_probe_back_from_a_worker_with_long_wor
         (addrs[0], GetTasks([(1, short_b)])),
         (addrs[0], ProbesRejected([(short_a, 0b01, 0.75)])),
     ]
-    assert short_a[STAMP] == 1.5 and short_a[COMM] == 1.0
+    assert short_a.stamp == 1.5 and short_a.comm == 1.0
     assert list(nm.queues[0]) == [] and nm.rejected == 1
 
 
@@ -186,10 +185,10 @@ def test_hawk_idle_worker_steals_short_probes_queued_behind_a_long_task():
     rt, _obs, pool, ctx = context([0] * 4, [[1.0]])
     addrs = [("distributed", 0), "central"]
     nm = HawkNodeMonitors(ctx, addrs, HawkParams(), first_general=3)  # workers 0-2: short partition
-    long_e = new_entry(1, 0, 0, True, 100.0, 100.0, 0, 1.0)
-    s1 = new_entry(0, 1, 0, False, 1.0, 2.0, 0, 1.0)
-    s2 = new_entry(0, 1, 0, False, 1.0, 2.0, 0, 1.0)
-    s0 = new_entry(0, 2, 0, False, 1.0, 1.0, 0, 1.0)
+    long_e = Probe(1, 0, 0, True, 100.0, 100.0, 0, 1.0)
+    s1 = Probe(0, 1, 0, False, 1.0, 2.0, 0, 1.0)
+    s2 = Probe(0, 1, 0, False, 1.0, 2.0, 0, 1.0)
+    s0 = Probe(0, 2, 0, False, 1.0, 1.0, 0, 1.0)
     rt.t = 1.0
     deliver(nm, Probes([(3, long_e), (3, s1), (3, s2), (0, s0)]))
     assert rt.take() == [("central", GetTasks([(3, long_e)])), (addrs[0], GetTasks([(0, s0)]))]
@@ -204,11 +203,11 @@ def test_hawk_idle_worker_steals_short_probes_queued_behind_a_long_task():
     # the only general worker (3) runs a long task with s1, s2 queued behind it
     ((dst, rep),) = rt.take()
     assert (dst, rep) == (NODE_MONITORS, StealReplies([0], {0: [s1, s2]}, 1))
-    assert list(nm.queues[3]) == [] and s1[STAMP] == 1.5
+    assert list(nm.queues[3]) == [] and s1.stamp == 1.5
     rt.t = 1.75
     deliver(nm, rep)
     assert rt.take() == [(addrs[0], GetTasks([(0, s1)]))]
-    assert list(nm.queues[0]) == [s2] and s1[COMM] == 0.25
+    assert list(nm.queues[0]) == [s2] and s1.comm == 0.25
     assert nm.counters() == {
         "probes_cancelled": 0,
         "steal_attempts": 1,

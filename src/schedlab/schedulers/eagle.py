@@ -48,19 +48,10 @@ from pydantic import Field
 
 from schedlab.schedulers.base import SchedulerContext
 from schedlab.schedulers.probing import (
-    ACC,
-    COMM,
-    EST,
-    JID,
-    LONG,
-    MASK,
     NODE_MONITORS,
-    REM,
-    SCHED,
-    STAMP,
-    TRIES,
     EligibleSampler,
     NodeMonitors,
+    Probe,
     Probes,
     ProbeScheduler,
 )
@@ -93,11 +84,11 @@ class LongProbes(Probes):
 class ProbesRejected:
     """Node monitors → a distributed scheduler: ``(entry, bit vector, its time)`` probes sent back."""
 
-    items: list[tuple[list, int, float]]
+    items: list[tuple[Probe, int, float]]
 
 
 class EagleCentral(LeastWaitScheduler):
-    def probes_message(self, items: list[tuple[int, list]]) -> Probes:
+    def probes_message(self, items: list[tuple[int, Probe]]) -> Probes:
         return LongProbes(items, self.long_bits, self.rt.now())
 
 
@@ -129,22 +120,22 @@ class EagleFrontend(ProbeScheduler):
     def _on_rejected(self, msg: ProbesRejected) -> None:
         now = self.rt.now()
         for e, bits, stamp in msg.items:
-            e[COMM] += now - e[STAMP]
+            e.comm += now - e.stamp
             if stamp > self.map_stamp:
                 self.long_map, self.map_stamp = bits, stamp
         jobs = self.book.jobs
         sample = self.sampler.sample
         everyone = self.sampler.all
-        items: list[tuple[int, list]] = []
+        items: list[tuple[int, Probe]] = []
         for e, _bits, _stamp in msg.items:
-            if e[JID] not in jobs:  # all its tasks launched meanwhile: the probe is spent
+            if e.jid not in jobs:  # all its tasks launched meanwhile: the probe is spent
                 continue
-            e[TRIES] += 1
-            m = e[MASK]
-            ws = sample(m, 1, self.rng, everyone & ~self.long_map) if e[TRIES] < self.rounds else []
+            e.tries += 1
+            m = e.mask
+            ws = sample(m, 1, self.rng, everyone & ~self.long_map) if e.tries < self.rounds else []
             if not ws:
                 ws = sample(m, 1, self.rng, self.short_only) or sample(m, 1, self.rng)
-            e[STAMP] = now
+            e.stamp = now
             items.append((ws[0], e))
         if items:
             self.resent += len(items)
@@ -165,7 +156,7 @@ class EagleNodeMonitors(NodeMonitors):
         self.srpt = params.srpt
         self.cap = params.srpt_cap
         self.maps: list[tuple[int, float]] = [(0, float("-inf"))] * self.n
-        self._rej: dict[int, list[tuple[list, int, float]]] = {}
+        self._rej: dict[int, list[tuple[Probe, int, float]]] = {}
         self.rejected = 0
         self.sticky_runs = 0
 
@@ -183,15 +174,15 @@ class EagleNodeMonitors(NodeMonitors):
             self.arrive(w, e, now)
         self.flush()
 
-    def accept(self, w: int, e: list, now: float) -> bool:
-        if not self.sss or e[LONG] or not self.longs[w] or e[TRIES] >= self.rounds:
+    def accept(self, w: int, e: Probe, now: float) -> bool:
+        if not self.sss or e.long or not self.longs[w] or e.tries >= self.rounds:
             return True
         self.rejected += 1
-        e[STAMP] = now
+        e.stamp = now
         bits, stamp = self.maps[w]
-        lst = self._rej.get(e[SCHED])
+        lst = self._rej.get(e.sched)
         if lst is None:
-            self._rej[e[SCHED]] = [(e, bits, stamp)]
+            self._rej[e.sched] = [(e, bits, stamp)]
         else:
             lst.append((e, bits, stamp))
         return False
@@ -204,7 +195,7 @@ class EagleNodeMonitors(NodeMonitors):
                 send(self.sched_addr[s], ProbesRejected(items))
             self._rej = {}
 
-    def pick(self, w: int) -> list | None:
+    def pick(self, w: int) -> Probe | None:
         q = self.queues[w]
         if not q:
             return None
@@ -218,16 +209,16 @@ class EagleNodeMonitors(NodeMonitors):
         i = 0
         while i < len(q):
             e = q[i]
-            if e[JID] in cancelled:
+            if e.jid in cancelled:
                 del q[i]
                 self.cancelled_probes += 1
                 continue
-            if e[LONG]:
+            if e.long:
                 best = i
                 break
-            if e[REM] < best_rem and e[EST] <= slack:
-                best, best_rem = i, e[REM]
-            s = cap * e[EST] - e[ACC]
+            if e.rem < best_rem and e.est <= slack:
+                best, best_rem = i, e.rem
+            s = cap * e.est - e.acc
             if s < slack:
                 slack = s
             i += 1
@@ -235,14 +226,14 @@ class EagleNodeMonitors(NodeMonitors):
             return None
         e = q[best]
         del q[best]
-        if not e[LONG]:
-            est = e[EST]
+        if not e.long:
+            est = e.est
             for j in range(best):
-                q[j][ACC] += est
+                q[j].acc += est
         return e
 
-    def after_task(self, w: int, e: list, now: float) -> None:
-        if self.sbp and not e[LONG] and e[REM] > 0 and e[JID] not in self.cancelled:
+    def after_task(self, w: int, e: Probe, now: float) -> None:
+        if self.sbp and not e.long and e.rem > 0 and e.jid not in self.cancelled:
             self.queues[w].appendleft(e)  # the probe sticks: its job comes first in line again
             self.sticky_runs += 1
 

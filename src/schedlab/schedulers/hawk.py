@@ -37,12 +37,9 @@ from pydantic import Field
 from schedlab.schedulers.base import SchedulerContext
 from schedlab.schedulers.probing import (
     IDLE,
-    JID,
-    LONG,
-    MASK,
     NODE_MONITORS,
-    STAMP,
     NodeMonitors,
+    Probe,
     ProbeScheduler,
 )
 from schedlab.schedulers.short_long import (
@@ -71,7 +68,7 @@ class StealReplies:
     """Victims → thieves: the probes each thief got (``stolen``: thief → entries), for the ``thieves`` of the round."""
 
     thieves: list[int]
-    stolen: dict[int, list[list]]
+    stolen: dict[int, list[Probe]]
     attempt: int
 
 
@@ -103,30 +100,30 @@ class HawkNodeMonitors(NodeMonitors):
             self.both[w] = b
             self.num_both += 1 if b else -1
 
-    def arrive(self, w: int, e: list, now: float) -> None:
+    def arrive(self, w: int, e: Probe, now: float) -> None:
         super().arrive(w, e, now)
-        if e[LONG]:
+        if e.long:
             self._update(w)
 
-    def enqueue(self, w: int, e: list) -> None:
+    def enqueue(self, w: int, e: Probe) -> None:
         self.queues[w].append(e)
-        if not e[LONG]:
+        if not e.long:
             self.shorts[w] += 1
             self._update(w)
 
-    def pick(self, w: int) -> list | None:
+    def pick(self, w: int) -> Probe | None:
         q = self.queues[w]
         before = len(q)
         e = super().pick(w)
         # what left the queue: cancelled probes (short ones: long jobs are never cancelled) and e
-        gone = before - len(q) - (1 if e is not None and e[LONG] else 0)
+        gone = before - len(q) - (1 if e is not None and e.long else 0)
         if gone:
             self.shorts[w] -= gone
             self._update(w)
         return e
 
-    def after_task(self, w: int, e: list, now: float) -> None:
-        if e[LONG]:
+    def after_task(self, w: int, e: Probe, now: float) -> None:
+        if e.long:
             self._update(w)
 
     # -- stealing --------------------------------------------------------------------------------
@@ -140,26 +137,26 @@ class HawkNodeMonitors(NodeMonitors):
             self.rt.send(NODE_MONITORS, StealRequests(self._thieves, 1))
             self._thieves = []
 
-    def _take(self, victim: int, thief: int) -> list[list]:
+    def _take(self, victim: int, thief: int) -> list[Probe]:
         """The authors' "ATC" choice of probes to steal from ``victim`` (only those ``thief`` can run)."""
         q = self.queues[victim]
         n = len(q)
         i = 0
         if not self.cur_long[victim]:
-            while i < n and not q[i][LONG]:
+            while i < n and not q[i].long:
                 i += 1
-        while i < n and q[i][LONG]:
+        while i < n and q[i].long:
             i += 1
         j = i
         lacking = ~self.masks[thief]
-        taken: list[list] = []
-        kept: list[list] = []
+        taken: list[Probe] = []
+        kept: list[Probe] = []
         cancelled = self.cancelled
-        while j < n and not q[j][LONG] and len(taken) < self.limit:
+        while j < n and not q[j].long and len(taken) < self.limit:
             e = q[j]
-            if e[JID] in cancelled:
+            if e.jid in cancelled:
                 self.cancelled_probes += 1
-            elif e[MASK] & lacking:
+            elif e.mask & lacking:
                 kept.append(e)
             else:
                 taken.append(e)
@@ -175,7 +172,7 @@ class HawkNodeMonitors(NodeMonitors):
         now = self.rt.now()
         thieves = msg.thieves
         self.steal_attempts += len(thieves)
-        stolen: dict[int, list[list]] = {}
+        stolen: dict[int, list[Probe]] = {}
         if self.num_both:
             lo, span = self.first_general, self.n - self.first_general
             r = self.rng.random
@@ -188,7 +185,7 @@ class HawkNodeMonitors(NodeMonitors):
                 got = self._take(victim, t)
                 if got:
                     for e in got:
-                        e[STAMP] = now  # the reply leaves now
+                        e.stamp = now  # the reply leaves now
                     stolen[t] = got
         self.rt.send(NODE_MONITORS, StealReplies(thieves, stolen, msg.attempt))
 

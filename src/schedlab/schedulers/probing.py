@@ -60,39 +60,56 @@ from schedlab.sim.runtime import Component
 from schedlab.workers.protocol import LocalWorkers, TasksFinished
 from schedlab.workload.model import Job, TaskTable
 
-# Fields of a probe entry (a list, mutated as it travels): its scheduler's index, job, group in the
-# job, long job?, estimated task duration, the job's remaining estimated work as last heard,
-# work that bypassed it in an SRPT queue, flight time so far, time of its last send (or of its
-# get-task request), times it was sent back (Eagle), and its group's constraint mask.
-SCHED, JID, GID, LONG, EST, REM, ACC, COMM, STAMP, TRIES, MASK = range(11)
 IDLE, REQUESTING, RUNNING = 0, 1, 2
 NODE_MONITORS = "node-monitors"
 
 
-def new_entry(sched: int, jid: int, gid: int, long: bool, est: float, rem: float, mask: int, now: float) -> list:
-    """A probe leaving its scheduler now."""
-    return [sched, jid, gid, long, est, rem, 0.0, 0.0, now, 0, mask]
+class Probe:
+    """A probe (or, for long jobs in Hawk and Eagle, a task reservation), mutated as it travels.
+
+    A slotted class rather than a dataclass: probes are made by the million and
+    a plain ``__init__`` is the cheapest way to make one.
+    """
+
+    __slots__ = ("sched", "jid", "gid", "long", "est", "rem", "acc", "comm", "stamp", "tries", "mask")
+
+    def __init__(self, sched: int, jid: int, gid: int, long: bool, est: float, rem: float, mask: int, now: float) -> None:
+        self.sched = sched  # the index of the scheduler that sent it
+        self.jid = jid
+        self.gid = gid  # its group (tasks with one constraint mask) in the job
+        self.long = long  # a long job's?
+        self.est = est  # estimated task duration
+        self.rem = rem  # the job's remaining estimated work, as last heard
+        self.acc = 0.0  # work that bypassed it in an SRPT queue (Eagle)
+        self.comm = 0.0  # flight time so far
+        self.stamp = now  # time of its last send, or of its get-task request
+        self.tries = 0  # times it was sent back (Eagle)
+        self.mask = mask  # its group's constraint mask
+
+    def __repr__(self) -> str:
+        return f"Probe(job {self.jid}, group {self.gid}, scheduler {self.sched}{', long' if self.long else ''})"
+
 
 
 @dataclass(slots=True)
 class Probes:
     """Scheduler → node monitors: ``(worker, entry)`` reservations."""
 
-    items: list[tuple[int, list]]
+    items: list[tuple[int, Probe]]
 
 
 @dataclass(slots=True)
 class GetTasks:
     """Node monitors → scheduler: these workers are free and hold these probes."""
 
-    items: list[tuple[int, list]]
+    items: list[tuple[int, Probe]]
 
 
 @dataclass(slots=True)
 class TaskReplies:
     """Scheduler → node monitors: ``(worker, entry, tid)``; ``tid`` -1 is a no-op."""
 
-    items: list[tuple[int, list, int]]
+    items: list[tuple[int, Probe, int]]
 
 
 @dataclass(slots=True)
@@ -250,17 +267,17 @@ class LateBinding:
         job = self.jobs.get(jid)
         return 0.0 if job is None else job.est * job.unlaunched
 
-    def bind(self, entry: list, worker: int, keep: bool = False) -> int:
+    def bind(self, entry: Probe, worker: int, keep: bool = False) -> int:
         """The task the worker holding ``entry`` should run, or -1.
 
         The probe is consumed, unless it binds a task and ``keep`` says it stays
         at the worker afterwards (Eagle's sticky probes).
         """
-        job = self.jobs.get(entry[JID])
+        job = self.jobs.get(entry.jid)
         if job is None:  # every task launched already
             return -1
         groups = job.groups
-        g = groups[entry[GID]]
+        g = groups[entry.gid]
         p = g.probes
         tids = g.tids
         tid = -1
@@ -295,9 +312,9 @@ class LateBinding:
             return -1
         job.unlaunched -= 1
         if job.unlaunched == 0:
-            del self.jobs[entry[JID]]
+            del self.jobs[entry.jid]
             if job.outstanding > 0:
-                self.to_cancel.append(entry[JID])
+                self.to_cancel.append(entry.jid)
         return tid
 
 
@@ -357,7 +374,7 @@ class ProbeScheduler(Component):
         """Probe for ``job``: each group's probes on random workers that satisfy it (within ``allowed``)."""
         groups = self.book.add(job, est)
         now = self.rt.now()
-        items: list[tuple[int, list]] = []
+        items: list[tuple[int, Probe]] = []
         jid, me = job.jid, self.index
         rem = est * job.num_tasks
         sample = self.sampler.sample
@@ -368,7 +385,7 @@ class ProbeScheduler(Component):
             self.book.probes_sent(jid, g, len(ws))
             m = g.mask
             for w in ws:
-                items.append((w, [me, jid, gid, long, est, rem, 0.0, 0.0, now, 0, m]))
+                items.append((w, Probe(me, jid, gid, long, est, rem, m, now)))
         self.probes += len(items)
         self.rt.send(NODE_MONITORS, Probes(items))
 
@@ -377,21 +394,21 @@ class ProbeScheduler(Component):
         now = self.rt.now()
         bind = self.book.bind
         mark = self.rec.mark
-        replies: list[tuple[int, list, int]] = []
+        replies: list[tuple[int, Probe, int]] = []
         sticky, tell, hook = self.sticky, self.tell_remaining, self.watch_binding
         for w, e in msg.items:
-            tid = bind(e, w, sticky and not e[LONG])
+            tid = bind(e, w, sticky and not e.long)
             if tid >= 0:
                 # Up to the get-task request the task was, in the form of its probe, flying (COMM) or queued.
-                mark(tid, e[STAMP] - e[COMM], WORKER_QUEUING)
+                mark(tid, e.stamp - e.comm, WORKER_QUEUING)
                 mark(tid, now, COMMUNICATION)
                 if hook:
                     self.bound(tid, w, e, now)
             else:
                 self.noops += 1
             if tell:
-                e[REM] = self.book.remaining_work(e[JID])
-            e[STAMP] = now
+                e.rem = self.book.remaining_work(e.jid)
+            e.stamp = now
             replies.append((w, e, tid))
         self.get_task_requests += len(replies)
         self.rt.send(NODE_MONITORS, TaskReplies(replies))
@@ -400,7 +417,7 @@ class ProbeScheduler(Component):
                 self.rt.send(NODE_MONITORS, CancelJobs(self.book.to_cancel))
             self.book.to_cancel = []
 
-    def bound(self, tid: int, worker: int, entry: list, now: float) -> None:
+    def bound(self, tid: int, worker: int, entry: Probe, now: float) -> None:
         """Hook: ``tid`` was just bound to ``worker``."""
 
     def _on_finished(self, msg: TasksFinished) -> None:
@@ -429,13 +446,13 @@ class NodeMonitors(Component):
         self.n = n
         self.pool: LocalWorkers = ctx.pool
         self.sched_addr = sched_addresses
-        self.queues: list[deque[list]] = [deque() for _ in range(n)]
+        self.queues: list[deque[Probe]] = [deque() for _ in range(n)]
         self.state = bytearray(n)
-        self.running: list[list | None] = [None] * n
+        self.running: list[Probe | None] = [None] * n
         self.longs = [0] * n  # long probes at each worker, including the one it requested or runs (Hawk, Eagle)
         self.cur_long = bytearray(n)  # the worker's slot is taken by a long probe
         self.cancelled: set[int] = set()
-        self._req: dict[int, list[tuple[int, list]]] = {}
+        self._req: dict[int, list[tuple[int, Probe]]] = {}
         self.has_after_task = type(self).after_task is not NodeMonitors.after_task
         self.cancelled_probes = 0
 
@@ -445,46 +462,46 @@ class NodeMonitors(Component):
         return {Probes: self._on_probes, TaskReplies: self._on_replies, CancelJobs: self._on_cancel}
 
     # -- hooks -------------------------------------------------------------------------------------
-    def accept(self, w: int, e: list, now: float) -> bool:
+    def accept(self, w: int, e: Probe, now: float) -> bool:
         return True
 
-    def enqueue(self, w: int, e: list) -> None:
+    def enqueue(self, w: int, e: Probe) -> None:
         self.queues[w].append(e)
 
-    def pick(self, w: int) -> list | None:
+    def pick(self, w: int) -> Probe | None:
         q = self.queues[w]
         cancelled = self.cancelled
         while q:
             e = q.popleft()
-            if e[JID] in cancelled:
+            if e.jid in cancelled:
                 self.cancelled_probes += 1
                 continue
             return e
         return None
 
-    def after_task(self, w: int, e: list, now: float) -> None:
+    def after_task(self, w: int, e: Probe, now: float) -> None:
         """The task bound through ``e`` ended on ``w`` (the probe is spent: Sparrow, Hawk; Eagle keeps it)."""
 
     def on_idle(self, w: int, now: float) -> None:
         """``w`` has nothing queued and nothing to run."""
 
     # -- mechanics ---------------------------------------------------------------------------------
-    def request(self, w: int, e: list, now: float) -> None:
+    def request(self, w: int, e: Probe, now: float) -> None:
         self.state[w] = REQUESTING
-        self.cur_long[w] = e[LONG]
-        e[STAMP] = now
-        lst = self._req.get(e[SCHED])
+        self.cur_long[w] = e.long
+        e.stamp = now
+        lst = self._req.get(e.sched)
         if lst is None:
-            self._req[e[SCHED]] = [(w, e)]
+            self._req[e.sched] = [(w, e)]
         else:
             lst.append((w, e))
 
-    def arrive(self, w: int, e: list, now: float) -> None:
+    def arrive(self, w: int, e: Probe, now: float) -> None:
         """A probe reaches ``w`` (from a scheduler, or moved from another worker)."""
-        e[COMM] += now - e[STAMP]
-        if e[LONG]:
+        e.comm += now - e.stamp
+        if e.long:
             self.longs[w] += 1  # (long jobs are never cancelled nor sent back)
-        elif e[JID] in self.cancelled:
+        elif e.jid in self.cancelled:
             self.cancelled_probes += 1
             return
         if self.filters and not self.accept(w, e, now):
@@ -540,14 +557,14 @@ class NodeMonitors(Component):
         hook = self.after_task if self.has_after_task else None
         for p in group:
             w = p[1]
-            e: list = running[w]  # type: ignore[assignment]
+            e: Probe = running[w]  # type: ignore[assignment]
             running[w] = None
-            if e[LONG]:
+            if e.long:
                 self.longs[w] -= 1
             cur_long[w] = 0
-            lst = reports.get(e[SCHED])
+            lst = reports.get(e.sched)
             if lst is None:
-                reports[e[SCHED]] = [p]
+                reports[e.sched] = [p]
             else:
                 lst.append(p)
             if hook is not None:

@@ -43,13 +43,12 @@ from pydantic import Field
 from schedlab.cluster.bitsets import set_bits_array
 from schedlab.schedulers.base import Scheduler, SchedulerContext, SchedulerParams
 from schedlab.schedulers.probing import (
-    EST,
     NODE_MONITORS,
     EligibleSampler,
     NodeMonitors,
+    Probe,
     Probes,
     ProbeScheduler,
-    new_entry,
     require_slot_mode,
 )
 from schedlab.workload.model import Job
@@ -116,7 +115,7 @@ class LeastWaitScheduler(ProbeScheduler):
     def submit(self, job: Job, est: float = 0.0, long: bool = True, allowed: int | None = None) -> None:
         groups = self.book.add(job, est)
         now = self.rt.now()
-        items: list[tuple[int, list]] = []
+        items: list[tuple[int, Probe]] = []
         rem = est * job.num_tasks
         wait, nlong = self.wait, self.nlong
         bits = self.long_bits
@@ -128,17 +127,17 @@ class LeastWaitScheduler(ProbeScheduler):
                 wait[w] += est
                 nlong[w] += 1
                 bits |= 1 << w
-                items.append((w, new_entry(self.index, job.jid, gid, True, est, rem, g.mask, now)))
+                items.append((w, Probe(self.index, job.jid, gid, True, est, rem, g.mask, now)))
         self.long_bits = bits
         self.probes += len(items)
         self.rt.send(NODE_MONITORS, self.probes_message(items))
 
-    def probes_message(self, items: list[tuple[int, list]]) -> Probes:
+    def probes_message(self, items: list[tuple[int, Probe]]) -> Probes:
         return Probes(items)
 
-    def bound(self, tid: int, worker: int, entry: list, now: float) -> None:
+    def bound(self, tid: int, worker: int, entry: Probe, now: float) -> None:
         self.started[worker] = now
-        self.cur_est[worker] = entry[EST]
+        self.cur_est[worker] = entry.est
 
     def finished(self, group: list[tuple[int, int]]) -> None:
         jobs, task_job = self.jobs_tab, self.task_job
