@@ -430,8 +430,22 @@ def report_cmd(
     out_dir: Annotated[Path | None, typer.Option("--out", help="Report folder (default RESULTS/report).", callback=output_dir)] = None,
     baseline: Annotated[str | None, typer.Option("--baseline", "-b", help="Scheduler label for ratios and normalization.")] = None,
 ) -> None:
-    """Write a Markdown and an HTML report with PNG plots (the papers' figures) for a results folder."""
+    """Write a Markdown and an HTML report with PNG plots (the papers' figures) for a results folder.
+
+    A domain spec's folder gets its report.md, tables and a plot per metric again (into --out if given).
+    """
+    from schedlab.experiments.domain_sweep import (
+        is_domain_results,
+        load_domain,
+        write_domain_report,
+    )
     from schedlab.experiments.report import write_report
+
+    if is_domain_results(results):
+        ls, points = load_domain(results)
+        path = write_domain_report(ls, points, results, out_dir)
+        err.print(f"wrote {path}", highlight=False)
+        return
 
     rep = write_report(results, out_dir, baseline=baseline)
     err.print(f"wrote {rep.markdown}, {rep.html.name} and {len(rep.images)} plot(s)", highlight=False)

@@ -115,3 +115,21 @@ def test_a_bad_generator_setting_of_another_domain_names_its_field(tmp_path, cap
     spec = write_spec(tmp_path, LOCALITY.replace("tasks: 30", "tasks: 0"))
     assert main(["sweep", str(spec), "--out", str(tmp_path / "r")]) == 2
     assert "exp.yaml:3: instance.tasks: must be" in capsys.readouterr().err
+
+
+def test_compare_and_report_read_a_domain_sweeps_folder(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "r"
+    assert main(["sweep", str(write_spec(tmp_path, GRID)), "--out", str(out), "-j", "1"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(out), "--baseline", "rand", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["baseline"] == "rand" and doc["runs_finished"] == doc["runs_total"] == 16
+    rows = {(r["arrivals"], r["scheduler"], r["metric"]): r for r in doc["rows"]}
+    assert rows[("weak", "rand", "perf_gap")]["ratio"] == 1.0 and rows[("weak", "ideal", "perf_gap")]["mean"] == 0.0
+    assert rows[("strong", "hybrid1+2", "mean_queue_time")]["n"] == 2
+    assert main(["report", str(out), "--out", str(tmp_path / "rep")]) == 0
+    assert (tmp_path / "rep" / "report.md").read_text() == (out / "report.md").read_text()
+    assert main(["compare", str(out), "--metric", "jrt_delay.p99"]) == 2
+    assert "error: --metric: no finished run reports 'jrt_delay.p99'" in capsys.readouterr().err

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -57,26 +58,46 @@ def default_baseline(df: pd.DataFrame, baseline: str | None = None) -> str:
     return baseline
 
 
-def compare_frame(df: pd.DataFrame, metrics: list[str] | None = None, baseline: str | None = None) -> pd.DataFrame:
-    """The comparison in long form: one row per workload, data center, scheduler and metric."""
+def compare_frame(df: pd.DataFrame, metrics: list[str] | None = None, baseline: str | None = None, *, keys: list[str] | None = None) -> pd.DataFrame:
+    """The comparison in long form: one row per ``keys`` (default workload, data center, scheduler) and metric.
+
+    ``keys`` other than the default (a domain spec's varied settings and the
+    scheduler) take ``metrics`` as given, already checked.
+    """
     if df.empty:
         raise InputError("results", "no finished run to compare (run `schedlab sweep` first)")
-    cols = resolve_metrics(df, metrics)
+    keys = keys or KEYS
+    cols = resolve_metrics(df, metrics) if keys == KEYS else list(metrics or [])
     base = default_baseline(df, baseline)
-    long = df.melt(id_vars=[*KEYS, "seed"], value_vars=cols, var_name="metric", value_name="value")
+    others = [k for k in keys if k != "scheduler"]
+    long = df.melt(id_vars=[*keys, "seed"], value_vars=cols, var_name="metric", value_name="value")
     long["value"] = pd.to_numeric(long["value"], errors="coerce")
-    g = long.groupby([*KEYS, "metric"], sort=False)["value"].agg(n="count", mean="mean", std="std", min="min", max="max").reset_index()
-    ref = g[g["scheduler"] == base][["workload", "data_center", "metric", "mean"]].rename(columns={"mean": "baseline_mean"})
-    g = g.merge(ref, on=["workload", "data_center", "metric"], how="left")
+    g = long.groupby([*keys, "metric"], sort=False)["value"].agg(n="count", mean="mean", std="std", min="min", max="max").reset_index()
+    ref = g[g["scheduler"] == base][[*others, "metric", "mean"]].rename(columns={"mean": "baseline_mean"})
+    g = g.merge(ref, on=[*others, "metric"], how="left")
     ratio = g["mean"] / g["baseline_mean"]
     g["ratio"] = ratio.where(g["baseline_mean"].abs() > 0)
     g.attrs["baseline"] = base
     g.attrs["metrics"] = cols
+    g.attrs["keys"] = keys
     return g
 
 
 def compare(results: str | os.PathLike, metrics: list[str] | None = None, baseline: str | None = None) -> pd.DataFrame:
-    """:func:`compare_frame` of a results folder."""
+    """:func:`compare_frame` of a results folder (a data-center spec's, or a domain spec's: keyed by its varied settings)."""
+    from schedlab.experiments.domain_sweep import domain_rows, is_domain_results, load_domain
+
+    if is_domain_results(results):
+        ls, points = load_domain(results)
+        df = domain_rows(ls, points, Path(results))
+        known = metrics or ls.metrics
+        for m in known:
+            if m not in df.columns:
+                raise InputError("--metric", f"no finished run reports {m!r} (this {ls.spec.domain} sweep has {', '.join(ls.metrics)})")
+        out = compare_frame(df, known, baseline, keys=[*ls.spec.vary, "scheduler"])
+        info = {"name": ls.spec.name, "domain": ls.spec.domain}
+        out.attrs.update({"unfinished": len(points) - len(df), "total": len(points), "experiment": info})
+        return out
     df = load_results(results)
     out = compare_frame(df, metrics, baseline)
     out.attrs.update({"unfinished": df.attrs["unfinished"], "total": df.attrs["total"], "experiment": df.attrs["experiment"]})
@@ -109,7 +130,7 @@ def wide(table: pd.DataFrame) -> pd.DataFrame:
     """
     ratio = table["scheduler"].nunique() > 1
     t = table.assign(cell=table.apply(cell, axis=1, ratio=ratio))
-    w = t.pivot_table(index=KEYS, columns="metric", values="cell", aggfunc="first", sort=False)
+    w = t.pivot_table(index=table.attrs.get("keys", KEYS), columns="metric", values="cell", aggfunc="first", sort=False)
     cols = [m for m in table.attrs.get("metrics", []) if m in w.columns] or list(w.columns)
     w = w[cols].reset_index()
     w.columns.name = None

@@ -42,7 +42,10 @@ the spec's file, line and field). The sweep writes ``results.csv`` (one row
 per point: labels, settings, seed, metrics), ``summary.csv`` (mean over seeds
 per scheduler and setting) and ``report.md`` with one table per metric and,
 when one setting varies, one plot per metric (``<metric>.png``) into the
-results folder.
+results folder. ``schedlab compare`` and ``schedlab report`` read such a folder
+as they read a data-center one: each metric per varied setting and scheduler,
+mean ± std over seeds, × ratio to a baseline label (the ideal for grids,
+unless ``--baseline``); the report again, into another folder if asked.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ from schedlab.experiments.spec import (
     spec_error,
 )
 from schedlab.metrics.export import atomic_write, write_table
-from schedlab.sweeps.points import Point
+from schedlab.sweeps.points import Point, null_to_nan
 from schedlab.sweeps.runner import SweepProgress, SweepResult, _version, sweep
 from schedlab.sweeps.store import Store
 
@@ -332,7 +335,7 @@ def expand(ls: LoadedDomainSpec) -> list[Point]:
     variants = _variants(ls, domain.registry())
     points: list[Point] = []
     for settings in _settings(ls):
-        shown = {k: settings[k] for k in spec.vary}
+        shown = {k: _shown(settings[k]) for k in spec.vary}
         for seed in spec.seeds:  # type: ignore[union-attr]
             if spec.domain == "grid":
                 from schedlab.grid.experiments import IDEAL, point
@@ -347,6 +350,11 @@ def expand(ls: LoadedDomainSpec) -> list[Point]:
                     inputs = {"instance": settings, "scheduler": v.name, "params": v.params, "seed": seed}
                     points.append(Point(domain.target, inputs, {"scheduler": v.label, **shown, "seed": seed}))
     return points
+
+
+def _shown(v: Any) -> Any:
+    """A setting as a table column holds it: lists as comma-separated text."""
+    return ",".join(map(str, v)) if isinstance(v, list | tuple) else v
 
 
 def _labelled(p: Point, label: str, shown: dict[str, Any], seed: int) -> Point:
@@ -381,21 +389,45 @@ def run_domain_sweep(
     return result
 
 
-def write_domain_report(ls: LoadedDomainSpec, points: list[Point], root: Path) -> Path:
-    """``results.csv``, ``summary.csv``, ``report.md`` and one plot per metric (one varied setting) from the finished points."""
+def domain_rows(ls: LoadedDomainSpec, points: list[Point], root: Path) -> Any:
+    """One row per finished point (labels, settings, seed, every metric; grids with ``perf_gap``), in the spec's order."""
     import pandas as pd
 
     store = Store(root)
     rows = []
     for p in points:
         if (store.run_dir(p.id) / "summary.json").is_file():
-            r = store.summary(p.id)
-            rows.append({"run_id": p.id, **p.label, **{k: (math.nan if v is None else v) for k, v in r.items()}})
+            rows.append({"run_id": p.id, **p.label, **null_to_nan(store.summary(p.id))})
     df = pd.DataFrame(rows)
     if ls.spec.domain == "grid" and not df.empty:
         from schedlab.grid.experiments import with_gaps
 
         df = with_gaps(df)
+    return df
+
+
+def load_domain(root: str | os.PathLike) -> tuple[LoadedDomainSpec, list[Point]]:
+    """The spec a domain sweep kept in its results folder, and its points."""
+    spec_file = Path(root) / "spec.yaml"
+    if not spec_file.is_file():
+        raise InputError(str(root), "not the results folder of a domain spec (no spec.yaml; run `schedlab sweep SPEC --out DIR` first)")
+    ls = load_domain_spec(spec_file)
+    return ls, expand(ls)
+
+
+def is_domain_results(root: str | os.PathLike) -> bool:
+    """Is ``root`` the results folder of a domain spec (its experiment.json names a domain)?"""
+    try:
+        return "domain" in Store(root).experiment()
+    except InputError:
+        return False
+
+
+def write_domain_report(ls: LoadedDomainSpec, points: list[Point], root: Path, out: Path | None = None) -> Path:
+    """``results.csv``, ``summary.csv``, ``report.md`` and one plot per metric (one varied setting) from the finished
+    points in the store ``root``, into ``out`` (default ``root``); returns the path of ``report.md``."""
+    df = domain_rows(ls, points, root)
+    root = Path(out) if out is not None else root
     write_table(root / "results.csv", df, "csv")
     keys = ["scheduler", *ls.spec.vary]
     metrics = [m for m in ls.metrics if m in df.columns]
