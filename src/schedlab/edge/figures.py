@@ -189,7 +189,7 @@ def _plot_spread(table: pd.DataFrame, spec: SweepSpec, path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for name in [*spec.algorithms, "lower-bound"]:
-        style = {"linestyle": "--", "color": "black"} if name == "lower-bound" else {"marker": "o"}
+        style: dict[str, Any] = {"linestyle": "--", "color": "black"} if name == "lower-bound" else {"marker": "o"}
         ax.plot(table.index, table[name], label=name, **style)
     ax.set_xlabel(f"d2 − d1 (time slots; d1 = {spec.d1}, half of the jobs each)")
     ax.set_ylabel(f"active nodes (mean of {spec.seeds} instances)")

@@ -120,8 +120,7 @@ def solve_milp(
     def X(n, c, k):
         return x0 + (n * M + c) * K + k
 
-    n_idx, c_idx, k_idx = np.meshgrid(np.arange(U), np.arange(M), np.arange(K), indexing="ij")
-    n_idx, c_idx, k_idx = n_idx.ravel(), c_idx.ravel(), k_idx.ravel()
+    n_idx, c_idx, k_idx = (a.ravel() for a in np.meshgrid(np.arange(U), np.arange(M), np.arange(K), indexing="ij"))
     rows = _Rows()
     # Storage: sum_c p[n,c] - B y[n] <= 0
     nn, cc = np.meshgrid(np.arange(U), np.arange(M), indexing="ij")

@@ -173,6 +173,7 @@ def _columns(data: dict, table: str, required: tuple[str, ...], optional: tuple[
             raise InputError(f"{tw}.{key}", f"unknown column (expected {', '.join(required + optional)})")
     out: dict[str, np.ndarray] = {}
     length = None
+    first = ""  # the column that set ``length``
     for key in required + optional:
         if key not in obj:
             if key in required:

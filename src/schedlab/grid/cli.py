@@ -279,9 +279,9 @@ def sweep(
     for d in dup_list:
         if not 0 <= d < sites:
             raise InputError("--duplications", f"must be in 0..{sites - 1} with {sites} sites, got {d}")
-    for d in delay_list:
-        if not d >= 0:
-            raise InputError("--delays", f"must be >= 0, got {d}")
+    for delay in delay_list:
+        if not delay >= 0:
+            raise InputError("--delays", f"must be >= 0, got {delay}")
     runs = plan(base, arrivals=arrival_list, schedulers=scheduler_list, duplications=dup_list, delays=delay_list, seeds=seed_list)
 
     def progress(done: int, total: int, row: dict[str, Any]) -> None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
+from typing import Any
 
 import numpy as np
 
@@ -64,7 +65,9 @@ class Profile:
         self.capacity = capacity
         self.times: list[float] = [now]
         self._wide = capacity > _BYTE_MAX
-        self.free: bytearray | array = (
+        # bytearray up to 255 processors, array("i") beyond: the narrow branches use bytes.translate,
+        # the wide ones numpy; typed Any because the branch (self._wide), not the type, tells them apart.
+        self.free: Any = (
             array("i", [capacity]) if self._wide else bytearray([capacity])
         )
         self._masks: dict[int, bytes] = {}

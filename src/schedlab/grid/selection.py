@@ -218,6 +218,7 @@ class GlobalScheduler(Component):
     def _refresh(self) -> None:
         now = self.rt.now()
         crit = self.criterion
+        assert crit is not None  # refreshes run only for ranking schedulers (start)
         self.snapshot = [s.load(crit, now) for s in self.sites]
         self.queries += 1
         if self.arrivals_left > 0:

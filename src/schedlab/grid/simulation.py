@@ -15,7 +15,7 @@ small: at any time it holds about one event per stream and per site.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
@@ -84,7 +84,7 @@ class GridConfig:
     size: str = DEFAULT_SIZE
     runtime: str = DEFAULT_RUNTIME
     estimate_factor: float = DEFAULT_ESTIMATE_FACTOR
-    local_swf: tuple[str, ...] = ()
+    local_swf: Sequence[str] = ()  # kept as a tuple (a list given is converted)
     global_swf: str | None = None
     seed: int = 0
 

@@ -59,6 +59,7 @@ copies of one job are queued before any of them can win.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
+from collections.abc import Callable
 from heapq import heappop, heappush
 from typing import Any
 
@@ -257,7 +258,7 @@ class ConservativeSite(Site):
         self.compressions = 0
         self.moves = 0
         self._freed_hi = -INF
-        self.on_reserve = None  # test hook: fn(entry, reservation) when a job is (re)placed
+        self.on_reserve: Callable[[Entry, float], None] | None = None  # test hook: called when a job is (re)placed
 
     def submit(self, e: Entry) -> None:
         now = self.kernel.now
@@ -490,6 +491,7 @@ class ConservativeSite(Site):
                 regions = near
             if best == r:
                 continue
+            assert used is not None  # a start earlier than `r` was found in a region
             t = best
             # The job took room in the region it moved into: `move` measures that region's `cap`
             # again, so that the jobs after skip a used-up region at the cheapest test; a region

@@ -112,7 +112,7 @@ class SizeModel:
             if lo < 1 or not powers:
                 raise InputError(field, f"{self.spec!r}: no power of two in [{lo}, {hi}] (need 1 <= A <= B)")
             self.powers = np.array(powers, dtype=np.int64)
-            top = powers[-1]
+            top: float = powers[-1]
         else:
             self.dist = Dist.parse(self.spec, field, integer=True)
             a = self.dist.args

@@ -201,13 +201,13 @@ def figure_points(figure: int, seeds: int = 3, quick: bool = False) -> list[Figu
     out: list[FigurePoint] = []
     for panel in figure_panels(figure, quick):
         extra_name = next(iter(panel.extra), None)
-        grid = [(x, None) for x in panel.xs]
+        grid: list[tuple[Any, Any]] = [(x, None) for x in panel.xs]
         if extra_name is not None:
             grid = [(x, e) for e in panel.extra[extra_name] for x in panel.xs]
         for x, e in grid:
             params = {**panel.fixed, panel.x_name: x}
             label: dict[str, Any] = {"figure": figure, **({"panel": panel.name} if panel.name else {}), panel.x_name: x}
-            if e is not None:
+            if extra_name is not None:
                 params[extra_name] = e
                 label[extra_name] = e
             inputs = {
@@ -669,13 +669,13 @@ def markdown(figure: int, agg: list[dict[str, Any]], checks: list[dict[str, Any]
             for x in xs:
                 cells = []
                 for a in series:
-                    e = t[x].get(a)
-                    if e is None:
+                    point = t[x].get(a)
+                    if point is None:
                         cells.append("-")
-                    elif e["timeouts"] == e["runs"]:
+                    elif point["timeouts"] == point["runs"]:
                         cells.append("timeout")
                     else:
-                        cells.append(f"{e[metric]:.2f}" if metric == "makespan" else f"{e[metric]:.1f}")
+                        cells.append(f"{point[metric]:.2f}" if metric == "makespan" else f"{point[metric]:.1f}")
                 lines.append(f"| {x:g} | " if isinstance(x, float) else f"| {x} | ")
                 lines[-1] += " | ".join(cells) + " |"
             lines.append("")
@@ -791,7 +791,7 @@ def milp_gaps(
     drawn: list[dict[str, Any]] = []
     points = []
     for i in range(instances):
-        params = {
+        params: dict[str, Any] = {
             "tasks": int(rng.integers(3, 9)),
             "servers": int(rng.integers(2, 5)),
             "core_num": int(rng.integers(1, 4)),

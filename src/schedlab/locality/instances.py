@@ -218,6 +218,7 @@ def instance_from_dict(doc: Any, source: str = "instance") -> LocalityInstance:
         if cores is not None:
             cores = _check_int(at(f"{w}.cores"), cores, 1)
         if init is None:
+            assert cores is not None  # one of the two is given (checked above)
             init_l = [0.0] * cores
         else:
             if not isinstance(init, list) or not init:

@@ -248,7 +248,7 @@ class LocalityInstance:
                 if not (isinstance(s, int | np.integer) and 0 <= s < n_servers):
                     raise InputError(f"tasks[{t}].replicas[{i}]", f"no server {s!r} (there are {n_servers})")
         if isinstance(cost, CostFunction) or callable(cost):
-            funcs: tuple[CostFunction, ...] = (as_cost_function(cost),)  # type: ignore[arg-type]
+            funcs: tuple[CostFunction, ...] = (as_cost_function(cost),)
             server_cost = np.zeros(n_servers, dtype=np.int64)
         else:
             if len(cost) != n_servers:
