@@ -92,18 +92,18 @@ def test_freed_regions_stay_sorted_disjoint_and_cover_what_was_freed(added):
     """The compression's freed regions: adding one merges those it overlaps or touches."""
     from schedlab.grid.site import _add_region
 
-    regions: list[list] = []
+    regions: list = []
     for a, length, cap in added:
         region = _add_region(regions, float(a), float(a + length), cap)
-        assert region in regions and region[0] <= a and region[1] >= a + length
-    for (a1, b1, _, _), (a2, _, _, _) in zip(regions, regions[1:], strict=False):
-        assert a1 < b1 < a2  # sorted, disjoint, not touching
+        assert region in regions and region.a <= a and region.b >= a + length
+    for r1, r2 in zip(regions, regions[1:], strict=False):
+        assert r1.a < r1.b < r2.a  # sorted, disjoint, not touching
     # The union is what was added (checked at half-units), and each cap is the largest merged in.
     for x in range(0, 100):
         t = x / 2
         inside = [cap for a, length, cap in added if a <= t <= a + length]
-        holder = [g for g in regions if g[0] <= t <= g[1]]
+        holder = [g for g in regions if g.a <= t <= g.b]
         assert bool(inside) == bool(holder)
         if holder:
-            merged = [cap for a, length, cap in added if holder[0][0] <= a and a + length <= holder[0][1]]
-            assert holder[0][2] == max(merged)
+            merged = [cap for a, length, cap in added if holder[0].a <= a and a + length <= holder[0].b]
+            assert holder[0].cap == max(merged)

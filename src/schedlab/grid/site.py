@@ -364,25 +364,24 @@ class ConservativeSite(Site):
         longest_run = profile.longest_run
         earliest_move = profile.earliest_move
         on_reserve = self.on_reserve
-        # Freed regions, sorted and disjoint: [a, b, most processors free at one instant
-        # (an upper bound once merged), {size: longest run}]. Regions added later start at
-        # or after the reservation being processed, so `lo` stays the lowest start.
-        regions: list[list] = [[lo, hi, profile.max_free(lo, hi), {}]]
+        # Freed regions (_Region), sorted and disjoint. Regions added later start at or after
+        # the reservation being processed, so `lo` stays the lowest start.
+        regions = [_Region(lo, hi, profile.max_free(lo, hi))]
         # Regions that ended too long before the current reservation to be reached by a
         # window ending there: usable only by jobs no longer than their longest run of one
         # free processor, so kept apart, sorted by that run (longest first), and scanned
         # only as far as the job's estimate allows. New regions start at or after the
         # current reservation, so they never merge with these.
-        far: list[list] = []
+        far: list[_Region] = []
         far_cap = 0  # the largest `cap` in `far` (caps only fall: far regions never merge)
-        max_cap = regions[0][2]
+        max_cap = regions[0].cap
         # Past `horizon`, a job can use no region but through its estimate: it must fit
         # within `run1`, the longest run of one free processor through any region measured.
         horizon = -INF
         run1 = -INF
         # Regions not yet measured for those bounds: only a job past `horizon` needs them, and
         # only those with room for it.
-        pending: list[list] = [regions[0]]
+        pending = [regions[0]]
         i = bisect_right(queue, (lo, INF))
         n = len(queue)
         while i < n:
@@ -399,32 +398,34 @@ class ConservativeSite(Site):
                     # one with no free processor is dropped for good.
                     waiting = []
                     for region in pending:
-                        if region[2] < size:
-                            if region[2]:
+                        if region.cap < size:
+                            if region.cap:
                                 waiting.append(region)
                             continue
-                        run = region[3].get(1)
+                        run = region.runs.get(1)
                         if run is None:
-                            run = region[3][1] = longest_run(region[0], region[1], 1)
+                            run = region.runs[1] = longest_run(region.a, region.b, 1)
                         if run + _SLACK > run1:
                             run1 = run + _SLACK
-                        if region[1] + run + _SLACK > horizon:
-                            horizon = region[1] + run + _SLACK
+                        if region.b + run + _SLACK > horizon:
+                            horizon = region.b + run + _SLACK
                     pending = waiting
                 if r > horizon and d > run1:
                     continue
             best = r
-            used = None  # the region offering `best`
+            used: _Region | None = None  # the region offering `best`
             graduated = False
             for region in regions:
-                a, b, cap, runs = region
+                a = region.a
                 if a >= r:
                     break
                 # The window's part before `r` must fit in one run of `size` free processors
                 # through the region: a job too long for the longest such run cannot use it.
                 # Runs of one processor bound all others; try that cheap bound first.
-                if cap < size:
+                if region.cap < size:
                     continue
+                b = region.b
+                runs = region.runs
                 gap = r - b
                 if gap > _SLACK:  # else no run is too short to reach `r`: no test to make
                     run = runs.get(1)
@@ -455,19 +456,19 @@ class ConservativeSite(Site):
                         best = t
                         used = region
             for region in far if size <= far_cap else ():
-                if d > region[4]:
+                if d > region.far_run:  # type: ignore[operator]  # set for every far region
                     break  # sorted by that bound, longest first
-                if region[2] < size:
+                if region.cap < size:
                     continue
                 # A far region lies more than its run behind `r`: only the length test is left.
-                runs = region[3]
+                runs = region.runs
                 run = runs.get(size)
                 if run is None:
-                    run = runs[size] = longest_run(region[0], region[1], size)
+                    run = runs[size] = longest_run(region.a, region.b, size)
                 if d > run + _SLACK:
                     continue
-                a = region[0]
-                b = region[1] if region[1] < best else best
+                a = region.a
+                b = region.b if region.b < best else best
                 lo_t = a - d if a - d > now else now
                 t = earliest_move(lo_t, a, b, size, r, d) if lo_t < b else None
                 if t is not None:
@@ -476,15 +477,15 @@ class ConservativeSite(Site):
                 elif run != INF:
                     # Jobs moved into the run since it was measured (runs only shrink along the
                     # pass): measure again, so that the next jobs of this size skip it cheaply.
-                    runs[size] = longest_run(region[0], region[1], size)
+                    runs[size] = longest_run(region.a, region.b, size)
             if graduated:
                 near = []
                 for region in regions:
-                    run = region[3].get(1)
-                    if run is not None and region[0] < r and r - region[1] > run + _SLACK:
-                        region.append(run + _SLACK)  # the bound `far` is sorted by; never raised
-                        if region[2] > far_cap:
-                            far_cap = region[2]
+                    run = region.runs.get(1)
+                    if run is not None and region.a < r and r - region.b > run + _SLACK:
+                        region.far_run = run + _SLACK  # the bound `far` is sorted by; never raised
+                        if region.cap > far_cap:
+                            far_cap = region.cap
                         insort(far, region, key=_longest_first)
                     else:
                         near.append(region)
@@ -498,9 +499,9 @@ class ConservativeSite(Site):
             # left with no free processor at all is dropped: no job can use it before it merges
             # with processors freed later, which then form a region of their own. (Its cached
             # runs stay upper bounds; measuring them again costs more than it saves.)
-            cap, used[2] = profile.move(r, t, d, size, used[0], used[1], profile.found)
-            if not used[2]:
-                (far if len(used) == 5 else regions).remove(used)
+            cap, used.cap = profile.move(r, t, d, size, used.a, used.b, profile.found)
+            if not used.cap:
+                (far if used.far_run is not None else regions).remove(used)
             # Move the job up the queue; the jobs after it keep their places. Most moves keep the
             # job behind the one before it (a cascade shifts a run of jobs alike): then the entry
             # is replaced where it is.
@@ -637,34 +638,56 @@ class EasySite(Site):
             self._wake(now)  # the processors counted for a refused copy are still free
 
 
-def _add_region(regions: list[list], a: float, b: float, cap: int) -> list:
+class _Region:
+    """A region ``[a, b)`` where processors were freed during one compression pass.
+
+    ``cap``: the most processors free at one instant in it (an upper bound once
+    regions merged); ``runs``: size → the longest run of that many free
+    processors through it (measured lazily, an upper bound afterwards);
+    ``far_run``: None while the region is near the reservations being placed,
+    else the bound it was moved to the far list with (its one-processor run plus
+    the slack). A slotted class: regions are made and read in the grid's
+    hottest loop.
+    """
+
+    __slots__ = ("a", "b", "cap", "runs", "far_run")
+
+    def __init__(self, a: float, b: float, cap: int) -> None:
+        self.a = a
+        self.b = b
+        self.cap = cap
+        self.runs: dict[int, float] = {}
+        self.far_run: float | None = None
+
+
+def _add_region(regions: list[_Region], a: float, b: float, cap: int) -> _Region:
     """Add ``[a, b)`` to sorted disjoint regions, merging those it overlaps or touches; returns the region."""
-    if not regions or regions[-1][1] < a:  # the common case: past every region
-        region = [a, b, cap, {}]
+    if not regions or regions[-1].b < a:  # the common case: past every region
+        region = _Region(a, b, cap)
         regions.append(region)
         return region
     # New regions land near the end (they start at or after the reservation being processed):
     # walk back past the regions starting after `b`, then over those reaching `a`.
     j = len(regions)
-    while j and regions[j - 1][0] > b:
+    while j and regions[j - 1].a > b:
         j -= 1
     i = j
-    while i and regions[i - 1][1] >= a:
+    while i and regions[i - 1].b >= a:
         i -= 1
-        ra, rb, rc, _ = regions[i]
-        if ra < a:
-            a = ra
-        if rb > b:
-            b = rb
-        if rc > cap:
-            cap = rc
-    region = [a, b, cap, {}]
+        merged = regions[i]
+        if merged.a < a:
+            a = merged.a
+        if merged.b > b:
+            b = merged.b
+        if merged.cap > cap:
+            cap = merged.cap
+    region = _Region(a, b, cap)
     regions[i:j] = [region]
     return region
 
 
-def _longest_first(region: list) -> float:
-    return -region[4]
+def _longest_first(region: _Region) -> float:
+    return -region.far_run  # type: ignore[operator]  # only far regions are sorted
 
 
 def make_site(policy: str, index: int, processors: int, kernel: Kernel) -> Site:
