@@ -133,3 +133,15 @@ def test_fair_sharing_preempts_as_the_simulator_does():
 
 def r_done(result):
     return int(result.jobs.jrt_delay.notna().sum())
+
+
+def test_queue_gms_needs_the_number_of_gms_and_names_gms_that_exist():
+    from schedlab.errors import InputError
+    from schedlab.services.embedded import parse_params
+
+    fair = {"shares": [0.5, 0.5], "lms": 1}
+    with pytest.raises(InputError, match="param queue_gms: needs gms"):
+        parse_params({**fair, "queue_gms": [1, 1]})
+    with pytest.raises(InputError, match=r"param queue_gms: GMs are numbered 1..2"):
+        parse_params({**fair, "gms": 2, "queue_gms": [1, 3]})
+    assert list(parse_params({**fair, "gms": 2, "queue_gms": [2, 1]}).queue_gms) == [2, 1]

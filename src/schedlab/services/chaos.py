@@ -166,6 +166,7 @@ async def _kill_lm(loaded: LoadedCluster, cluster_file: str | os.PathLike, ident
         return None
     t0 = time.monotonic()
     spawned = False
+    answered = 0.0  # set again before the loop's only way out (the break): mypy cannot tell
     while True:
         if not spawned and time.monotonic() - t0 >= restart_after:
             supervise.spawn_standby(cluster_file, ident)

@@ -13,7 +13,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich.console import Console
@@ -262,6 +262,7 @@ def submit_cmd(
         if o.get("status") != "ok":
             raise typer.Exit(1)
         return
+    assert trace is not None  # exactly one of --trace and --command, and --command has returned
     result = asyncio.run(_replay(cluster, trace, max_jobs, speedup, task, cpus, seed, constraints, embedded, timeout))
     s = result.summary
     if not quiet:
@@ -302,14 +303,16 @@ def chaos_cmd(
     from schedlab.services.chaos import check_roles, run_chaos
 
     roles = check_roles([r.strip() for r in kill.split(",") if r.strip()])
-    if not every > 0:
-        raise InputError("--every", f"must be > 0, got {every}")
-    if restart_after < 0:
-        raise InputError("--restart-after", f"must be >= 0, got {restart_after}")
+    # typer parses the options as their annotation says (text); their callback (seconds) made them seconds
+    every_s, restart_s = cast(float, every), cast(float, restart_after)
+    if not every_s > 0:
+        raise InputError("--every", f"must be > 0, got {every_s}")
+    if restart_s < 0:
+        raise InputError("--restart-after", f"must be >= 0, got {restart_s}")
     if not speedup > 0:
         raise InputError("--speedup", f"must be > 0, got {speedup}")
     loaded = _load(cluster)
-    report = asyncio.run(run_chaos(loaded, cluster, trace, roles=roles, every=every, restart_after=restart_after, seed=seed,
+    report = asyncio.run(run_chaos(loaded, cluster, trace, roles=roles, every=every_s, restart_after=restart_s, seed=seed,
                                    max_jobs=max_jobs, speedup=speedup, constraints=constraints, timeout=timeout))
     t = Table("killed", "at (s)", "healthy after (s)", "lost runs", "re-queued after (s, max)", "restarted after (s, max)", "recovery",
               title="chaos", title_justify="left")

@@ -144,7 +144,7 @@ async def replay(
                 continue
             durations = [d / speedup for d in pj.durations]
             if cpus_from_request and task == "cpu" and pj.requests is not None:
-                specs = [TaskSpec(kind="cpu", duration=d, cpus=pj.requests[i][0]) for i, d in enumerate(durations)]
+                specs: list[TaskSpec] | None = [TaskSpec(kind="cpu", duration=d, cpus=pj.requests[i][0]) for i, d in enumerate(durations)]
             else:
                 specs = None if factory is None else [factory(k, i, d) for i, d in enumerate(durations)]
             arrival = now() - origin

@@ -329,7 +329,7 @@ def render_cluster(
         "  worker_choice: random",
         "  # shares: [0.5, 0.3, 0.2]       # global fair sharing: each user queue's share of the data center",
         "  # queue_gms: [1, 2, 2]          # the GM serving each queue (default: queue u to GM u mod GMs + 1)",
-        f"resources: [{', '.join(resources) if multi else 'slots'}]" + ("" if multi else "            # one task per worker; or e.g. [cores, memory_mb] with capacities"),
+        f"resources: [{', '.join(resources or []) if multi else 'slots'}]" + ("" if multi else "            # one task per worker; or e.g. [cores, memory_mb] with capacities"),
         "gms:                           # Global Masters: HTTP for their own health and status",
     ]
     port = base_port

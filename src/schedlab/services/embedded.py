@@ -29,7 +29,7 @@ What the services add around them, and nothing more:
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 from schedlab.cluster.model import Cluster
 from schedlab.errors import InputError
@@ -87,12 +87,16 @@ def parse_params(params: MeghaParams | dict[str, Any] | None) -> MeghaParams:
     if isinstance(params, MeghaParams):
         p = params
     else:
-        p = registry.parse_params(registry.get("megha"), params)  # type: ignore[assignment]
-    if p.queue_gms is not None and not all(1 <= g <= p.gms for g in p.queue_gms):
-        raise InputError("param queue_gms", f"GMs are numbered 1..{p.gms}")
+        p = cast(MeghaParams, registry.parse_params(registry.get("megha"), params))  # megha's Params class
+    if p.queue_gms is not None:
+        # a cluster file always names the GMs; without their number the GMs cannot be checked here
+        if p.gms is None:
+            raise InputError("param queue_gms", "needs gms (the number of Global Masters)")
+        if not all(1 <= g <= p.gms for g in p.queue_gms):
+            raise InputError("param queue_gms", f"GMs are numbered 1..{p.gms}")
     if any((p.gm_match_cost, p.lm_verify_cost, p.update_cost_per_worker, p.message_cost)):
         raise InputError("params", "processing costs are simulated overheads; a real cluster has its own (leave them 0)")
-    return p  # type: ignore[return-value]
+    return p
 
 
 class EmbeddedMegha:
@@ -142,6 +146,8 @@ class EmbeddedMegha:
         fair = p.shares is not None
         self.workers = HostWorkers(rt, self.store, forget_killed=False) if fair else None
         shared = MeghaShared(rt, layout, self.cluster, self.store, observer, self.workers, p, self.cluster.slot_mode)
+        gm_cls: type[GlobalMaster]
+        lm_cls: type[LocalMaster]
         if p.compat == "authors":
             gm_cls, lm_cls = AuthorsGM, AuthorsLM
         else:
@@ -208,7 +214,8 @@ class EmbeddedMegha:
     def counters(self) -> dict[str, int]:
         # an LM's heartbeat round is its own timer here; "stalled" is a simulator's verdict (0)
         out: dict[str, int] = {"heartbeat_rounds": max(self.heartbeats, default=0), "stalled": 0}
-        for comp in [*self.gms, *self.lms]:
+        components: list[GlobalMaster | LocalMaster] = [*self.gms, *self.lms]
+        for comp in components:
             for k, v in comp.counters().items():
                 out[k] = out.get(k, 0) + v
         out["gm_holdings_at_end"] = sum(sum(r.bit_count() for r in gm.reserved) + len(gm.mine) for gm in self.gms)

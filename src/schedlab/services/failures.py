@@ -192,7 +192,10 @@ class CompletionRelay:
         self.takeover = False  # an LM process draining its queue after taking over: ends nobody adopted go to their GM
         self.verify_sent = 0
         for addr in self.lms:
-            rt.add_handler(addr, HostFinished, lambda msg, a=addr: self._on_finished(a, msg))
+            def on_finished(msg: HostFinished, a: Any = addr) -> None:  # the default binds each LM's own address
+                self._on_finished(a, msg)
+
+            rt.add_handler(addr, HostFinished, on_finished)
 
     def _on_finished(self, addr: Any, msg: HostFinished) -> None:
         lm = self.lms[addr]

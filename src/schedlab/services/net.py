@@ -56,7 +56,7 @@ from typing import Any
 from schedlab.services.auth import AuthError, Signer, Verifier
 from schedlab.services.clusterfile import LoadedCluster
 from schedlab.services.runtime import Address, AsyncRuntime
-from schedlab.services.wire import Codec, WireError, address_str
+from schedlab.services.wire import Codec, Frame, WireError, address_str
 from schedlab.workers.protocol import POOL_ADDRESS
 
 log = logging.getLogger("schedlab.services.net")
@@ -479,7 +479,8 @@ class NetTransport:
                  secret: str | None = None) -> None:
         self.identity = identity
         self.signer = None if secret is None else Signer(secret, identity)
-        self.incarnation_of: Callable[[Address], int | None] | None = None  # an LM: its worker hosts' current incarnations
+        # an LM: the current incarnation of a destination that is one of its worker hosts (Any: it looks inside addresses)
+        self.incarnation_of: Callable[[Any], int | None] | None = None
         # a GM: told of requests that got no answer — on_undelivered(dst, messages, outcome) (:mod:`~.links`)
         self.on_undelivered: Callable[[Address, list[Any], str], None] | None = None
         # a GM: the time its request was first sent (stamped in the envelope; every retry carries it)
@@ -590,9 +591,11 @@ class NetTransport:
         per_dst: dict[Any, list[Any]] = {}
         for _env, msg, dst in items:
             per_dst.setdefault(dst, []).append(msg)
+        on_undelivered = self.on_undelivered
+        assert on_undelivered is not None  # the only caller checked it, and nothing ran since
         for dst, msgs in per_dst.items():
             try:
-                self.on_undelivered(dst, msgs, outcome)  # type: ignore[misc]
+                on_undelivered(dst, msgs, outcome)
             except Exception as e:  # a bug in the handler must not stop this link's sender
                 log.error("handling undelivered messages to %r: %s: %s", dst, type(e).__name__, e)
 
@@ -630,7 +633,7 @@ class NetTransport:
                 self.counters["http_retries"] += 1
                 if attempt == tries - 1:
                     self.counters["http_lost"] += n
-                    log.error("%s unreachable, %d message(s) undelivered: %s", target, n, e or type(e).__name__)
+                    log.error("%s unreachable, %d message(s) undelivered: %s", target, n, str(e) or type(e).__name__)
                     return [], "unreachable"
                 await asyncio.sleep(delay)
                 delay *= 2
@@ -673,7 +676,7 @@ class NetTransport:
         self.in_order.accept(src, dst, seq, lambda: rt.deliver(dst, msg))
 
     # -- HTTP server side -----------------------------------------------------------------------
-    def handle_frames(self, frames: list[tuple[Any, Any, Any, Any, Any]]) -> list[dict]:
+    def handle_frames(self, frames: list[Frame]) -> list[dict]:
         """Deliver a request's messages now; return what the handlers sent back to the requester."""
         replies: list[dict] = []
         for src, dst, msg, tasks, _seq, _inc in frames:

@@ -341,6 +341,7 @@ class Node:
                 self.relay.takeover = False
                 self.takeover.announce()
                 self._heartbeat_timer = rt.loop.call_later(p.heartbeat, self._heartbeat)
+                assert self.lease is not None  # an LM took its lease above, as a standby or not
                 self._keep_lease = asyncio.get_running_loop().create_task(self.lease.keep(self._stop))
         else:
             host = self.component = WorkerHost(self.address, rt, cl, loaded.workers_of_host[self.id], self.store, publisher.emit,
@@ -376,7 +377,7 @@ class Node:
 
     def _host_state(self, msg: HostState) -> None:
         """An LM process taking over asks what this host runs; launches from any other LM process are refused."""
-        assert self.beacon is not None
+        assert self.rt is not None and self.beacon is not None
         self.lm_incarnation = msg.incarnation
         host: WorkerHost = self.component
         running = [(tid, w, next((a[1] for a in reply_to if isinstance(a, tuple) and a[0] == "gm"), 0))
@@ -603,8 +604,8 @@ class Node:
                 raise WireError(f"unknown LM {msg.lm} (host {self.id} belongs to LM {self.loaded.hosts[self.id][0]})")
         elif isinstance(msg, LaunchBatch | LaunchTask):
             host: WorkerHost = self.component
-            items = msg.items if isinstance(msg, LaunchBatch) else [(msg.tid, msg.worker)]
-            for tid, w in items:
+            launches = msg.items if isinstance(msg, LaunchBatch) else [(msg.tid, msg.worker)]
+            for tid, w in launches:
                 if w not in host.workers:
                     raise WireError(f"unknown worker {w} (not on host {self.id})")
                 if tid not in known and tid not in self.store:

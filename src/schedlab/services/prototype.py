@@ -133,7 +133,7 @@ async def _real(setup: Setup, cluster: Cluster, trace: list[TraceJob], folder: P
     timeout = 120 + 3 * (trace[-1].arrival + max(max(j.durations) for j in trace))
     task = "cpu"
     params = {"gms": setup.gms, "lms": setup.lms, "heartbeat": setup.heartbeat, "worker_choice": "random"}
-    common = {"seed": setup.seed, "requests": requests(setup), "task": task, "timeout": timeout, "trace_label": f"google[:{setup.jobs}]/{setup.speedup:g}"}
+    common: dict[str, Any] = {"seed": setup.seed, "requests": requests(setup), "task": task, "timeout": timeout, "trace_label": f"google[:{setup.jobs}]/{setup.speedup:g}"}
     if embedded:
 
         async with EmbeddedMegha(cluster.with_topology(_topology(setup, cluster)), params, seed=setup.seed) as c:

@@ -68,6 +68,8 @@ from schedlab.workers.protocol import LaunchBatch, LaunchTask, TaskFinished, Tas
 WIRE_VERSION = 1
 MAX_MESSAGE_BYTES = 8 << 20  # a multi-resource snapshot of 10,000 workers is about 0.5 MB
 MAX_ITEMS = 100_000
+# an envelope decoded, its tasks not filed yet: (src, dst, message, tasks, seq, (inc, bid, sent))
+Frame = tuple[Any, Any, Any, Any, tuple[int, int] | None, tuple[int | None, int | None, float | None]]
 
 NonNeg = Field(ge=0)
 
@@ -412,7 +414,7 @@ def _submit_msg(w: SubmitJobW) -> SubmitJob:
         [t.tid for t in ts],
         [t.duration for t in ts],
         [t.mask for t in ts],
-        [tuple(t.request) for t in ts] if all(has_req) else None,  # type: ignore[arg-type]
+        [tuple(t.request or ()) for t in ts] if all(has_req) else None,  # every request is there (checked above)
         specs if any(s is not None for s in specs) else None,
         w.user,
     )
@@ -532,7 +534,7 @@ class Codec:
         src, dst, msg = self._open(env)
         return src, dst, msg, env.seq
 
-    def decode_frames(self, data: bytes) -> list[tuple[Any, Any, Any, Any]]:
+    def decode_frames(self, data: bytes) -> list[Frame]:
         """A JSON list of envelopes (an HTTP body): every one is checked before any is filed or used.
 
         Returns ``(src, dst, message, tasks, seq, (inc, bid, sent))`` per envelope; the caller files
@@ -546,7 +548,7 @@ class Codec:
             raise WireError(f"body is not JSON: {e}") from None
         if not isinstance(frames, list) or not frames or len(frames) > 10_000:
             raise WireError("body must be a non-empty JSON list of envelopes")
-        out = []
+        out: list[Frame] = []
         for k, frame in enumerate(frames):
             try:
                 env = Envelope.model_validate(frame)
@@ -555,7 +557,7 @@ class Codec:
             out.append((*self._open(env, file=False), env.seq, (env.inc, env.bid, env.sent)))
         return out
 
-    def decode_envelope(self, env: dict) -> tuple[Any, Any, Any, Any, Any]:
+    def decode_envelope(self, env: dict) -> Frame:
         """One envelope given as a dict (from a component in the same process): ``(src, dst, message, tasks, seq, (inc, bid, sent))``."""
         try:
             e = Envelope.model_validate(env)

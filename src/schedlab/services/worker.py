@@ -63,7 +63,7 @@ class WorkerHost(Component):
             assert cluster.capacity is not None
             self.free = {w: [float(x) for x in cluster.capacity[w]] for w in self.workers}
         self.active: dict[int, tuple[int, tuple, Any]] = {}  # tid -> (worker, reply_to, timer or asyncio task)
-        self._outbox: dict[tuple, list[tuple[int, int]]] = {}
+        self._outbox: dict[tuple, list[tuple[int, int, float, float, dict]]] = {}  # reply_to -> (tid, worker, started, ended, outcome)
         self._flush_scheduled = False
         self.started = 0
         self.finished = 0
