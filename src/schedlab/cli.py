@@ -285,7 +285,7 @@ def trace_generate(
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Trace file to write (.gz to compress).", callback=output_file)],
     jobs: Annotated[int, typer.Option("--jobs", "-n", help="Number of jobs.")] = 2000,
     arrivals: Annotated[str, typer.Option("--arrivals", help="constant:INTERVAL, poisson:MEAN or mmpp:MEAN,SCV,IDC (seconds).")] = "constant:1",
-    tasks_per_job: Annotated[str, typer.Option("--tasks-per-job", help="Task-count distribution, e.g. const:250, geom:20, uniform:1,100.")] = "const:250",
+    tasks_per_job: Annotated[str, typer.Option("--tasks-per-job", help="Task-count distribution, e.g. const:250, geom:20, uniform:1,100; heavy-tailed: pareto:1.5,10, lognormal:3,1.")] = "const:250",
     duration: Annotated[str, typer.Option("--duration", help="Task-duration distribution, e.g. const:1, exp:10, lognormal:0,1.")] = "const:1",
     seed: Annotated[int, typer.Option("--seed")] = 0,
     start: Annotated[float, typer.Option("--start", help="Arrival time of the first job.")] = 1.0,

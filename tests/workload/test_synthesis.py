@@ -95,7 +95,14 @@ def test_distribution_specs_and_their_errors():
     assert x.min() >= 2 and x.max() <= 4 and x.dtype == np.int64
     assert Dist.parse("exp:2", "d").sample(200000, rng).mean() == pytest.approx(2, rel=0.02)
     assert Dist.parse("geom:5", "n", integer=True).sample(100000, rng).mean() == pytest.approx(5, rel=0.03)
-    for spec, integer in (("exp:0", False), ("const:0", True), ("uniform:3,1", False), ("foo:1", False), ("exp:1,2", False), ("exp:a", False), ("const:1.5", True), ("geom:1", False)):
+    # heavy-tailed task counts: at least one task, the continuous distribution's mean within rounding
+    counts = Dist.parse("pareto:1.5,10", "n", integer=True).sample(400000, rng)
+    assert counts.dtype == np.int64 and counts.min() == 10 and counts.max() > 10000
+    assert np.median(counts) == pytest.approx(10 * 2 ** (1 / 1.5), abs=1)  # median of Pareto(1.5, 10), floored
+    logn = Dist.parse("lognormal:3,1", "n", integer=True).sample(200000, rng)
+    assert logn.min() >= 1 and np.median(logn) == pytest.approx(np.exp(3), abs=1)
+    for spec, integer in (("exp:0", False), ("const:0", True), ("uniform:3,1", False), ("foo:1", False), ("exp:1,2", False), ("exp:a", False),
+                          ("const:1.5", True), ("geom:1", False), ("pareto:1,10", True), ("pareto:1.5,0.5", True), ("lognormal:1,-1", True)):
         with pytest.raises(InputError):
             Dist.parse(spec, "field", integer=integer)
 

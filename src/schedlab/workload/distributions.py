@@ -12,10 +12,16 @@ spec                   meaning                                      values
 ``pareto:ALPHA,XM``    Pareto with shape ALPHA and scale XM         real
 ``geom:MEAN``          geometric on 1, 2, … with mean MEAN          int
 ``poisson:MEAN``       1 + Poisson(MEAN − 1) (at least one)         int
+``lognormal:MU,SIGMA`` ⌈exp(N(MU, SIGMA²))⌉                        int
+``pareto:ALPHA,XM``    ⌊Pareto(ALPHA, XM)⌋, ALPHA > 1, XM ≥ 1        int
 =====================  ===========================================  ==========
 
 Integer specs (task counts) must produce values ≥ 1; real specs (durations)
-values ≥ 0. A bad spec raises :class:`~schedlab.errors.InputError` naming the
+values ≥ 0. The integer ``lognormal`` and ``pareto`` give heavy-tailed task
+counts (a few jobs with very many tasks, as in the Yahoo and Google traces);
+an integer Pareto needs ALPHA > 1 so that its mean is finite (a smaller shape
+draws jobs of millions of tasks in a few thousand), and its ``mean`` is the
+continuous distribution's (the rounding shifts it by less than one). A bad spec raises :class:`~schedlab.errors.InputError` naming the
 field it came from.
 """
 
@@ -28,7 +34,7 @@ import numpy as np
 from schedlab.errors import InputError
 
 _REAL_KINDS = {"const": 1, "uniform": 2, "exp": 1, "lognormal": 2, "pareto": 2}
-_INT_KINDS = {"const": 1, "uniform": 2, "geom": 1, "poisson": 1}
+_INT_KINDS = {"const": 1, "uniform": 2, "geom": 1, "poisson": 1, "lognormal": 2, "pareto": 2}
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,8 @@ class Dist:
             bad = "SIGMA must be >= 0"
         elif self.kind == "pareto" and (a[0] <= 0 or a[1] <= 0):
             bad = "ALPHA and XM must be > 0"
+        elif self.kind == "pareto" and self.integer and (a[0] <= 1 or a[1] < 1):
+            bad = "task counts need ALPHA > 1 (a finite mean) and XM >= 1"
         if bad:
             raise InputError(field, f"{s!r}: {bad}")
 
@@ -90,6 +98,8 @@ class Dist:
             out = rng.exponential(a[0], size=n)
         elif k == "lognormal":
             out = rng.lognormal(a[0], a[1], size=n)
+            if self.integer:
+                out = np.ceil(out)  # at least one task
         elif k == "pareto":
             out = (rng.pareto(a[0], size=n) + 1.0) * a[1]
         elif k == "geom":
