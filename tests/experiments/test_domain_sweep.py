@@ -133,3 +133,14 @@ def test_compare_and_report_read_a_domain_sweeps_folder(tmp_path, capsys):
     assert (tmp_path / "rep" / "report.md").read_text() == (out / "report.md").read_text()
     assert main(["compare", str(out), "--metric", "jrt_delay.p99"]) == 2
     assert "error: --metric: no finished run reports 'jrt_delay.p99'" in capsys.readouterr().err
+
+
+def test_compare_of_a_domain_folder_with_nothing_finished_is_one_line(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["sweep", str(write_spec(tmp_path, EDGE)), "--out", str(out), "-j", "1"]) == 0
+    for summary in (out / "runs").glob("*/summary.json"):
+        summary.unlink()  # as if every run had failed
+    capsys.readouterr()
+    assert main(["compare", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {out}: no finished run to compare (run `schedlab sweep` first)"

@@ -90,6 +90,8 @@ def compare(results: str | os.PathLike, metrics: list[str] | None = None, baseli
     if is_domain_results(results):
         ls, points = load_domain(results)
         df = domain_rows(ls, points, Path(results))
+        if df.empty:
+            raise InputError(str(results), "no finished run to compare (run `schedlab sweep` first)")
         known = metrics or ls.metrics
         for m in known:
             if m not in df.columns:

@@ -61,6 +61,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from schedlab import __version__
 from schedlab.algorithms import AlgorithmRegistry
 from schedlab.errors import InputError
 from schedlab.experiments.spec import (
@@ -75,7 +76,7 @@ from schedlab.experiments.spec import (
 )
 from schedlab.metrics.export import atomic_write, write_table
 from schedlab.sweeps.points import Point, null_to_nan
-from schedlab.sweeps.runner import SweepProgress, SweepResult, _version, sweep
+from schedlab.sweeps.runner import SweepProgress, SweepResult, sweep
 from schedlab.sweeps.store import Store
 
 DOMAINS = ("grid", "locality", "edge")
@@ -382,7 +383,7 @@ def run_domain_sweep(
         "source": ls.source,
         "metrics": ls.metrics,
         "kind": "points",
-        "schedlab_version": _version(),
+        "schedlab_version": __version__,
     }
     result = sweep(points, root, info, ls.text, jobs=jobs, backend=backend, address=address, progress=progress)
     write_domain_report(ls, points, root)

@@ -14,12 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from schedlab import __version__
 from schedlab.datafiles import BUNDLED_TRACES
 from schedlab.errors import InputError
 from schedlab.experiments.matrix import Run, expand
 from schedlab.experiments.spec import LoadedSpec, load_spec
 from schedlab.sweeps.points import RunOutput
-from schedlab.sweeps.runner import SweepProgress, SweepResult, _version, check_backend, sweep
+from schedlab.sweeps.runner import SweepProgress, SweepResult, check_backend, sweep
 
 
 def execute_run(run: Run) -> RunOutput:
@@ -64,7 +65,7 @@ def experiment_info(ls: LoadedSpec) -> dict[str, Any]:
         "baseline": s.baseline,
         "metrics": s.metric_columns(),
         "plots": list(s.plots),
-        "schedlab_version": _version(),
+        "schedlab_version": __version__,
     }
 
 

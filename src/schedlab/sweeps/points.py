@@ -26,6 +26,7 @@ import json
 import math
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 import pandas as pd
@@ -98,8 +99,8 @@ class Point:
     inputs: Mapping[str, Any]
     label: Mapping[str, Any] = field(default_factory=dict)
 
-    @property
-    def id(self) -> str:
+    @cached_property
+    def id(self) -> str:  # the store looks it up several times per point: hash once
         return canonical_id(self.config)
 
     @property

@@ -203,11 +203,6 @@ class SweepResult:
 
 
 
-def _version() -> str:
-
-    return __version__
-
-
 
 def sweep(
     items: list[R],
@@ -311,7 +306,7 @@ def run_points(
             results[item.id] = json.loads(json.dumps(json_ready(output.summary)))  # as the store would give it back
         _raise_failures(unique, failed)
         return [results[p.id] for p in points]
-    info = {"name": name, "description": description, "kind": "points", "schedlab_version": _version()}
+    info = {"name": name, "description": description, "kind": "points", "schedlab_version": __version__}
     res = sweep(unique, root, info, jobs=jobs, backend=backend, address=address, progress=progress)
     _raise_failures(unique, res.failed)
     store = Store(root)
