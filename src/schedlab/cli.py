@@ -78,7 +78,8 @@ err = Console(stderr=True)
 
 # -- helpers -------------------------------------------------------------------------------------
 class _Progress:
-    """A progress bar on stderr, shown only once a run has lasted half a second."""
+    """A progress bar on stderr (jobs submitted of the trace's, simulated time, tasks done, events/s, ETA),
+    shown only on a terminal and once a run has lasted half a second."""
 
     def __init__(self, total_jobs: int | None, enabled: bool) -> None:
         self.total = total_jobs
@@ -86,12 +87,15 @@ class _Progress:
         self.t0 = time.perf_counter()
         self.bar = None
         self.task = None
+        self._last = (self.t0, 0)
+        self.rate = 0.0
 
-    def __call__(self, now: float, events: int, jobs: int) -> None:
+    def __call__(self, now: float, events: int, jobs: int, tasks_done: int = 0) -> None:
         if not self.enabled:
             return
+        t = time.perf_counter()
         if self.bar is None:
-            if time.perf_counter() - self.t0 < 0.5:
+            if t - self.t0 < 0.5:
                 return
             from rich.progress import (
                 BarColumn,
@@ -106,15 +110,20 @@ class _Progress:
                 TextColumn("simulating"),
                 BarColumn(),
                 MofNCompleteColumn(),
-                TextColumn("jobs  sim t={task.fields[now]:.0f}s  {task.fields[events]} events"),
+                TextColumn("jobs  sim t={task.fields[now]:,.0f}s  {task.fields[tasks]:,} tasks done  {task.fields[rate]:,.0f} events/s"),
                 TimeElapsedColumn(),
+                TextColumn("ETA"),
                 TimeRemainingColumn(),
                 console=err,
                 transient=True,
             )
             self.bar.start()
-            self.task = self.bar.add_task("run", total=self.total, now=now, events=events)
-        self.bar.update(self.task, completed=jobs, now=now, events=events)
+            self.task = self.bar.add_task("run", total=self.total, now=now, tasks=tasks_done, rate=0.0)
+        t_last, ev_last = self._last
+        if t - t_last >= 1.0:  # events/s over the last second or so, not since the start
+            self.rate = (events - ev_last) / (t - t_last)
+            self._last = (t, events)
+        self.bar.update(self.task, completed=jobs, now=now, tasks=tasks_done, rate=self.rate)
 
     def close(self) -> None:
         if self.bar is not None:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,13 @@ from schedlab.errors import InputError
 from schedlab.memory import BYTES_PER_WORKER, check_fits
 from schedlab.metrics.export import write_run
 from schedlab.metrics.recorder import Recorder
-from schedlab.metrics.summary import build_summary, jobs_frame, tasks_frame, utilization_frame
+from schedlab.metrics.summary import (
+    TaskRecords,
+    jobs_frame,
+    metric_summary,
+    task_summary,
+    utilization_frame,
+)
 from schedlab.run_config import RESOURCE_MODES, RunConfig
 from schedlab.schedulers import registry
 from schedlab.schedulers.base import SchedulerContext
@@ -63,20 +69,41 @@ from schedlab.workload.requests import RequestModel
 from schedlab.workload.trace import TraceJob, read_trace
 
 
-@dataclass
 class Result:
-    """A finished run: ``summary`` (dict), ``tasks``, ``jobs`` and ``utilization`` (DataFrames)."""
+    """A finished run: ``summary`` (dict), ``tasks``, ``jobs`` and ``utilization`` (DataFrames), ``extra``.
 
-    summary: dict[str, Any]
-    tasks: pd.DataFrame
-    jobs: pd.DataFrame
-    utilization: pd.DataFrame
-    extra: dict[str, Any] = field(default_factory=dict)
+    ``tasks`` may be given as :class:`~schedlab.metrics.summary.TaskRecords`
+    (a simulation's, read from its recorder and spill): the DataFrame is then
+    built on first access, and :meth:`save` streams it without building it.
+    """
+
+    def __init__(
+        self,
+        summary: dict[str, Any],
+        tasks: pd.DataFrame | TaskRecords,
+        jobs: pd.DataFrame,
+        utilization: pd.DataFrame,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.summary = summary
+        self._tasks = tasks
+        self.jobs = jobs
+        self.utilization = utilization
+        self.extra: dict[str, Any] = {} if extra is None else extra
+
+    @property
+    def tasks(self) -> pd.DataFrame:
+        if isinstance(self._tasks, TaskRecords):
+            self._tasks = self._tasks.frame()
+        return self._tasks
+
+    def tables(self) -> dict[str, Any]:
+        """The run's tables for :func:`~schedlab.metrics.export.write_run` (tasks streamed when not built yet)."""
+        return {"tasks": self._tasks, "jobs": self.jobs, "utilization": self.utilization}
 
     def save(self, out_dir: str | os.PathLike, formats: Iterable[str] = ("parquet",)) -> list[Path]:
         """Write tasks, jobs, utilization (one file per format) and summary.json, each atomically."""
-        tables = {"tasks": self.tasks, "jobs": self.jobs, "utilization": self.utilization}
-        return write_run(out_dir, tables, self.summary, formats)
+        return write_run(out_dir, self.tables(), self.summary, formats)
 
 
 def build_cluster(
@@ -271,7 +298,7 @@ def simulate(
     workers: int | None = None,
     seed: int = 0,
     *,
-    progress: Callable[[float, int, int], None] | None = None,
+    progress: Callable[[float, int, int, int], None] | None = None,
     trace_label: str | None = None,
     cluster: Cluster | None = None,
     **settings: Any,
@@ -286,7 +313,7 @@ def simulate(
     :class:`~schedlab.run_config.RunConfig` (``config``, ``params`` — the
     scheduler's own parameters —, ``constraints``, ``latency``, …); a
     ``RunConfig`` may be given instead of the scheduler name.
-    ``progress(sim_time, events, jobs_submitted)`` is called periodically.
+    ``progress(sim_time, events, jobs_submitted, tasks_done)`` is called periodically.
     ``cluster`` replaces the generated or configured data center (its resource
     mode wins over ``resource_mode``).
     """
@@ -310,7 +337,7 @@ def run(
     cfg: RunConfig,
     jobs: Iterable[TraceJob] | None = None,
     *,
-    progress: Callable[[float, int, int], None] | None = None,
+    progress: Callable[[float, int, int, int], None] | None = None,
     cluster: Cluster | None = None,
 ) -> Result:
     """The run ``cfg`` describes; ``jobs``, when given, is its workload (``cfg.trace`` is then only its label)."""
@@ -347,7 +374,7 @@ def run(
     if progress is not None:
 
         def report(now: float, events: int) -> None:
-            progress(now, events, feeder.trace_jobs)
+            progress(now, events, feeder.trace_jobs, recorder.reported)
 
     kernel.run(progress=report)
     wall = time.perf_counter() - t_wall
@@ -366,7 +393,7 @@ def run(
         }
     )
     # what the tables do not carry, for checks that trust nothing but the run's own records
-    extra = {"requests": list(tasks.request), "preempted_runs": list(recorder.preempted_runs)}
+    extra = {"requests": tasks.request, "preempted_runs": list(recorder.preempted_runs)}
     return Result(summary, tdf, jdf, udf, extra)
 
 
@@ -378,22 +405,25 @@ def summarize_run(
     workload_counters: dict[str, int],
     messages: dict[str, int],
     scheduler_counters: dict[str, int],
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+) -> tuple[TaskRecords, pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """Tables and summary of a finished run, simulated or real (the same schema for both).
 
     ``head`` gives the run's identification (scheduler, trace, seed); the
-    caller adds timing and configuration.
+    caller adds timing and configuration. The task table is returned as
+    :class:`~schedlab.metrics.summary.TaskRecords`: per-task statistics are
+    read a column at a time, so a run of 10⁸ tasks is summarised without
+    holding its table.
     """
-    tdf = tasks_frame(recorder)
-    tdf["constraints"] = np.fromiter((tasks.mask[t] for t in range(len(tasks))), dtype=np.int64, count=len(tasks))
+    task_part = task_summary(recorder)
     jdf = jobs_frame(recorder)
     multi = not cluster.slot_mode
     req_arr = np.array(tasks.request, dtype=float) if multi and len(tasks) else None
     udf = utilization_frame(recorder, cluster.total_capacity(), cluster.resources, req_arr)
+    del req_arr
     counters: dict[str, int] = dict(workload_counters)
     counters.update(
         {
-            "tasks_unfinished": int(tdf["end"].isna().sum()),
+            "tasks_unfinished": task_part["tasks_unfinished"],
             "jobs_incomplete": int(jdf["completion"].isna().sum()),
             "messages": sum(messages.values()),
         }
@@ -408,9 +438,9 @@ def summarize_run(
         "jobs": recorder.num_jobs,
         "tasks": recorder.num_tasks,
     }
-    summary.update(build_summary(tdf, jdf, udf, cluster.resources))
+    summary.update(metric_summary(task_part, jdf, udf, cluster.resources))
     summary.update({"counters": counters, "messages": messages})
-    return tdf, jdf, udf, summary
+    return TaskRecords(recorder, tasks.mask), jdf, udf, summary
 
 
 def bundled_traces() -> list[str]:

@@ -7,6 +7,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from schedlab.errors import InvariantError
 from schedlab.metrics import (
@@ -143,3 +145,68 @@ def test_written_files_get_the_usual_permissions(tmp_path):
         assert p.stat().st_mode & 0o777 == 0o644
     finally:
         os.umask(mask)
+
+
+# -- bounded memory: chunks retire to the spill, and read back bit for bit -------------------------------
+def _busy_run(spill: bool, tmp_path) -> Recorder:
+    """150 jobs of 1,000 tasks (two chunks retire), run and reported in a shuffled order; the last five never finish."""
+    import random
+
+    rng = random.Random(7)
+    rec = Recorder(spill=spill, spill_dir=str(tmp_path))
+    for j in range(150):
+        rec.add_job(j, float(j), [rng.uniform(0.5, 9.0) for _ in range(1000)])
+    order = list(range(rec.num_tasks - 5))
+    rng.shuffle(order)
+    for tid in order:
+        now = tid // 1000 + rng.random()
+        rec.mark(tid, now, PROCESSING)
+        rec.task_started(tid, now + 0.5, tid % 97, COMMUNICATION)
+        if tid % 1001 == 0:
+            rec.task_preempted(tid, now + 0.7)
+            rec.task_started(tid, now + 0.9, 3)
+        rec.task_finished(tid, now + 2.0)
+        rec.task_reported(tid, now + 2.5)
+    return rec
+
+
+def test_retired_chunks_read_back_exactly_as_an_unbounded_recorder_holds_them(tmp_path):
+    spilled, kept = _busy_run(True, tmp_path / "a"), _busy_run(False, tmp_path / "b")
+    assert spilled.spilled_tasks == 2 * 65536 and kept.spilled_tasks == 0
+    pd.testing.assert_frame_equal(tasks_frame(spilled), tasks_frame(kept), check_exact=True)
+    a, b = tasks_frame(spilled, 65000, 70000), tasks_frame(kept)[65000:70000].reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    ua, ub = (utilization_frame(r, np.array([97.0]), ("slots",)) for r in (spilled, kept))
+    pd.testing.assert_frame_equal(ua, ub, check_exact=True)
+    assert spilled.unfinished_tasks() == 5
+    with pytest.raises(InvariantError, match="after its completion was reported"):
+        spilled.task_reported(0, 999.0)
+    spilled.close()
+    assert not any((tmp_path / "a").iterdir())
+
+
+def test_a_streamed_task_table_is_the_table(tmp_path):
+    from schedlab.metrics.summary import TaskRecords
+
+    rec = _busy_run(True, tmp_path)
+    masks = list(range(rec.num_tasks))
+    records = TaskRecords(rec, masks)
+    whole = records.frame()
+    assert whole.constraints.tolist() == masks
+    write_run(tmp_path / "run", {"tasks": records}, {}, formats=("parquet", "csv"))
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "run" / "tasks.parquet"), whole, check_exact=True)
+    csv = pd.read_csv(tmp_path / "run" / "tasks.csv")
+    assert len(csv) == len(whole) and csv.task.tolist() == whole.task.tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), min_size=1, max_size=60))
+def test_unit_weight_busy_integral_is_bit_identical_to_the_weighted_form(runs):
+    from schedlab.metrics.summary import _busy_integral
+
+    s = np.array([a / 4 for a, b in runs]) + 0.1
+    e = s + np.array([b / 3 for a, b in runs])
+    points = np.arange(0.0, 25.0)
+    weighted = _busy_integral(points, s, e, np.ones(len(s)))
+    unit = _busy_integral(points, s.copy(), e.copy(), None)
+    assert weighted.tobytes() == unit.tobytes()

@@ -171,7 +171,7 @@ def test_every_scheduler_runs_its_jobs_on_a_runtime_that_is_not_the_simulators(n
     rt.pump()
     assert rec.reported == len(tasks), f"{name}: {rec.reported} of {len(tasks)} completions learned"
     assert rec.incomplete_jobs() == 0 and not pool.running
-    assert all(rec.t_start[t] == rec.t_start[t] for t in range(len(tasks)))
+    assert all(rec.start_of(t) == rec.start_of(t) for t in range(len(tasks)))
 
 
 # -- Megha's GM and LM, message by message -------------------------------------------------------------
@@ -217,7 +217,7 @@ def test_gm_queues_what_does_not_fit_and_dispatches_it_when_its_own_task_finishe
         obs.task_finished(t, 1.1)
     rt.t = 1.2
     gm.handlers()[TasksFinished](TasksFinished([(first_tid, worker)]))
-    assert obs.reported == 1 and obs.t_reported[first_tid] == 1
+    assert obs.reported == 1 and obs.is_reported(first_tid)
     assert [(dst, m.items) for dst, m in rt.sent] == [(("lm", layout.lm_of[p]), [(4, p, pos)])]
 
 

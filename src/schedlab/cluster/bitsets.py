@@ -22,6 +22,40 @@ import numpy as np
 
 NUM_CONSTRAINTS = 21  # Sharma et al.'s catalog, ids 0..20
 
+# Memory one per-mask cache may hold before it starts over (see MaskCache).
+CACHE_BYTES = 32 << 20
+_ENTRY_OVERHEAD = 100  # a dict slot, the key and the value's object header, roughly
+
+
+class MaskCache(dict):
+    """Values derived from a task mask (eligible bitsets, member lists), memoised within a memory budget.
+
+    A run meets as many distinct task masks as its constraint draws produce —
+    tens of thousands in a 10⁷-task trace — and each entry is the size of its
+    group of workers (12.5 kB as a bitset of 10⁵ workers, 800 kB as a list of
+    their ids), so an unbounded cache grew past a gigabyte. Past
+    ``budget`` bytes the cache is emptied and starts over (``pinned`` entries
+    are put back): lookups stay plain ``dict.get`` calls, and since every value
+    is a pure function of its mask, results do not change.
+    """
+
+    __slots__ = ("budget", "used", "pinned")
+
+    def __init__(self, budget: int = CACHE_BYTES, pinned: dict | None = None) -> None:
+        super().__init__(pinned or {})
+        self.budget = budget
+        self.used = 0
+        self.pinned = dict(pinned or {})
+
+    def put(self, key: int, value: object, nbytes: int) -> None:
+        """Remember ``value`` for ``key``; it holds about ``nbytes`` bytes."""
+        self.used += nbytes + _ENTRY_OVERHEAD
+        if self.used > self.budget:
+            self.clear()  # in place: hot loops hold a reference to this dict
+            self.update(self.pinned)
+            self.used = nbytes + _ENTRY_OVERHEAD
+        self[key] = value
+
 
 def mask_of(constraints: Iterable[int]) -> int:
     """The int mask with the given constraint ids set."""
@@ -176,7 +210,7 @@ class ConstraintBitsets:
     ``order[pos]`` is the worker at bit ``pos`` and ``position[w]`` its bit.
     """
 
-    __slots__ = ("order", "position", "masks", "by_constraint", "all", "size", "_eligible")
+    __slots__ = ("order", "position", "masks", "by_constraint", "all", "size", "_eligible", "_entry_bytes")
 
     def __init__(
         self,
@@ -196,7 +230,8 @@ class ConstraintBitsets:
         self.masks: list[int] = [masks[w] for w in order]
         self.all = (1 << self.size) - 1
         self.by_constraint = _bitsets_by_constraint(self.masks, num_constraints)
-        self._eligible: dict[int, int] = {0: self.all}
+        self._eligible = MaskCache(pinned={0: self.all})
+        self._entry_bytes = (self.size + 7) // 8
 
     @property
     def workers(self) -> list[int]:
@@ -211,7 +246,7 @@ class ConstraintBitsets:
             by_c = self.by_constraint
             for c in iter_set_bits(task_mask):
                 bits &= by_c[c] if c < len(by_c) else 0
-            self._eligible[task_mask] = bits
+            self._eligible.put(task_mask, bits, self._entry_bytes)
         return bits
 
     def count_eligible(self, task_mask: int) -> int:

@@ -46,17 +46,45 @@ def write_json(path: str | os.PathLike, obj: Any) -> Path:
     return atomic_write(path, w)
 
 
-def write_table(path: str | os.PathLike, df: pd.DataFrame, fmt: str = "parquet") -> Path:
-    if fmt == "parquet":
-        return atomic_write(path, lambda tmp: df.to_parquet(tmp, index=False))
-    if fmt == "csv":
+def write_table(path: str | os.PathLike, df: Any, fmt: str = "parquet") -> Path:
+    """A table as Parquet or CSV. ``df`` is a DataFrame, or anything with ``frames()`` yielding DataFrames
+    (such as a run's :class:`~schedlab.metrics.summary.TaskRecords`), written a block at a time: one Parquet
+    row group or CSV block per frame, never the whole table in memory."""
+    if fmt not in TABLE_FORMATS:
+        raise ValueError(f"unknown table format {fmt!r}")
+    if isinstance(df, pd.DataFrame):
+        if fmt == "parquet":
+            return atomic_write(path, lambda tmp: df.to_parquet(tmp, index=False))
         return atomic_write(path, lambda tmp: df.to_csv(tmp, index=False))
-    raise ValueError(f"unknown table format {fmt!r}")
+
+    def stream(tmp: str) -> None:
+        if fmt == "csv":
+            with open(tmp, "w", encoding="utf-8", newline="") as f:
+                for i, frame in enumerate(df.frames()):
+                    frame.to_csv(f, index=False, header=i == 0)
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        writer = None
+        try:
+            for frame in df.frames():
+                if writer is None:
+                    table = pa.Table.from_pandas(frame, preserve_index=False)
+                    writer = pq.ParquetWriter(tmp, table.schema)
+                else:
+                    table = pa.Table.from_pandas(frame, schema=writer.schema, preserve_index=False)
+                writer.write_table(table)
+        finally:
+            if writer is not None:
+                writer.close()
+
+    return atomic_write(path, stream)
 
 
 def write_run(
     out_dir: str | os.PathLike,
-    tables: dict[str, pd.DataFrame],
+    tables: dict[str, Any],
     summary: dict[str, Any],
     formats: Iterable[str] = ("parquet",),
 ) -> list[Path]:

@@ -24,38 +24,119 @@ last one is reported.
 The recorder also enforces the lifecycle: a task starts only when not running,
 finishes only once, is reported only after finishing — breaking it raises
 :class:`~schedlab.errors.InvariantError` (a scheduler bug).
+
+**Memory.** Per-task columns live in chunks of :data:`CHUNK` consecutive task
+ids. Once every task of a chunk has been reported, nothing can touch it again
+(a second report is a lifecycle error), so the chunk is *retired*: its columns
+are appended to a spill folder on disk (one flat binary file per column) and
+dropped from memory. A run therefore holds in memory only the chunks with a
+task still in flight, whatever its length; the per-task columns are read back
+whole, one at a time and in task order, when the run is summarised — the same
+numbers an unbounded recorder gives, bit for bit. A recorder made with
+``spill=False`` (a real service's, whose records are looked up after the fact)
+keeps every chunk.
 """
+
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+import weakref
 from array import array
 from collections import defaultdict
+from typing import TYPE_CHECKING, Any
 
 from schedlab.errors import InvariantError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 FRAMEWORK_QUEUING, PROCESSING, WORKER_QUEUING, COMMUNICATION = 0, 1, 2, 3
 COMPONENTS = ("framework_queuing", "processing", "worker_queuing", "communication")
 
+CHUNK_BITS = 16
+CHUNK = 1 << CHUNK_BITS  # task ids per chunk: 65,536 (about 6 MB of columns while live)
+_LOW = CHUNK - 1
+
 _NAN = float("nan")
+# The per-task columns a chunk spills, with their array typecodes (the components are c0..c3).
+SPILLED = (("job", "q"), ("arrival", "d"), ("duration", "d"), ("start", "d"), ("end", "d"), ("worker", "q"),
+           ("c0", "d"), ("c1", "d"), ("c2", "d"), ("c3", "d"))
+_NP_DTYPE = {"q": "<i8", "d": "<f8"}
+
+
+class _Chunk:
+    """The columns of task ids ``[k·CHUNK, (k+1)·CHUNK)`` while some of them is in flight."""
+
+    __slots__ = ("job", "arrival", "duration", "start", "end", "worker", "reported", "last_mark", "comp", "done")
+
+    _NANS = array("d", [_NAN]) * CHUNK
+    _ZEROS_D = array("d", [0.0]) * CHUNK
+    _ZEROS_Q = array("q", [0]) * CHUNK
+    _MINUS_Q = array("q", [-1]) * CHUNK
+
+    def __init__(self) -> None:
+        self.job = array("q", self._ZEROS_Q)
+        self.arrival = array("d", self._ZEROS_D)
+        self.duration = array("d", self._ZEROS_D)
+        self.start = array("d", self._NANS)
+        self.end = array("d", self._NANS)
+        self.worker = array("q", self._MINUS_Q)
+        self.reported = bytearray(CHUNK)
+        self.last_mark = array("d", self._ZEROS_D)
+        self.comp = [array("d", self._ZEROS_D) for _ in COMPONENTS]
+        self.done = 0  # tasks of the chunk reported
+
+    def column(self, name: str) -> array:
+        return self.comp[int(name[1])] if name[0] == "c" and name[1:].isdigit() else getattr(self, name)
+
+
+class _Spill:
+    """Retired chunks on disk: one append-only binary file per column, and where each chunk sits in them."""
+
+    def __init__(self, parent: str | None) -> None:
+        if parent is not None:
+            os.makedirs(parent, exist_ok=True)
+        self.dir = tempfile.mkdtemp(prefix="schedlab-tasks-", dir=parent)
+        self._finalizer = weakref.finalize(self, shutil.rmtree, self.dir, True)
+        self.files = {name: open(os.path.join(self.dir, f"{name}.bin"), "wb") for name, _ in SPILLED}  # noqa: SIM115
+        self.offset: dict[int, int] = {}  # chunk index -> position (in elements) in every column file
+        self.count = 0
+
+    def write(self, k: int, ch: _Chunk) -> None:
+        for name, _code in SPILLED:
+            self.files[name].write(ch.column(name))
+        self.offset[k] = self.count
+        self.count += CHUNK
+
+    def read_into(self, name: str, itemsize: int, k: int, lo: int, out: Any) -> None:
+        """Elements ``lo … lo+len(out)`` of spilled chunk ``k``'s column ``name`` into the array ``out``."""
+        f = self.files[name]
+        if not f.closed:
+            f.flush()
+        with open(os.path.join(self.dir, f"{name}.bin"), "rb") as r:
+            r.seek((self.offset[k] + lo) * itemsize)
+            view = memoryview(out).cast("B")
+            if r.readinto(view) != len(view):
+                raise InvariantError(f"spilled column {name} of chunk {k} is shorter than written")
+
+    def close(self) -> None:
+        for f in self.files.values():
+            f.close()
+        self._finalizer()
 
 
 class Recorder:
-    """Lifecycle columns of every task and job of one run."""
+    """Lifecycle columns of every task and job of one run (see the module docstring)."""
 
-    def __init__(self) -> None:
-        # Per task. Columns grow by doubling (and are cut to size when read) so that
-        # adding a job touches three of them, not all of them.
-        self._cap = 0
+    def __init__(self, spill: bool = True, spill_dir: str | None = None) -> None:
         self._n = 0
-        self.t_job = array("q")
-        self.t_arrival = array("d")
-        self.t_duration = array("d")
-        self.t_start = array("d")
-        self.t_end = array("d")
-        self.t_worker = array("q")
-        self.t_reported = array("b")
-        self.t_last_mark = array("d")
-        self.t_comp = [array("d") for _ in COMPONENTS]
+        self._chunks: list[_Chunk | None] = []
+        self._spill_enabled = spill
+        self._spill_dir = spill_dir
+        self._spill: _Spill | None = None
         # per job
         self.j_arrival = array("d")
         self.j_tasks = array("q")
@@ -67,23 +148,6 @@ class Recorder:
         self.preempted_runs: list[tuple[int, int, float, float]] = []
         self.counters: dict[str, int] = defaultdict(int)
         self.reported = 0  # tasks whose completion the scheduler has learned
-
-    def _grow(self, need: int) -> None:
-        extra = max(need - self._cap, self._cap, 1024)
-        nan = array("d", [_NAN]) * extra
-        zeros_d = array("d", [0.0]) * extra
-        zeros_q = array("q", [0]) * extra
-        self.t_job.extend(zeros_q)
-        self.t_arrival.extend(zeros_d)
-        self.t_duration.extend(zeros_d)
-        self.t_start.extend(nan)
-        self.t_end.extend(nan)
-        self.t_worker.extend(array("q", [-1]) * extra)
-        self.t_reported.extend(bytes(extra))
-        self.t_last_mark.extend(zeros_d)
-        for col in self.t_comp:
-            col.extend(zeros_d)
-        self._cap += extra
 
     # -- arrivals ----------------------------------------------------------------------------
     def add_job(self, jid: int, arrival: float, durations: list[float], ideal_jrt: float | None = None, user: int = 0) -> None:
@@ -99,100 +163,121 @@ class Recorder:
         self.j_remaining.append(n)
         self.j_done.append(_NAN)
         self.j_user.append(user)
-        first = self._n
-        last = first + n
-        if last > self._cap:
-            self._grow(last)
-        self.t_job[first:last] = array("q", [jid]) * n
-        arr = array("d", [arrival]) * n
-        self.t_arrival[first:last] = arr
-        self.t_last_mark[first:last] = arr
-        self.t_duration[first:last] = array("d", durations)
+        chunks = self._chunks
+        tid, last, done = self._n, self._n + n, 0
+        while tid < last:
+            k, i = tid >> CHUNK_BITS, tid & _LOW
+            if k == len(chunks):
+                chunks.append(_Chunk())
+            ch = chunks[k]
+            assert ch is not None  # a chunk retires only once all its task ids are taken
+            m = min(CHUNK - i, last - tid)
+            ch.job[i:i + m] = array("q", [jid]) * m
+            arr = array("d", [arrival]) * m
+            ch.arrival[i:i + m] = arr
+            ch.last_mark[i:i + m] = arr
+            ch.duration[i:i + m] = array("d", durations[done:done + m])
+            tid += m
+            done += m
         self._n = last
 
     # -- allocation-time phases ----------------------------------------------------------------
     def mark(self, tid: int, now: float, component: int) -> None:
         """Attribute the time since the task's previous mark to ``component``."""
-        last = self.t_last_mark
-        self.t_comp[component][tid] += now - last[tid]
-        last[tid] = now
+        ch = self._chunks[tid >> CHUNK_BITS]
+        if ch is None:
+            raise self._retired(tid, "marked")
+        i = tid & _LOW
+        last = ch.last_mark
+        ch.comp[component][i] += now - last[i]
+        last[i] = now
 
     # -- lifecycle -----------------------------------------------------------------------------
     def task_started(self, tid: int, now: float, worker: int, component: int = FRAMEWORK_QUEUING) -> None:
         """The task starts running on ``worker``; the time since its last mark goes to ``component``."""
-        if self.t_start[tid] == self.t_start[tid]:  # not NaN: already running or finished
-            raise InvariantError(f"task {tid} started twice (running on worker {self.t_worker[tid]})")
-        # The last mark is not moved: the next phase of a running task can only start
-        # with a preemption, which sets it.
-        self.t_comp[component][tid] += now - self.t_last_mark[tid]
-        self.t_start[tid] = now
-        self.t_worker[tid] = worker
+        self.tasks_started([(tid, worker)], now, component)
 
     def tasks_started(self, placements: list[tuple[int, int]], now: float, component: int = FRAMEWORK_QUEUING) -> None:
         """:meth:`task_started` for each ``(tid, worker)``."""
-        start, last, comp, worker_col = self.t_start, self.t_last_mark, self.t_comp[component], self.t_worker
+        chunks = self._chunks
         for tid, worker in placements:
-            if start[tid] == start[tid]:
-                raise InvariantError(f"task {tid} started twice (running on worker {worker_col[tid]})")
-            comp[tid] += now - last[tid]
-            start[tid] = now
-            worker_col[tid] = worker
+            ch = chunks[tid >> CHUNK_BITS]
+            if ch is None:
+                raise self._retired(tid, "started")
+            i = tid & _LOW
+            start = ch.start
+            if start[i] == start[i]:  # not NaN: already running or finished
+                raise InvariantError(f"task {tid} started twice (running on worker {ch.worker[i]})")
+            # The last mark is not moved: the next phase of a running task can only start
+            # with a preemption, which sets it.
+            ch.comp[component][i] += now - ch.last_mark[i]
+            start[i] = now
+            ch.worker[i] = worker
+
+    def task_finished(self, tid: int, now: float) -> None:
+        """The task's execution ended on its worker."""
+        self.tasks_finished([(tid, -1)], now)
 
     def tasks_finished(self, group: list[tuple[int, int]], now: float) -> None:
         """:meth:`task_finished` for each ``(tid, worker)``."""
-        start, end = self.t_start, self.t_end
+        chunks = self._chunks
         for tid, _worker in group:
-            if start[tid] != start[tid]:
+            ch = chunks[tid >> CHUNK_BITS]
+            if ch is None:
+                raise self._retired(tid, "finished")
+            i = tid & _LOW
+            if ch.start[i] != ch.start[i]:
                 raise InvariantError(f"task {tid} finished without running")
-            if end[tid] == end[tid]:
+            end = ch.end
+            if end[i] == end[i]:
                 raise InvariantError(f"task {tid} finished twice")
-            end[tid] = now
+            end[i] = now
+
+    def task_reported(self, tid: int, now: float) -> bool:
+        """The scheduler learned the task finished; returns True when that completes its job."""
+        return self._report(tid, now)
 
     def tasks_reported(self, group: list[tuple[int, int]], now: float) -> None:
         """:meth:`task_reported` for each ``(tid, worker)``."""
-        end, reported, job, remaining, done = self.t_end, self.t_reported, self.t_job, self.j_remaining, self.j_done
+        chunks, remaining, done = self._chunks, self.j_remaining, self.j_done
         for tid, _worker in group:
-            if end[tid] != end[tid]:
+            k = tid >> CHUNK_BITS
+            ch = chunks[k]
+            if ch is None:
+                raise self._retired(tid, "reported finished")
+            i = tid & _LOW
+            if ch.end[i] != ch.end[i]:
                 raise InvariantError(f"task {tid} reported finished before it finished")
-            if reported[tid]:
+            reported = ch.reported
+            if reported[i]:
                 raise InvariantError(f"task {tid} reported finished twice")
-            reported[tid] = 1
-            jid = job[tid]
+            reported[i] = 1
+            ch.done += 1
+            if ch.done == CHUNK and self._spill_enabled:
+                self._retire(k)
+            jid = ch.job[i]
             rem = remaining[jid] - 1
             remaining[jid] = rem
             if rem == 0:
                 done[jid] = now
         self.reported += len(group)
 
-    def task_finished(self, tid: int, now: float) -> None:
-        """The task's execution ended on its worker."""
-        start = self.t_start[tid]
-        if start != start:
-            raise InvariantError(f"task {tid} finished without running")
-        if self.t_end[tid] == self.t_end[tid]:
-            raise InvariantError(f"task {tid} finished twice")
-        self.t_end[tid] = now
-
-    def task_preempted(self, tid: int, now: float, counter: str = "preemptions") -> None:
-        """The running task was killed (or its worker failed: ``counter="lost_runs"``); it will be re-queued and start again."""
-        start = self.t_start[tid]
-        if start != start or self.t_end[tid] == self.t_end[tid]:
-            raise InvariantError(f"task {tid} preempted while not running")
-        self.preempted_runs.append((tid, self.t_worker[tid], start, now))
-        self.t_start[tid] = _NAN
-        self.t_worker[tid] = -1
-        self.t_last_mark[tid] = now
-        self.counters[counter] += 1
-
-    def task_reported(self, tid: int, now: float) -> bool:
-        """The scheduler learned the task finished; returns True when that completes its job."""
-        if self.t_end[tid] != self.t_end[tid]:
+    def _report(self, tid: int, now: float) -> bool:
+        k = tid >> CHUNK_BITS
+        ch = self._chunks[k]
+        if ch is None:
+            raise self._retired(tid, "reported finished")
+        i = tid & _LOW
+        if ch.end[i] != ch.end[i]:
             raise InvariantError(f"task {tid} reported finished before it finished")
-        if self.t_reported[tid]:
+        if ch.reported[i]:
             raise InvariantError(f"task {tid} reported finished twice")
-        self.t_reported[tid] = 1
+        ch.reported[i] = 1
         self.reported += 1
-        jid = self.t_job[tid]
+        ch.done += 1
+        if ch.done == CHUNK and self._spill_enabled:
+            self._retire(k)
+        jid = ch.job[i]
         rem = self.j_remaining[jid] - 1
         self.j_remaining[jid] = rem
         if rem == 0:
@@ -200,8 +285,46 @@ class Recorder:
             return True
         return False
 
+    def task_preempted(self, tid: int, now: float, counter: str = "preemptions") -> None:
+        """The running task was killed (or its worker failed: ``counter="lost_runs"``); it will be re-queued and start again."""
+        ch = self._chunks[tid >> CHUNK_BITS]
+        if ch is None:
+            raise self._retired(tid, "preempted")
+        i = tid & _LOW
+        start = ch.start[i]
+        if start != start or ch.end[i] == ch.end[i]:
+            raise InvariantError(f"task {tid} preempted while not running")
+        self.preempted_runs.append((tid, ch.worker[i], start, now))
+        ch.start[i] = _NAN
+        ch.worker[i] = -1
+        ch.last_mark[i] = now
+        self.counters[counter] += 1
+
     def count(self, name: str, k: int = 1) -> None:
         self.counters[name] += k
+
+    # -- retirement ----------------------------------------------------------------------------
+    def _retire(self, k: int) -> None:
+        ch = self._chunks[k]
+        assert ch is not None
+        if self._spill is None:
+            self._spill = _Spill(self._spill_dir)
+        self._spill.write(k, ch)
+        self._chunks[k] = None
+
+    @staticmethod
+    def _retired(tid: int, what: str) -> InvariantError:
+        return InvariantError(f"task {tid} {what} after its completion was reported (its record is closed)")
+
+    @property
+    def spilled_tasks(self) -> int:
+        """Tasks whose columns are on disk rather than in memory."""
+        return 0 if self._spill is None else self._spill.count
+
+    def close(self) -> None:
+        """Delete the spill folder (the columns of retired chunks can no longer be read)."""
+        if self._spill is not None:
+            self._spill.close()
 
     # -- queries -------------------------------------------------------------------------------
     @property
@@ -217,15 +340,64 @@ class Recorder:
     def num_jobs(self) -> int:
         return len(self.j_arrival)
 
-    def column(self, name: str) -> array:
-        """A per-task column cut to the tasks added so far (``"start"``, ``"end"``, …)."""
-        return getattr(self, f"t_{name}")[: self._n]
+    def _live(self, tid: int) -> tuple[_Chunk, int]:
+        if not 0 <= tid < self._n:
+            raise IndexError(f"task {tid} out of range (0..{self._n - 1})")
+        ch = self._chunks[tid >> CHUNK_BITS]
+        if ch is None:
+            raise self._retired(tid, "looked up")
+        return ch, tid & _LOW
 
-    def component(self, k: int) -> array:
-        return self.t_comp[k][: self._n]
+    def start_of(self, tid: int) -> float:
+        """When the task's current run started (NaN if it is not running or done)."""
+        ch, i = self._live(tid)
+        return ch.start[i]
+
+    def job_of(self, tid: int) -> int:
+        ch, i = self._live(tid)
+        return ch.job[i]
+
+    def is_reported(self, tid: int) -> bool:
+        ch, i = self._live(tid)
+        return bool(ch.reported[i])
+
+    def component_of(self, tid: int, k: int) -> float:
+        ch, i = self._live(tid)
+        return ch.comp[k][i]
+
+    def column(self, name: str, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """Tasks ``lo … hi-1`` of a per-task column (``job``, ``arrival``, ``duration``, ``start``, ``end``,
+        ``worker``, or component ``c0`` … ``c3``) as a new NumPy array, from memory and the spill."""
+        import numpy as np
+
+        codes = dict(SPILLED)
+        if name not in codes:
+            raise KeyError(f"no per-task column {name!r} (choose from {', '.join(codes)})")
+        hi = self._n if hi is None else min(hi, self._n)
+        lo = max(0, min(lo, hi))
+        code = codes[name]
+        out = np.empty(hi - lo, dtype=_NP_DTYPE[code])
+        itemsize = out.itemsize
+        tid = lo
+        while tid < hi:
+            k, i = tid >> CHUNK_BITS, tid & _LOW
+            m = min(CHUNK - i, hi - tid)
+            dst = out[tid - lo: tid - lo + m]
+            ch = self._chunks[k]
+            if ch is None:
+                assert self._spill is not None
+                self._spill.read_into(name, itemsize, k, i, dst)
+            else:
+                dst[:] = np.frombuffer(ch.column(name), dtype=out.dtype, count=i + m)[i:]
+            tid += m
+        return out
+
+    def component(self, k: int, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """Allocation-time component ``k`` of tasks ``lo … hi-1`` (see :meth:`column`)."""
+        return self.column(f"c{k}", lo, hi)
 
     def unfinished_tasks(self) -> int:
-        return sum(1 for e in self.column("end") if e != e)
+        return int((self.column("end") != self.column("end")).sum())
 
     def incomplete_jobs(self) -> int:
         return sum(1 for r in self.j_remaining if r)

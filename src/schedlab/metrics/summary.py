@@ -16,12 +16,14 @@ summary is the first resource's (cores).
 from __future__ import annotations
 
 import math
+from array import array
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from schedlab.metrics.recorder import COMPONENTS, Recorder
+from schedlab.metrics.recorder import CHUNK, COMPONENTS, Recorder
 
 STAT_KEYS = ("count", "mean", "p50", "p90", "p99", "p999", "p9999", "max")
 _PCTS = (50.0, 90.0, 99.0, 99.9, 99.99)
@@ -46,36 +48,71 @@ def stats(values: Any) -> dict[str, float]:
     }
 
 
-def _col(a: Any, dtype: Any) -> np.ndarray:
-    return np.frombuffer(a, dtype=dtype).copy() if len(a) else np.zeros(0, dtype=dtype)
-
-
-def tasks_frame(rec: Recorder) -> pd.DataFrame:
-    """One row per task: job, arrival, duration, start, end, worker, starts, allocation time and its components."""
-    n = rec.num_tasks
-    start = _col(rec.column("start"), float)
-    comps = {name: _col(rec.component(k), float) for k, name in enumerate(COMPONENTS)}
+def tasks_frame(rec: Recorder, lo: int = 0, hi: int | None = None, masks: Any = None) -> pd.DataFrame:
+    """One row per task of ``lo … hi-1``: job, arrival, duration, start, end, worker, starts, allocation time and its
+    components (and ``constraints`` when the tasks' ``masks`` are given)."""
+    hi = rec.num_tasks if hi is None else min(hi, rec.num_tasks)
+    lo = max(0, min(lo, hi))
+    n = hi - lo
+    start = rec.column("start", lo, hi)
+    comps = {name: rec.component(k, lo, hi) for k, name in enumerate(COMPONENTS)}
     not_started = np.isnan(start)
     alloc = np.where(not_started, np.nan, sum(comps.values()) if n else np.zeros(0))
     starts = (~not_started).astype(np.int64)
-    if rec.preempted_runs:
-        starts += np.bincount([t for t, _w, _s, _e in rec.preempted_runs], minlength=n)
+    again = [t - lo for t, _w, _s, _e in rec.preempted_runs if lo <= t < hi]
+    if again:
+        starts += np.bincount(again, minlength=n)
     df = pd.DataFrame(
         {
-            "task": np.arange(n, dtype=np.int64),
-            "job": _col(rec.column("job"), np.int64),
-            "arrival": _col(rec.column("arrival"), float),
-            "duration": _col(rec.column("duration"), float),
+            "task": np.arange(lo, hi, dtype=np.int64),
+            "job": rec.column("job", lo, hi),
+            "arrival": rec.column("arrival", lo, hi),
+            "duration": rec.column("duration", lo, hi),
             "start": start,
-            "end": _col(rec.column("end"), float),
-            "worker": _col(rec.column("worker"), np.int64),
+            "end": rec.column("end", lo, hi),
+            "worker": rec.column("worker", lo, hi),
             "starts": starts,
             "allocation_time": alloc,
         }
     )
     for name, col in comps.items():
         df[name] = np.where(not_started, np.nan, col)
+    if masks is not None:
+        df["constraints"] = _int_column(masks, lo, hi)
     return df
+
+
+def _int_column(values: Any, lo: int, hi: int) -> np.ndarray:
+    if isinstance(values, array) and values.typecode == "q":
+        return np.frombuffer(values, dtype=np.int64, count=hi)[lo:].copy()
+    return np.fromiter((values[t] for t in range(lo, hi)), dtype=np.int64, count=hi - lo)
+
+
+class TaskRecords:
+    """The per-task table of a finished run, read from its recorder a block of rows at a time.
+
+    A run of 10⁸ tasks never holds this table whole unless asked: summaries
+    read one column at a time, and :func:`~schedlab.metrics.export.write_table`
+    streams :meth:`frames` into Parquet row groups or CSV.
+    """
+
+    def __init__(self, rec: Recorder, masks: Any = None) -> None:
+        self.rec = rec
+        self.masks = masks
+
+    def __len__(self) -> int:
+        return self.rec.num_tasks
+
+    def frame(self, lo: int = 0, hi: int | None = None) -> pd.DataFrame:
+        """Rows ``lo … hi-1`` (all by default) as a DataFrame."""
+        return tasks_frame(self.rec, lo, hi, self.masks)
+
+    def frames(self, rows: int = CHUNK) -> Iterator[pd.DataFrame]:
+        """The whole table, ``rows`` rows at a time (at least one frame, maybe empty)."""
+        n = len(self)
+        yield self.frame(0, min(rows, n))
+        for lo in range(rows, n, rows):
+            yield self.frame(lo, lo + rows)
 
 
 def jobs_frame(rec: Recorder) -> pd.DataFrame:
@@ -98,8 +135,21 @@ def jobs_frame(rec: Recorder) -> pd.DataFrame:
     )
 
 
-def _busy_integral(points: np.ndarray, starts: np.ndarray, ends: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Σ_i w_i · |[s_i, e_i) ∩ (−∞, t)| at each t of ``points``."""
+def _busy_integral(points: np.ndarray, starts: np.ndarray, ends: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+    """Σ_i w_i · |[s_i, e_i) ∩ (−∞, t)| at each t of ``points`` (``weights=None``: every w_i = 1).
+
+    With unit weights ``starts`` and ``ends`` are sorted in place (the caller's
+    arrays are consumed) and no permutation is built: the sums are the same
+    floating-point operations on the same sorted values as the weighted form's
+    with weights of 1, so the result is identical to the last bit.
+    """
+    if weights is None:
+        starts.sort()
+        ns = np.searchsorted(starts, points, side="left")
+        head = ns * points - np.concatenate(([0.0], np.cumsum(starts)))[ns]
+        ends.sort()
+        ne = np.searchsorted(ends, points, side="left")
+        return head - (ne * points - np.concatenate(([0.0], np.cumsum(ends)))[ne])
     order_s = np.argsort(starts, kind="stable")
     order_e = np.argsort(ends, kind="stable")
     s, ws = starts[order_s], weights[order_s]
@@ -117,30 +167,57 @@ def utilization_frame(
     rec: Recorder, total_capacity: np.ndarray, resources: tuple[str, ...], requests: np.ndarray | None = None
 ) -> pd.DataFrame:
     """Per-second utilization of each resource (columns named after the resources), indexed by bin start."""
-    start = _col(rec.column("start"), float)
-    end = _col(rec.column("end"), float)
+    start = rec.column("start")
+    end = rec.column("end")
     ran = ~np.isnan(start) & ~np.isnan(end)
     s_list = [start[ran]]
+    del start
     e_list = [end[ran]]
-    idx_list = [np.flatnonzero(ran)]
+    del end
+    idx_list = [np.flatnonzero(ran)] if requests is not None else []
+    del ran
     if rec.preempted_runs:
         pr = np.array([(t, s, e) for t, _w, s, e in rec.preempted_runs], dtype=float)
-        idx_list.append(pr[:, 0].astype(np.int64))
+        if requests is not None:
+            idx_list.append(pr[:, 0].astype(np.int64))
         s_list.append(pr[:, 1])
         e_list.append(pr[:, 2])
-    s = np.concatenate(s_list)
-    e = np.concatenate(e_list)
-    idx = np.concatenate(idx_list)
+    s = np.concatenate(s_list) if len(s_list) > 1 else s_list[0]
+    e = np.concatenate(e_list) if len(e_list) > 1 else e_list[0]
+    del s_list, e_list
     if len(s) == 0:
         return pd.DataFrame({"time": np.zeros(0), **{r: np.zeros(0) for r in resources}})
     t0 = math.floor(min(np.array(rec.j_arrival, dtype=float).min(), s.min()))
     t1 = max(math.ceil(e.max()), t0 + 1)
     edges = np.arange(t0, t1 + 1, dtype=float)
     out: dict[str, np.ndarray] = {"time": edges[:-1]}
+    if requests is None:
+        for k, name in enumerate(resources):
+            busy = _busy_integral(edges, s if k == len(resources) - 1 else s.copy(), e if k == len(resources) - 1 else e.copy(), None)
+            out[name] = np.diff(busy) / float(total_capacity[k])
+        return pd.DataFrame(out)
+    idx = np.concatenate(idx_list)
     for k, name in enumerate(resources):
-        w = np.ones(len(s)) if requests is None else requests[idx, k].astype(float)
+        w = requests[idx, k].astype(float)
         out[name] = np.diff(_busy_integral(edges, s, e, w)) / float(total_capacity[k])
     return pd.DataFrame(out)
+
+
+def task_summary(rec: Recorder) -> dict[str, Any]:
+    """Allocation time and its components over the tasks that started, and the count of unfinished tasks,
+    read one column at a time (never the whole task table)."""
+    started = ~np.isnan(rec.column("start"))
+    total: Any = 0
+    comp_stats: dict[str, dict[str, float]] = {}
+    for k, name in enumerate(COMPONENTS):
+        col = rec.component(k)
+        total = total + col
+        comp_stats[name] = stats(col[started])
+        del col
+    alloc = stats(total[started] if rec.num_tasks else np.zeros(0))
+    del total, started
+    unfinished = int(np.isnan(rec.column("end")).sum())
+    return {"allocation_time": alloc, "allocation_components": comp_stats, "tasks_unfinished": unfinished}
 
 
 def utilization_stats(series: np.ndarray) -> dict[str, float]:
@@ -156,13 +233,22 @@ def utilization_stats(series: np.ndarray) -> dict[str, float]:
 def build_summary(tasks: pd.DataFrame, jobs: pd.DataFrame, utilization: pd.DataFrame, resources: tuple[str, ...]) -> dict[str, Any]:
     """The metric part of the summary JSON (run identification is added by the engine)."""
     started = tasks[tasks["start"].notna()]
+    task_part = {
+        "allocation_time": stats(started["allocation_time"]),
+        "allocation_components": {name: stats(started[name]) for name in COMPONENTS},
+    }
+    return metric_summary(task_part, jobs, utilization, resources)
+
+
+def metric_summary(task_part: dict[str, Any], jobs: pd.DataFrame, utilization: pd.DataFrame, resources: tuple[str, ...]) -> dict[str, Any]:
+    """The metric part of the summary from the tasks' statistics (:func:`task_summary`), the jobs and utilization tables."""
     done = jobs[jobs["completion"].notna()]
     out: dict[str, Any] = {
         "jrt_delay": stats(done["jrt_delay"]),
         "jrt": stats(done["jrt"]),
         "ideal_jrt": stats(done["ideal_jrt"]),
-        "allocation_time": stats(started["allocation_time"]),
-        "allocation_components": {name: stats(started[name]) for name in COMPONENTS},
+        "allocation_time": task_part["allocation_time"],
+        "allocation_components": task_part["allocation_components"],
         "utilization": utilization_stats(utilization[resources[0]].to_numpy() if len(utilization) else np.zeros(0)),
     }
     if len(resources) > 1:

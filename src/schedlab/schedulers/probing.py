@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from schedlab.cluster.bitsets import ConstraintBitsets, set_bits_array
+from schedlab.cluster.bitsets import ConstraintBitsets, MaskCache, set_bits_array
 from schedlab.errors import InputError
 from schedlab.metrics.recorder import COMMUNICATION, WORKER_QUEUING, Recorder
 from schedlab.schedulers.base import SchedulerContext
@@ -140,7 +140,7 @@ class EligibleSampler:
         self.index = ConstraintBitsets(range(n - 1, -1, -1), masks)
         self.all = self.index.all
         self._marr = np.asarray(masks, dtype=np.int64) if max(masks, default=0) < 1 << 62 else None
-        self._members: dict[int, array] = {}
+        self._members = MaskCache()
         self._count: dict[int, int] = {}
 
     def eligible(self, mask: int) -> int:
@@ -166,7 +166,7 @@ class EligibleSampler:
             else:
                 ids = array("q")
                 ids.frombytes(np.flatnonzero((self._marr & mask) == mask).astype(np.int64).tobytes())
-            self._members[mask] = ids
+            self._members.put(mask, ids, 8 * len(ids))
         return ids
 
     def sample(self, mask: int, k: int, rng: random.Random, allowed: int | None = None) -> list[int]:

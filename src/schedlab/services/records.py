@@ -84,7 +84,7 @@ class RunRecords:
     def __init__(self, run: int) -> None:
         self.run = run
         self.origin = 0.0  # wall-clock time that is 0 in the run's records
-        self.recorder = Recorder()
+        self.recorder = Recorder(spill=False)  # records are looked up after the fact: keep every chunk
         self.tasks = TaskTable()
         self.outcomes: dict[int, dict[str, Any]] = {}
         self._events: dict[int, list[Event]] = {}
@@ -130,7 +130,7 @@ class RunRecords:
                 self._count_finish_again(local, _run_of(ev))
                 return
             key = _DUPLICATE[kind]
-            if kind == STARTED and abs(self.recorder.t_start[local] - (ev[2] - self.origin)) < 1e-6:
+            if kind == STARTED and abs(self.recorder.start_of(local) - (ev[2] - self.origin)) < 1e-6:
                 key = "late_starts"  # the start of the recorded run, overtaken by its end (which carries it)
             self.counters[key] = self.counters.get(key, 0) + 1
             return
@@ -191,7 +191,7 @@ class RunRecords:
                 if isinstance(value, dict):
                     self.outcomes[local] = value
             else:
-                jid = rec.t_job[local]
+                jid = rec.job_of(local)
                 last = max(self._report_time.get(jid, t), t)
                 self._report_time[jid] = last
                 if rec.task_reported(local, t):

@@ -3,7 +3,7 @@
 Tasks are identified by a global integer id (``tid``) in arrival order, and
 their attributes live in the columns of a :class:`TaskTable` — a task is an
 index, not an object, so queues and messages carry plain ints and millions of
-tasks cost a few list slots each. A :class:`Job` owns the contiguous range of
+tasks cost a few machine words each (``array`` columns). A :class:`Job` owns the contiguous range of
 its task ids.
 
 Per task: ``duration`` (seconds), ``mask`` (placement constraints, an int over
@@ -16,6 +16,7 @@ jobs), the user (fair-share queue) and the ideal JRT = its longest task
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
@@ -61,10 +62,11 @@ class TaskTable:
     __slots__ = ("duration", "mask", "request", "job", "jobs")
 
     def __init__(self) -> None:
-        self.duration: list[float] = []
-        self.mask: list[int] = []
+        # Machine-typed columns: 8 bytes a task each, where a list of Python floats or ints costs 32-40.
+        self.duration = array("d")
+        self.mask = array("q")
         self.request: list[tuple[float, ...] | None] = []
-        self.job: list[int] = []
+        self.job = array("q")
         self.jobs: list[Job] = []
 
     def __len__(self) -> int:
@@ -87,9 +89,9 @@ class TaskTable:
         jid = len(self.jobs)
         first = len(self.duration)
         self.duration.extend(durations)
-        self.mask.extend(masks if masks is not None else [0] * n)
+        self.mask.extend(masks if masks is not None else array("q", bytes(8 * n)))
         self.request.extend(requests if requests is not None else [None] * n)
-        self.job.extend([jid] * n)
+        self.job.extend(array("q", [jid]) * n)
         mean = mean_duration if mean_duration is not None else sum(durations) / n
         job = Job(jid, arrival, first, n, mean, max(durations), user, line)
         self.jobs.append(job)

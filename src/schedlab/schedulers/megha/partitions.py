@@ -14,7 +14,7 @@ is shared by the GMs and LMs of a run (it holds no state).
 
 from __future__ import annotations
 
-from schedlab.cluster.bitsets import ConstraintBitsets, iter_set_bits
+from schedlab.cluster.bitsets import ConstraintBitsets, MaskCache, iter_set_bits
 from schedlab.cluster.model import Cluster, Topology, split_federated
 from schedlab.errors import InputError
 
@@ -48,7 +48,8 @@ class Layout:
         self.full: list[int] = [idx.all for idx in self.index]
         # by_constraint[c][p]: partition p's bitset of workers with constraint c
         self.by_constraint: list[list[int]] = [list(col) for col in zip(*(idx.by_constraint for idx in self.index), strict=True)]
-        self._eligible: dict[int, tuple[int, ...]] = {}
+        self._eligible = MaskCache()
+        self._entry_bytes = (len(self.where) + 7) // 8 + 8 * len(self.index)
 
     def partition(self, lm: int, gm: int) -> int:
         return lm * self.num_gms + gm
@@ -60,7 +61,8 @@ class Layout:
             cur = self.full
             for c in iter_set_bits(mask):
                 cur = [a & b for a, b in zip(cur, self.by_constraint[c], strict=True)] if c < len(self.by_constraint) else [0] * len(cur)
-            e = self._eligible[mask] = tuple(cur)
+            e = tuple(cur)
+            self._eligible.put(mask, e, self._entry_bytes)
         return e
 
     def partitions_of_lm(self, lm: int) -> range:
