@@ -1,10 +1,12 @@
 """Scale: wall seconds and peak memory against the number of tasks and of workers.
 
-The workload is the generated one of the scale targets: jobs of 1,000 tasks
-arriving one a second, task durations exponential with a mean of 20 s
-(``generate_jobs(N, "constant:1", "const:1000", "exp:20", seed 0)``, streamed
-into the run, no trace file), on a generated data center with the Sharma
-machine constraints, run seed 1. Each point is a fresh process; its peak
+The workload is the generated one of the scale targets: one job a second,
+task durations exponential with a mean of 20 s, jobs of ``load × workers / 20``
+tasks so that the offered load is the same fraction of every data center
+(``--load``, default 0.2: jobs of 1,000 tasks on 100,000 workers, the targets'
+workload), ``generate_jobs(N, "constant:1", "const:SIZE", "exp:20", seed 0)``
+streamed into the run (no trace file), on a generated data center with the
+Sharma machine constraints, run seed 1. Each point is a fresh process; its peak
 resident memory is the process's own ``ru_maxrss`` (Python, NumPy and the
 data center included).
 
@@ -35,7 +37,7 @@ from pathlib import Path
 
 TARGET_10M_SECONDS = 100.0
 TARGET_10M_BYTES = 2 << 30
-TASKS_PER_JOB = 1000
+MEAN_DURATION = 20.0
 
 CHILD = r"""
 import json, resource, sys
@@ -62,8 +64,9 @@ def count(text: str) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--schedulers", default="ideal,megha,sparrow")
-    ap.add_argument("--tasks", default="0.5M,2M,10M", help="task counts (multiples of the job size)")
+    ap.add_argument("--tasks", default="0.5M,2M,10M", help="task counts (rounded down to whole jobs)")
     ap.add_argument("--workers", default="100k")
+    ap.add_argument("--load", type=float, default=0.2, help="offered load: busy workers / workers, on average")
     ap.add_argument("--csv", type=Path, help="append one row per run to this CSV")
     ap.add_argument("--plot", type=Path, metavar="CSV", help="only draw the figures of a CSV written by --csv, beside it")
     args = ap.parse_args()
@@ -76,9 +79,10 @@ def main() -> None:
     for workers in map(count, args.workers.split(",")):
         for tasks in map(count, args.tasks.split(",")):
             for sched in args.schedulers.split(","):
-                jobs = max(1, tasks // TASKS_PER_JOB)
+                size = max(1, round(args.load * workers / MEAN_DURATION))
+                jobs = max(1, tasks // size)
                 t0 = time.perf_counter()
-                out = subprocess.run([sys.executable, "-c", CHILD, sched, str(jobs), str(workers), str(TASKS_PER_JOB)],
+                out = subprocess.run([sys.executable, "-c", CHILD, sched, str(jobs), str(workers), str(size)],
                                      check=True, capture_output=True, text=True)
                 proc = time.perf_counter() - t0
                 r = json.loads(out.stdout)
@@ -95,9 +99,9 @@ def main() -> None:
                     with open(args.csv, "a", newline="", encoding="utf-8") as f:
                         w = csv.writer(f)
                         if new:
-                            w.writerow(["scheduler", "tasks", "workers", "sim_seconds", "process_seconds", "peak_rss_mb",
+                            w.writerow(["scheduler", "tasks", "workers", "job_size", "sim_seconds", "process_seconds", "peak_rss_mb",
                                         "bytes_per_task", "jrt_delay_p50", "jrt_delay_p99", "python", "cpu"])
-                        w.writerow([sched, r["tasks"], workers, round(r["wall"], 2), round(proc, 2), round(peak / 2**20, 1),
+                        w.writerow([sched, r["tasks"], workers, size, round(r["wall"], 2), round(proc, 2), round(peak / 2**20, 1),
                                     round(peak / r["tasks"]), r["p50"], r["p99"], sys.version.split()[0], os.cpu_count()])
 
 

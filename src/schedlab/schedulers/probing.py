@@ -124,6 +124,9 @@ def require_slot_mode(ctx: SchedulerContext, name: str) -> None:
         raise InputError("--resources", f"{name} runs one task per worker slot: it supports slot mode only")
 
 
+MEMBERS_CACHE_BYTES = 256 << 20
+
+
 class EligibleSampler:
     """Uniform samples of distinct workers that satisfy a constraint mask (and lie in an allowed set).
 
@@ -140,7 +143,9 @@ class EligibleSampler:
         self.index = ConstraintBitsets(range(n - 1, -1, -1), masks)
         self.all = self.index.all
         self._marr = np.asarray(masks, dtype=np.int64) if max(masks, default=0) < 1 << 62 else None
-        self._members = MaskCache()
+        # Only masks held by under a quarter of the workers come here (denser ones are sampled by rejection),
+        # but a run meets thousands of them and rebuilding one costs a pass over every worker: a roomier budget.
+        self._members = MaskCache(MEMBERS_CACHE_BYTES)
         self._count: dict[int, int] = {}
 
     def eligible(self, mask: int) -> int:
@@ -154,8 +159,8 @@ class EligibleSampler:
 
     def _members_of(self, bits: int) -> array:
         """The workers of a bitset, as an int array (indexing it gives Python ints, cheaply)."""
-        a = array("q")
-        a.frombytes(set_bits_array(bits, self.n).astype(np.int64).tobytes())
+        a = array("i")
+        a.frombytes(set_bits_array(bits, self.n).astype(np.int32).tobytes())
         return a
 
     def _ids(self, mask: int) -> array:
@@ -164,9 +169,9 @@ class EligibleSampler:
             if self._marr is None:
                 ids = self._members_of(self.index.eligible(mask))
             else:
-                ids = array("q")
-                ids.frombytes(np.flatnonzero((self._marr & mask) == mask).astype(np.int64).tobytes())
-            self._members.put(mask, ids, 8 * len(ids))
+                ids = array("i")
+                ids.frombytes(np.flatnonzero((self._marr & mask) == mask).astype(np.int32).tobytes())
+            self._members.put(mask, ids, 4 * len(ids))
         return ids
 
     def sample(self, mask: int, k: int, rng: random.Random, allowed: int | None = None) -> list[int]:
