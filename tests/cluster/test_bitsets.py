@@ -61,3 +61,33 @@ def test_min_constraints_order_puts_the_best_fit_on_the_highest_bit():
     assert idx.order[cand.bit_length() - 1] == 2
     cand = idx.eligible(0b010)
     assert idx.order[cand.bit_length() - 1] == 1
+
+
+def test_a_mask_cache_stays_within_its_budget_and_keeps_what_keeps_coming_back():
+    from schedlab.cluster.bitsets import MaskCache
+
+    cache = MaskCache(budget=10 * 1100, pinned={0: "all"})
+    for k in range(1, 4):  # three masks that come back: computed, shed, computed again
+        cache.put(k, f"v{k}", 1000)
+    for k in range(1, 4):
+        cache.computed[k] += 5
+    for k in range(100, 160):  # a long tail of one-off masks
+        cache.put(k, f"v{k}", 1000)
+        assert cache.used <= cache.budget
+        assert cache[0] == "all" and all(cache.get(j) == f"v{j}" for j in range(1, 4))
+    assert len(cache) <= 11 and cache.get(159) == "v159"
+
+
+def test_bounded_eligible_caches_give_the_same_bitsets():
+    import random
+
+    from schedlab.cluster.bitsets import ConstraintBitsets
+
+    rng = random.Random(3)
+    masks = [rng.getrandbits(6) for _ in range(300)]
+    big, small = ConstraintBitsets(range(300), masks), ConstraintBitsets(range(300), masks)
+    small._eligible.budget = 3 * (small._entry_bytes + 100)
+    for _ in range(500):
+        m = rng.getrandbits(6)
+        assert small.eligible(m) == big.eligible(m)
+    assert small._eligible.used <= small._eligible.budget
