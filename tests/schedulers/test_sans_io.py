@@ -270,3 +270,16 @@ def test_lm_multi_resource_packs_and_rejects_what_does_not_fit():
     kinds = [type(m).__name__ for _d, m in rt.sent]
     assert kinds == ["LaunchBatch", "LaunchRejected"]
     assert [t for t, _w in rt.sent[0][1].items] == [0, 1] and rt.sent[1][1].items == [(2, 0, 0)]
+
+
+def test_gm_withdraws_a_waiting_copy_of_a_task_whose_first_run_ended():
+    # a real GM requests again a task it believed lost; when the first run's end arrives, the copy must not run
+    rt, tasks, obs, layout, shared = megha_parts([0] * 4)  # one worker per partition
+    job = tasks.add_job(0.0, [1.0] * 6)
+    obs.add_job(0, 0.0, [1.0] * 6)
+    gm = GlobalMaster(0, shared, rt.rng("gm"))
+    gm.submit(job.tids)
+    assert gm.waiting_count() == 2
+    waiting = list(gm.waiting)
+    assert gm.withdraw([waiting[0], job.tids[0]]) == 1  # the placed task is not waiting: nothing to take
+    assert list(gm.waiting) == waiting[1:] and gm.withdraw([waiting[0]]) == 0

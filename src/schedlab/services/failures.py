@@ -242,6 +242,7 @@ class GMPlacements:
         self.last_sent = 0.0  # when the request being sent now left (stamped in its envelope: links' fence)
         self.recent: OrderedDict[int, int] = OrderedDict()  # the last RECENT completions: tid -> worker
         self.ends_repeated = 0
+        self.withdrawn = 0
         self.dropped_completions = 0
         self.dropped_losses = 0
         order = gm.layout.order
@@ -280,6 +281,8 @@ class GMPlacements:
             del placed[tid]
             self.sent_at.pop(tid, None)
             recent[tid] = w
+        # a run believed lost at an LM's takeover that ended after all: its copy requested again must not run
+        self.withdrawn += self.gm.withdraw(tid for tid, _w in group)
         while len(recent) > RECENT:
             recent.popitem(last=False)
         if len(group) == len(msg.group):
@@ -342,4 +345,5 @@ class GMPlacements:
         return accepted
 
     def counters(self) -> dict[str, int]:
-        return {"completions_dropped": self.dropped_completions, "losses_dropped": self.dropped_losses, "ends_recorded_again": self.ends_repeated}
+        return {"completions_dropped": self.dropped_completions, "losses_dropped": self.dropped_losses, "ends_recorded_again": self.ends_repeated,
+                "requests_withdrawn": self.withdrawn}

@@ -36,6 +36,7 @@ is communication, a rejection's round trip is communication too.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from schedlab.cluster.bitsets import choose_position, fit_position, iter_set_bits
@@ -553,6 +554,26 @@ class GlobalMaster(Component):
         for tid in tids:
             self._request_again(tid, out)
         self._dispatch(out)
+
+    def withdraw(self, tids: Iterable[int]) -> int:
+        """Take these tasks out of the waiting queues where a copy waits; returns how many were.
+
+        Only a real deployment needs it: a GM that requested a task again because
+        its LM's restarted process did not find it (:mod:`schedlab.services.recovery`)
+        may then learn that its first run ended after all — the copy still waiting
+        must not run a second time.
+        """
+        if not self.waiting_count():
+            return 0
+        n = 0
+        for tid in tids:
+            q = self._queue_for(tid)
+            key = self._key(tid)
+            waiting = q.queues.get(key)
+            if waiting is not None and tid in waiting:
+                q.remove(tid, key)
+                n += 1
+        return n
 
     def launch_failed(self, items: list[tuple[int, int, int]]) -> None:
         """These requests never took effect at their LM (it refused them unread, or they were never sent):
