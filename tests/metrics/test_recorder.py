@@ -210,3 +210,20 @@ def test_unit_weight_busy_integral_is_bit_identical_to_the_weighted_form(runs):
     weighted = _busy_integral(points, s, e, np.ones(len(s)))
     unit = _busy_integral(points, s.copy(), e.copy(), None)
     assert weighted.tobytes() == unit.tobytes()
+
+
+def test_a_spill_folder_that_cannot_be_made_is_one_clear_error(tmp_path):
+    from schedlab.errors import InputError
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    rec = Recorder(spill_dir=str(blocker / "spill"))
+    rec.add_job(0, 0.0, [1.0] * 65536)
+    for tid in range(65535):
+        rec.task_started(tid, 0.0, 0)
+        rec.task_finished(tid, 1.0)
+        rec.task_reported(tid, 1.0)
+    rec.task_started(65535, 0.0, 0)
+    rec.task_finished(65535, 1.0)
+    with pytest.raises(InputError, match="cannot make a folder for finished tasks' records"):
+        rec.task_reported(65535, 1.0)

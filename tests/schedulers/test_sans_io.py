@@ -202,21 +202,32 @@ def test_gm_sends_one_request_per_lm_internal_partitions_first_and_marks_framewo
     assert [obs.component(FRAMEWORK_QUEUING)[t] for t in job.tids] == [0.25] * 5
 
 
-def test_gm_queues_what_does_not_fit_and_dispatches_it_when_its_own_task_finishes():
-    rt, tasks, obs, layout, shared = megha_parts([0] * 4)  # one worker per partition
-    job = tasks.add_job(0.0, [1.0] * 5)
-    obs.add_job(0, 0.0, [1.0] * 5)
+def gm_with_a_queue(num_tasks):
+    """GM 0 over four one-worker partitions (2 GMs x 2 LMs), a job of ``num_tasks`` 1-s tasks submitted at 0."""
+    rt, tasks, obs, layout, shared = megha_parts([0] * 4)
+    job = tasks.add_job(0.0, [1.0] * num_tasks)
+    obs.add_job(0, 0.0, [1.0] * num_tasks)
     gm = GlobalMaster(0, shared, rt.rng("gm"))
     gm.submit(job.tids)
-    assert sum(len(m.items) for _d, m in rt.sent) == 4 and gm.waiting_count() == 1
-    first_tid, p, pos = rt.sent[0][1].items[0]
+    return rt, obs, layout, gm
+
+
+def finish_first_placed(rt, obs, layout, gm):
+    """The first task the GM sent runs [0.1, 1.1) and its end reaches the GM at 1.2; returns its (tid, p, pos)."""
+    tid, p, pos = rt.sent[0][1].items[0]
     worker = layout.order[p][pos]
     rt.sent.clear()
-    for t in job.tids[:1]:
-        obs.task_started(t, 0.1, worker)
-        obs.task_finished(t, 1.1)
+    obs.task_started(tid, 0.1, worker)
+    obs.task_finished(tid, 1.1)
     rt.t = 1.2
-    gm.handlers()[TasksFinished](TasksFinished([(first_tid, worker)]))
+    gm.handlers()[TasksFinished](TasksFinished([(tid, worker)]))
+    return tid, p, pos
+
+
+def test_gm_queues_what_does_not_fit_and_dispatches_it_when_its_own_task_finishes():
+    rt, obs, layout, gm = gm_with_a_queue(5)
+    assert sum(len(m.items) for _d, m in rt.sent) == 4 and gm.waiting_count() == 1
+    first_tid, p, pos = finish_first_placed(rt, obs, layout, gm)
     assert obs.reported == 1 and obs.is_reported(first_tid)
     assert [(dst, m.items) for dst, m in rt.sent] == [(("lm", layout.lm_of[p]), [(4, p, pos)])]
 
@@ -274,12 +285,11 @@ def test_lm_multi_resource_packs_and_rejects_what_does_not_fit():
 
 def test_gm_withdraws_a_waiting_copy_of_a_task_whose_first_run_ended():
     # a real GM requests again a task it believed lost; when the first run's end arrives, the copy must not run
-    rt, tasks, obs, layout, shared = megha_parts([0] * 4)  # one worker per partition
-    job = tasks.add_job(0.0, [1.0] * 6)
-    obs.add_job(0, 0.0, [1.0] * 6)
-    gm = GlobalMaster(0, shared, rt.rng("gm"))
-    gm.submit(job.tids)
-    assert gm.waiting_count() == 2
+    rt, obs, layout, gm = gm_with_a_queue(6)
+    placed = [t for _d, m in rt.sent for t, _p, _pos in m.items]
     waiting = list(gm.waiting)
-    assert gm.withdraw([waiting[0], job.tids[0]]) == 1  # the placed task is not waiting: nothing to take
+    assert len(placed) == 4 and len(waiting) == 2
+    assert gm.withdraw([waiting[0], placed[0]]) == 1  # a placed task is not waiting: nothing to take
     assert list(gm.waiting) == waiting[1:] and gm.withdraw([waiting[0]]) == 0
+    _tid, p, pos = finish_first_placed(rt, obs, layout, gm)
+    assert [m.items for _d, m in rt.sent] == [[(waiting[1], p, pos)]]  # the freed worker goes to the other one

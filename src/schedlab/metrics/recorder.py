@@ -37,7 +37,6 @@ numbers an unbounded recorder gives, bit for bit. A recorder made with
 keeps every chunk.
 """
 
-
 from __future__ import annotations
 
 import os
@@ -48,7 +47,7 @@ from array import array
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from schedlab.errors import InvariantError
+from schedlab.errors import InputError, InvariantError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -97,17 +96,26 @@ class _Spill:
     """Retired chunks on disk: one append-only binary file per column, and where each chunk sits in them."""
 
     def __init__(self, parent: str | None) -> None:
-        if parent is not None:
-            os.makedirs(parent, exist_ok=True)
-        self.dir = tempfile.mkdtemp(prefix="schedlab-tasks-", dir=parent)
+        try:
+            if parent is not None:
+                os.makedirs(parent, exist_ok=True)
+            self.dir = tempfile.mkdtemp(prefix="schedlab-tasks-", dir=parent)
+        except OSError as e:
+            where = parent or tempfile.gettempdir()
+            raise InputError("spill", f"cannot make a folder for finished tasks' records in {where}: {e.strerror or e} "
+                                      f"(set TMPDIR to a writable folder)") from None
         self._finalizer = weakref.finalize(self, shutil.rmtree, self.dir, True)
         self.files = {name: open(os.path.join(self.dir, f"{name}.bin"), "wb") for name, _ in SPILLED}  # noqa: SIM115
         self.offset: dict[int, int] = {}  # chunk index -> position (in elements) in every column file
         self.count = 0
 
     def write(self, k: int, ch: _Chunk) -> None:
-        for name, _code in SPILLED:
-            self.files[name].write(ch.column(name))
+        try:
+            for name, _code in SPILLED:
+                self.files[name].write(ch.column(name))
+        except OSError as e:
+            raise InputError("spill", f"cannot write finished tasks' records to {self.dir}: {e.strerror or e} "
+                                      f"(set TMPDIR to a folder with room)") from None
         self.offset[k] = self.count
         self.count += CHUNK
 
@@ -235,11 +243,16 @@ class Recorder:
 
     def task_reported(self, tid: int, now: float) -> bool:
         """The scheduler learned the task finished; returns True when that completes its job."""
-        return self._report(tid, now)
+        return self._report([(tid, -1)], now) > 0
 
     def tasks_reported(self, group: list[tuple[int, int]], now: float) -> None:
         """:meth:`task_reported` for each ``(tid, worker)``."""
+        self._report(group, now)
+
+    def _report(self, group: list[tuple[int, int]], now: float) -> int:
+        """Record the reports; returns how many jobs they completed."""
         chunks, remaining, done = self._chunks, self.j_remaining, self.j_done
+        completed = 0
         for tid, _worker in group:
             k = tid >> CHUNK_BITS
             ch = chunks[k]
@@ -260,30 +273,9 @@ class Recorder:
             remaining[jid] = rem
             if rem == 0:
                 done[jid] = now
+                completed += 1
         self.reported += len(group)
-
-    def _report(self, tid: int, now: float) -> bool:
-        k = tid >> CHUNK_BITS
-        ch = self._chunks[k]
-        if ch is None:
-            raise self._retired(tid, "reported finished")
-        i = tid & _LOW
-        if ch.end[i] != ch.end[i]:
-            raise InvariantError(f"task {tid} reported finished before it finished")
-        if ch.reported[i]:
-            raise InvariantError(f"task {tid} reported finished twice")
-        ch.reported[i] = 1
-        self.reported += 1
-        ch.done += 1
-        if ch.done == CHUNK and self._spill_enabled:
-            self._retire(k)
-        jid = ch.job[i]
-        rem = self.j_remaining[jid] - 1
-        self.j_remaining[jid] = rem
-        if rem == 0:
-            self.j_done[jid] = now
-            return True
-        return False
+        return completed
 
     def task_preempted(self, tid: int, now: float, counter: str = "preemptions") -> None:
         """The running task was killed (or its worker failed: ``counter="lost_runs"``); it will be re-queued and start again."""

@@ -191,10 +191,10 @@ def utilization_frame(
     t1 = max(math.ceil(e.max()), t0 + 1)
     edges = np.arange(t0, t1 + 1, dtype=float)
     out: dict[str, np.ndarray] = {"time": edges[:-1]}
-    if requests is None:
+    if requests is None:  # every run weighs 1 on every resource: one integral serves them all
+        busy = np.diff(_busy_integral(edges, s, e, None))
         for k, name in enumerate(resources):
-            busy = _busy_integral(edges, s if k == len(resources) - 1 else s.copy(), e if k == len(resources) - 1 else e.copy(), None)
-            out[name] = np.diff(busy) / float(total_capacity[k])
+            out[name] = busy / float(total_capacity[k])
         return pd.DataFrame(out)
     idx = np.concatenate(idx_list)
     for k, name in enumerate(resources):
@@ -214,7 +214,7 @@ def task_summary(rec: Recorder) -> dict[str, Any]:
         total = total + col
         comp_stats[name] = stats(col[started])
         del col
-    alloc = stats(total[started] if rec.num_tasks else np.zeros(0))
+    alloc = stats(total[started])
     del total, started
     unfinished = int(np.isnan(rec.column("end")).sum())
     return {"allocation_time": alloc, "allocation_components": comp_stats, "tasks_unfinished": unfinished}
