@@ -12,15 +12,24 @@ to learn that dominated whole runs (the Google trace). So classes also get a
 slot in per-constraint bitsets: bit ``s`` of ``requires[c]`` is set when class
 ``s``'s mask has constraint ``c``. The classes a worker with machine mask ``M``
 can serve are ``alive`` minus the OR of ``requires[c]`` over the constraints
-``c`` not in ``M`` — a dozen int operations — and an empty answer returns at
-once; otherwise the scan visits only compatible classes' heads in order.
+``c`` not in ``M``, and an empty answer returns at once. That OR is read from
+small tables rather than computed per constraint: constraints are taken four
+at a time, and for each group of four a 16-entry table holds, for every subset
+of the group a worker may lack, the slots of the classes needing one of them —
+so a query is one lookup per group (six for the 21 Sharma constraints), and a
+class coming or going updates at most 15 entries per group it touches (under a
+backlog a GM asks about 50 times for each class change).
+
+When some classes are compatible, the earliest is the one with the smallest
+head rank among them: with few compatible classes among many, their ranks are
+compared directly (``head_rank`` per slot) rather than scanning every head.
 
 Used by the exact view of ``ideal``/``centralized`` and by Megha's GMs.
 """
 
 from __future__ import annotations
 
-from bisect import insort
+from bisect import bisect_left, insort
 from collections import deque
 from collections.abc import Callable, Hashable, Iterator
 
@@ -29,11 +38,16 @@ from schedlab.cluster.bitsets import iter_set_bits
 # A class key: the constraint mask first, then whatever else tells classes apart (the request)
 ClassKey = tuple[int, *tuple[Hashable, ...]]
 
+GROUP_BITS = 4  # constraints per lookup table
+_GROUP_MASK = (1 << GROUP_BITS) - 1
+# for each nonzero subset n of a group's constraints: the entries (subsets a worker may lack) that meet it
+_MEETING = [[x for x in range(1 << GROUP_BITS) if x & n] for n in range(1 << GROUP_BITS)]
+
 
 class WaitingClasses:
     """FIFO waiting tasks grouped by class key ``(mask, …)``."""
 
-    __slots__ = ("queues", "heads", "count", "_order", "_front", "slot", "_free_slots", "requires", "alive")
+    __slots__ = ("queues", "heads", "count", "_order", "_front", "slot", "_free_slots", "blocked_by", "alive", "head_rank")
 
     def __init__(self) -> None:
         self.queues: dict[ClassKey, deque[int]] = {}
@@ -45,8 +59,11 @@ class WaitingClasses:
         self._front = 0
         self.slot: dict[ClassKey, int] = {}
         self._free_slots: list[int] = []
-        self.requires: dict[int, int] = {}  # constraint -> bits of the class slots needing it
+        # blocked_by[k][x]: slots of the classes needing one of the constraints 4k..4k+3 that x (a subset
+        # of them) names — the classes a worker lacking exactly x of that group cannot serve
+        self.blocked_by: list[list[int]] = []
         self.alive = 0
+        self.head_rank: dict[int, int] = {}  # slot -> rank of its class's head
 
     def __len__(self) -> int:
         return self.count
@@ -58,27 +75,46 @@ class WaitingClasses:
         self.slot[key] = s
         bit = 1 << s
         self.alive |= bit
-        req = self.requires
-        for c in iter_set_bits(key[0]):
-            req[c] = req.get(c, 0) | bit
-        insort(self.heads, (self._rank(tid), key))
+        tables = self.blocked_by
+        m, k = key[0], 0
+        while m:
+            n = m & _GROUP_MASK
+            if n:
+                while len(tables) <= k:
+                    tables.append([0] * (1 << GROUP_BITS))
+                t = tables[k]
+                for x in _MEETING[n]:
+                    t[x] |= bit
+            m >>= GROUP_BITS
+            k += 1
+        rank = self._rank(tid)
+        self.head_rank[s] = rank
+        insort(self.heads, (rank, key))
 
     def _drop_class(self, key: ClassKey) -> None:
         del self.queues[key]
         s = self.slot.pop(key)
         bit = 1 << s
         self.alive &= ~bit
-        req = self.requires
-        for c in iter_set_bits(key[0]):
-            req[c] &= ~bit
+        tables = self.blocked_by
+        m, k = key[0], 0
+        while m:
+            n = m & _GROUP_MASK
+            if n:
+                t = tables[k]
+                for x in _MEETING[n]:
+                    t[x] &= ~bit
+            m >>= GROUP_BITS
+            k += 1
+        del self.head_rank[s]
         self._free_slots.append(s)
 
     def compatible(self, lacking: int) -> int:
         """Slots of the classes whose mask has none of the constraint bits in ``lacking``."""
         blocked = 0
-        for c, bits in self.requires.items():
-            if lacking >> c & 1:
-                blocked |= bits
+        for t in self.blocked_by:
+            blocked |= t[lacking & _GROUP_MASK]
+            lacking >>= GROUP_BITS
         return self.alive & ~blocked
 
     # -- adding ------------------------------------------------------------------------------------
@@ -106,6 +142,7 @@ class WaitingClasses:
             if new < old:
                 self.heads.remove((old, key))
                 insort(self.heads, (new, key))
+                self.head_rank[self.slot[key]] = new
         self.count += 1
 
     def push_front(self, tid: int, key: ClassKey) -> None:
@@ -123,8 +160,14 @@ class WaitingClasses:
         ok = self.compatible(lacking)
         if not ok:
             return -1
+        heads = self.heads
+        if ok.bit_count() * 4 < len(heads):
+            # few compatible classes among many: the smallest head rank among them (ranks are unique)
+            hr = self.head_rank
+            rank = min(hr[s] for s in iter_set_bits(ok))
+            return self._pop_at(bisect_left(heads, (rank,)))
         slot = self.slot
-        for i, (_rank, key) in enumerate(self.heads):
+        for i, (_rank, key) in enumerate(heads):
             if ok >> slot[key] & 1:
                 return self._pop_at(i)
         return -1  # pragma: no cover - ok names a live class, which has a head
@@ -155,7 +198,9 @@ class WaitingClasses:
         q = self.queues[key]
         tid = q.popleft()
         if q:
-            insort(heads, (self._rank(q[0]) if self._order else q[0], key))
+            rank = self._rank(q[0]) if self._order else q[0]
+            insort(heads, (rank, key))
+            self.head_rank[self.slot[key]] = rank
         else:
             self._drop_class(key)
         self.count -= 1
@@ -172,7 +217,9 @@ class WaitingClasses:
         if tid == head:
             self.heads.remove((self._rank(head), key))
             if q:
-                insort(self.heads, (self._rank(q[0]), key))
+                rank = self._rank(q[0])
+                insort(self.heads, (rank, key))
+                self.head_rank[self.slot[key]] = rank
             else:
                 self._drop_class(key)
         self._order.pop(tid, None)

@@ -219,7 +219,10 @@ class GlobalMaster(Component):
     # -- matching ----------------------------------------------------------------------------------
     def _match(self, tid: int) -> tuple[int, int] | None:
         """Find and take a worker for ``tid`` in the view: (partition, position) or None."""
-        el = self.layout.eligible(self.tasks.mask[tid])
+        mask = self.tasks.mask[tid]
+        el = self.layout.eligible_cache.get(mask)
+        if el is None:
+            el = self.layout.eligible(mask)
         avail = self.avail
         rr = self.rr
         if self.slot_mode:
@@ -235,7 +238,12 @@ class GlobalMaster(Component):
                     cand = avail[p] & el[p]
                     if cand:
                         rr[g] = i
-                        return p, self._take_slot(p, cand)
+                        # _take_slot, inlined: this is every slot-mode run's hottest loop
+                        pos = choose_position(cand, self.choice_rng)
+                        bit = 1 << pos
+                        avail[p] ^= bit
+                        self.reserved[p] |= bit
+                        return p, pos
             return None
         # Multi-resource mode: the same walk, plus a fit check per candidate; kept apart from the
         # slot-mode loop above, which is the hot path of every slot-mode run.
@@ -383,6 +391,7 @@ class GlobalMaster(Component):
         avail = self.avail
         gained: list[tuple[int, int]] = []
         n = 0
+        waiting = self.waiting_count() > 0  # what became available matters only to waiting tasks
         if self.slot_mode:
             reserved = self.reserved
             for p, (free_bits, busy_bits) in msg.bits.items():
@@ -395,9 +404,10 @@ class GlobalMaster(Component):
                     new = ((old | free_bits) & ~busy_bits) & ~reserved[p]
                     n += (free_bits | busy_bits).bit_count()
                 avail[p] = new
-                g = new & ~old
-                if g:
-                    gained.extend((p, pos) for pos in iter_set_bits(g))
+                if waiting:
+                    g = new & ~old
+                    if g:
+                        gained.extend((p, pos) for pos in iter_set_bits(g))
         else:
             free = self.free
             mine = self.mine
@@ -413,15 +423,14 @@ class GlobalMaster(Component):
                     bit = 1 << pos
                     if min(after) > EPS:
                         bits |= bit
-                        if any(a > b + EPS for a, b in zip(after, before, strict=True)):
+                        if waiting and any(a > b + EPS for a, b in zip(after, before, strict=True)):
                             gained.append((p, pos))
                     else:
                         bits &= ~bit
                 avail[p] = bits
         self._charge(workers=n)
-        if self.waiting_count():
-            for p, pos in gained:
-                self._refill(p, pos, out)
+        for p, pos in gained:
+            self._refill(p, pos, out)
 
     def _on_rejected(self, msg: LaunchRejected) -> None:
         """An inconsistency: fold in the LM's state, then retry the tasks as new requests."""

@@ -210,7 +210,7 @@ class LocalMaster(Component):
             masks = self.sh.cluster.machine_masks
             changed = self.changed
             running = self.running
-            G, base = self.G, self.base
+            taken: dict[int, int] = {}  # partition -> the bits this request took there
             for item in items:
                 tid, p, pos = item
                 bit = 1 << pos
@@ -218,10 +218,7 @@ class LocalMaster(Component):
                 if avail[p] & bit and not tmask[tid] & ~masks[w]:
                     avail[p] ^= bit
                     running[tid] = (p, pos, gm)
-                    j = p - base
-                    for g in range(G):
-                        if g != gm:
-                            changed[g][j] |= bit
+                    taken[p] = taken.get(p, 0) | bit
                     accepted.append((tid, w))
                     if owner[p] != gm:
                         self.repartitions += 1
@@ -229,6 +226,13 @@ class LocalMaster(Component):
                         self.fairness.launched(tid, p, pos)
                 else:
                     rejected.append(item)
+            # the other GMs learn of the change at their next update (noted once per partition, not per task)
+            G, base = self.G, self.base
+            for p, bits in taken.items():
+                j = p - base
+                for g in range(G):
+                    if g != gm:
+                        changed[g][j] |= bits
         else:
             for item in items:
                 tid, p, pos = item
@@ -272,16 +276,17 @@ class LocalMaster(Component):
                 vacate(tid)
             return
         # Slot-mode hot path: gather the freed bits per (partition, GM), then note them once.
-        running, avail = self.running, self.avail
-        freed: dict[tuple[int, int], int] = {}
+        running, avail, G = self.running, self.avail, self.G
+        freed: dict[int, int] = {}  # p·G + gm -> bits
         for tid, _w in msg.group:
             p, pos, gm = running.pop(tid)
             bit = 1 << pos
             avail[p] |= bit
-            key = (p, gm)
+            key = p * G + gm
             freed[key] = freed.get(key, 0) | bit
-        changed, base, G = self.changed, self.base, self.G
-        for (p, gm), bits in freed.items():
+        changed, base = self.changed, self.base
+        for key, bits in freed.items():
+            p, gm = divmod(key, G)
             j = p - base
             for g in range(G):
                 if g != gm:
@@ -326,6 +331,8 @@ class LocalMaster(Component):
 
     def _on_heartbeat(self) -> None:
         for g in range(self.G):
+            if not self.snapshot_mode and not any(self.changed[g]):
+                continue  # nothing new for this GM (most rounds of a long, quiet run): no update to build
             upd = self._update_for(g)
             if upd.bits or upd.free or self.snapshot_mode:
                 self.updates_sent += 1

@@ -53,6 +53,8 @@ class Layout:
         # every GM's every match reads it: a roomier budget than the default (a miss costs an AND per partition
         # and constraint, about 70 µs on 100 partitions of 10⁵ workers)
         self._eligible = MaskCache(ELIGIBLE_CACHE_BYTES)
+        # what eligible() has computed, read directly by the GMs' matching loop (a dict lookup, not a call)
+        self.eligible_cache: dict[int, tuple[int, ...]] = self._eligible
         self._entry_bytes = (len(self.where) + 7) // 8 + 8 * len(self.index)
 
     def partition(self, lm: int, gm: int) -> int:
