@@ -204,7 +204,7 @@ def simulate(
         raise flag_error(e, flags) from None
     cfg = RunConfig.build(**settings, params=params)
     total = BUNDLED_JOBS.get(cfg.trace)
-    if total is None and not quiet:
+    if total is None and not quiet and err.is_terminal:  # the bar's total: only where a bar is drawn
         total = count_jobs(cfg.trace)
     progress = _Progress(total, not quiet)
     try:

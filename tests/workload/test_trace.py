@@ -101,3 +101,10 @@ def test_writer_refuses_bad_jobs_and_leaves_nothing_behind(tmp_path):
         write_trace(p, [TraceJob(2.0, 1.0, [1.0]), TraceJob(1.0, 1.0, [1.0])])
     assert not p.exists()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_count_jobs_counts_job_lines_without_parsing_them(tmp_path):
+    p = tmp_path / "t.tr"
+    p.write_text("# a comment\n0 2 1.5 1 2\n\n   \n  # indented comment\n1 1 3 3\n2 1 not-a-number")
+    # blank and comment lines are not jobs; a malformed line is counted (the reader refuses it in the run)
+    assert count_jobs(p) == 3

@@ -212,9 +212,10 @@ class Recorder:
         for tid, worker in placements:
             k = tid >> CHUNK_BITS
             if k != k_cur:  # a batch's tasks are mostly in one chunk: its columns are looked up once
-                ch = chunks[k]
-                if ch is None:
+                c = chunks[k]
+                if c is None:
                     raise self._retired(tid, "started")
+                ch = c
                 start, comp, last, where = ch.start, ch.comp[component], ch.last_mark, ch.worker
                 k_cur = k
             i = tid & _LOW
@@ -237,9 +238,10 @@ class Recorder:
         for tid, _worker in group:
             k = tid >> CHUNK_BITS
             if k != k_cur:
-                ch = chunks[k]
-                if ch is None:
+                c = chunks[k]
+                if c is None:
                     raise self._retired(tid, "finished")
+                ch = c
                 start, end = ch.start, ch.end
                 k_cur = k
             i = tid & _LOW
@@ -265,9 +267,10 @@ class Recorder:
         for tid, _worker in group:
             k = tid >> CHUNK_BITS
             if k != k_cur:
-                ch = chunks[k]
-                if ch is None:
+                c = chunks[k]
+                if c is None:
                     raise self._retired(tid, "reported finished")
+                ch = c
                 end, reported, job = ch.end, ch.reported, ch.job
                 k_cur = k
             i = tid & _LOW

@@ -209,13 +209,24 @@ def read_trace(
 
 
 def count_jobs(spec: str | os.PathLike) -> int:
-    """Number of jobs (for progress bars), read and validated by the trace reader itself.
+    """Number of jobs (for progress bars): the lines that are neither blank nor comments.
 
-    Counting is a first reading of the file, so it is the reader's: a file the
-    reader refuses is refused here, with the reader's one-line error.
+    Lines are counted, not parsed — a job's durations are most of its line, and
+    parsing them is most of the cost of reading a trace (a first, parsing read of
+    a 10⁸-task trace took about as long as a tenth of its simulation). A malformed
+    line is counted like any other; the reader refuses it when the run gets there.
     """
     label, path = resolve_trace(spec)
-    return sum(1 for _ in read_raw(path, label))
+    try:
+        with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
+            n = 0
+            for line in f:
+                head = line.lstrip()
+                if head and not head.startswith(b"#"):
+                    n += 1
+            return n
+    except (OSError, EOFError, gzip.BadGzipFile) as e:
+        raise InputError(label, f"unreadable trace data: {e}") from None
 
 
 def _fmt(x: float) -> str:
