@@ -132,3 +132,31 @@ def test_named_streams_are_deterministic_and_independent():
     assert (a1.np_rng("w").random(3) == RngStreams(7).np_rng("w").random(3)).all()
     with pytest.raises(ValueError):
         RngStreams(-1)
+
+
+def test_a_failing_event_leaves_the_events_after_it_pending_in_order():
+    k = Kernel()
+    seen = []
+
+    def boom():
+        k.call_later(0.0, seen.append, "scheduled by the failing event")
+        raise RuntimeError("handler failed")
+
+    k.call_at(1.0, seen.append, "a")
+    k.call_at(1.0, boom)
+    k.call_at(1.0, seen.append, "b")
+    k.call_at(2.0, seen.append, "c")
+    with pytest.raises(RuntimeError):
+        k.run()
+    assert seen == ["a"] and k.events == 1 and k.pending() == 3
+    k.run()
+    assert seen == ["a", "b", "scheduled by the failing event", "c"]
+
+
+def test_progress_is_reported_for_the_last_events_too():
+    k = Kernel()
+    for i in range(25):
+        k.call_at(float(i // 2), lambda: None)  # two events a time
+    calls = []
+    k.run(progress=lambda now, ev: calls.append(ev), progress_every=10)
+    assert calls == [10, 20, 25]

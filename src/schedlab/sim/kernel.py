@@ -1,16 +1,24 @@
-"""The discrete-event kernel: one event heap, a clock, deterministic tie-breaking.
+"""The discrete-event kernel: a clock and pending events, run in (time, scheduling order).
 
-An event is a list ``[time, seq, fn, args]``. ``seq`` is a strictly increasing
-insertion counter, so two events at the same time always run in the order they
-were scheduled (FIFO) and the heap never compares callables: the run order is a
-pure function of the inputs, never of object identities or hash seeds.
+Events run in time order, and events at the same time in the order they were
+scheduled (FIFO), so the run order is a pure function of the inputs, never of
+object identities or hash seeds.
 
-Events are lists rather than tuples so that the entry itself is the cancellation
-handle: :meth:`Kernel.cancel` blanks its callable in place (lazy deletion), which
-costs nothing for the many events that are never cancelled.
+Pending events are kept as a heap of the distinct pending *times* (plain floats)
+and, per time, the list of its events in scheduling order. A heap of floats is
+compared float to float; a heap of ``[time, seq, …]`` entries compared each pair
+as lists (two generic comparisons a step), which was most of the kernel's cost
+on large runs, where thousands of tasks are in flight and each ends at a time of
+its own. The order is the same as a heap keyed by ``(time, seq)``: a time's list
+is taken whole when the clock reaches it, and an event scheduled for that same
+time while its list runs opens a new list for it, after the ones already there.
+
+An event is a list ``[fn, args]``; the list itself is the cancellation handle:
+:meth:`Kernel.cancel` blanks its callable in place (lazy deletion), which costs
+nothing for the many events that are never cancelled.
 
 The loop is deliberately bare; progress reporting runs every ``progress_every``
-events, not per event.
+events or so (checked between times), not per event.
 """
 
 from __future__ import annotations
@@ -19,46 +27,55 @@ from collections.abc import Callable
 from heapq import heappop, heappush
 from typing import Any
 
-Event = list  # [time: float, seq: int, fn: Callable | None, args: tuple]
+Event = list  # [fn: Callable | None, args: tuple]
 
 
 class Kernel:
-    """Event heap and simulated clock."""
+    """Pending events and simulated clock."""
 
-    __slots__ = ("now", "events", "_heap", "_seq")
+    __slots__ = ("now", "events", "_times", "_at")
 
     def __init__(self, start: float = 0.0) -> None:
         self.now: float = start
         self.events: int = 0
-        self._heap: list[Event] = []
-        self._seq: int = 0
+        self._times: list[float] = []  # heap of the distinct times with pending events
+        self._at: dict[float, list[Event]] = {}  # time -> its events, in scheduling order
 
     def call_at(self, time: float, fn: Callable[..., Any], *args: Any) -> Event:
         """Run ``fn(*args)`` at simulated ``time`` (never earlier than now)."""
         if time < self.now:
             raise ValueError(f"cannot schedule at {time!r}, before now={self.now!r}")
-        self._seq += 1
-        ev = [time, self._seq, fn, args]
-        heappush(self._heap, ev)
+        ev = [fn, args]
+        same = self._at.get(time)
+        if same is None:
+            self._at[time] = [ev]
+            heappush(self._times, time)
+        else:
+            same.append(ev)
         return ev
 
     def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Event:
         """Run ``fn(*args)`` after ``delay`` simulated seconds (``delay`` ≥ 0)."""
         if delay < 0:
             raise ValueError(f"negative delay {delay!r}")
-        self._seq += 1
-        ev = [self.now + delay, self._seq, fn, args]
-        heappush(self._heap, ev)
+        time = self.now + delay
+        ev = [fn, args]
+        same = self._at.get(time)
+        if same is None:
+            self._at[time] = [ev]
+            heappush(self._times, time)
+        else:
+            same.append(ev)
         return ev
 
     @staticmethod
     def cancel(ev: Event) -> None:
         """Cancel a scheduled event; cancelling twice or after it ran is harmless."""
-        ev[2] = None
+        ev[0] = None
 
     def pending(self) -> int:
-        """Events still in the heap (cancelled ones included until popped)."""
-        return len(self._heap)
+        """Events still pending (cancelled ones included until their time comes)."""
+        return sum(map(len, self._at.values()))
 
     def run(
         self,
@@ -66,44 +83,54 @@ class Kernel:
         progress: Callable[[float, int], None] | None = None,
         progress_every: int = 1 << 15,
     ) -> int:
-        """Process events in (time, seq) order until the heap is empty or the clock passes ``until``.
+        """Process events in (time, scheduling) order until none is left or the clock passes ``until``.
 
-        Events at exactly ``until`` run. ``progress(now, events)`` is called every
-        ``progress_every`` events. Returns the number of events run by this call;
-        cancelled events are skipped and not counted.
+        Events at exactly ``until`` run. ``progress(now, events)`` is called about
+        every ``progress_every`` events. Returns the number of events run by this
+        call; cancelled events are skipped and not counted.
         """
-        heap = self._heap
+        times, at = self._times, self._at
         pop = heappop
         ran = 0
         limit = float("inf") if until is None else until
-        while heap:
-            chunk = progress_every
-            # The inner loop is the hot path: keep it free of anything but the heap.
-            if until is None:
-                while chunk and heap:
-                    ev = pop(heap)
-                    fn = ev[2]
-                    if fn is None:
-                        continue
-                    self.now = ev[0]
-                    fn(*ev[3])
-                    chunk -= 1
-            else:
-                while chunk and heap:
-                    if heap[0][0] > limit:
-                        break
-                    ev = pop(heap)
-                    fn = ev[2]
-                    if fn is None:
-                        continue
-                    self.now = ev[0]
-                    fn(*ev[3])
-                    chunk -= 1
-            ran += progress_every - chunk
-            if heap and heap[0][0] > limit:
+        next_report = progress_every if progress is not None else -1
+        while times:
+            t = times[0]
+            if t > limit:
                 self.now = limit
                 break
-            if progress is not None:
-                progress(self.now, self.events + ran)
+            pop(times)
+            same = at.pop(t)
+            self.now = t
+            # The inner loop is the hot path: keep it free of anything but the calls.
+            ev = same[0]  # a time's list is never empty
+            try:
+                for ev in same:
+                    fn = ev[0]
+                    if fn is not None:
+                        fn(*ev[1])
+                        ran += 1
+            except BaseException:
+                self._keep_rest(t, same, ev)
+                self.events += ran
+                raise
+            if ran >= next_report >= 0:
+                progress(self.now, self.events + ran)  # type: ignore[misc]
+                next_report = ran + progress_every
+        if progress is not None and ran + progress_every != next_report:
+            progress(self.now, self.events + ran)  # the last events since the last report
         self.events += ran
         return ran
+
+    def _keep_rest(self, t: float, same: list[Event], failed: Event) -> None:
+        """A handler raised: the events after it at time ``t`` stay pending, ahead of any scheduled since."""
+        i = next(j for j, e in enumerate(same) if e is failed)
+        rest = same[i + 1 :]
+        if not rest:
+            return
+        later = self._at.get(t)
+        if later is None:
+            self._at[t] = rest
+            heappush(self._times, t)
+        else:
+            self._at[t] = rest + later
