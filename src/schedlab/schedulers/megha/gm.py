@@ -317,6 +317,27 @@ class GlobalMaster(Component):
             self.avail[p] |= bit
 
     # -- rescheduling: resources appeared in the view ----------------------------------------------
+    def _refill_all(self, places: list[tuple[int, int]], out: dict) -> None:
+        """:meth:`_refill` at each of these workers, in order.
+
+        Under a backlog most freed workers can serve no waiting task (the Google
+        trace: 19 in 20); in slot mode with one queue that is ruled out here with
+        the queue's compatibility test alone, without entering the refill.
+        """
+        if len(self.queues) != 1 or not self.slot_mode or self.suspended:
+            for p, pos in places:
+                self._refill(p, pos, out)
+            return
+        q = self.waiting
+        compatible = q.compatible
+        order = self.layout.order
+        machine_masks = self.sh.cluster.machine_masks
+        for p, pos in places:
+            if not q.count:
+                return
+            if compatible(~machine_masks[order[p][pos]]):
+                self._refill(p, pos, out)
+
     def _refill(self, p: int, pos: int, out: dict) -> None:
         """Match the earliest waiting tasks that the worker at (p, pos) could serve, while it can.
 
@@ -377,8 +398,7 @@ class GlobalMaster(Component):
             self.fairness.finished(self, group)
         if self.waiting_count():
             out: dict = {}
-            for p, pos in freed:
-                self._refill(p, pos, out)
+            self._refill_all(freed, out)
             self._dispatch(out)
 
     def _on_update(self, msg: StateUpdate) -> None:
@@ -429,8 +449,8 @@ class GlobalMaster(Component):
                         bits &= ~bit
                 avail[p] = bits
         self._charge(workers=n)
-        for p, pos in gained:
-            self._refill(p, pos, out)
+        if gained:
+            self._refill_all(gained, out)
 
     def _on_rejected(self, msg: LaunchRejected) -> None:
         """An inconsistency: fold in the LM's state, then retry the tasks as new requests."""
