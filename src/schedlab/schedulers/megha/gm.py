@@ -168,12 +168,21 @@ class GlobalMaster(Component):
         out: dict[int, list[tuple[int, int, int]]] = {}
         self._charge(tasks=len(tids))
         match = self._match
+        lm_of, owner, g = self.layout.lm_of, self.layout.owner, self.g
         for tid in tids:
             m = match(tid)
             if m is None:
                 self._no_match(tid, out)
+                continue
+            # _add_request, inlined: once per task of every job
+            p = m[0]
+            items = out.get(lm_of[p])
+            if items is None:
+                out[lm_of[p]] = [(tid, p, m[1])]
             else:
-                self._add_request(out, tid, m[0], m[1])
+                items.append((tid, p, m[1]))
+            if owner[p] != g:
+                self.repartition_requests += 1
         self._dispatch(out)
 
     def _no_match(self, tid: int, out: dict) -> None:
