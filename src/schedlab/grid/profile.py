@@ -184,7 +184,9 @@ class Profile:
         """Most processors free at any instant of ``[a, b)``."""
         times = self.times
         i = bisect_right(times, a) - 1
-        j = bisect_left(times, b)
+        j = bisect_left(times, b, i)
+        if j - i > _LONG:
+            return int(np.frombuffer(self.free, _DTYPE[self._wide])[i:j].max())
         return max(self.free[i:j]) if j > i else self.free[i]
 
     def free_at(self, t: float) -> int:
@@ -219,13 +221,16 @@ class Profile:
     def move(
         self, old: float, new: float, duration: float, size: int, a: float, b: float, at: int = -1
     ) -> tuple[int, int]:
+        """:meth:`shift`, then the most processors free at any instant of ``[a, b)`` (:meth:`max_free`)."""
+        return self.shift(old, new, duration, size, at), self.max_free(a, b)
+
+    def shift(self, old: float, new: float, duration: float, size: int, at: int = -1) -> int:
         """Move a claim of ``size`` processors for ``duration`` from ``old`` to ``new < old``.
 
         The same as releasing ``[old, old + duration)`` and claiming ``[new, new + duration)``,
         done as one claim of ``[new, min(new + duration, old))`` and one release of the part of
         the old claim the new one leaves, ``[max(new + duration, old), old + duration)``.
-        Returns, after the move, the most processors free at any instant of that released part
-        and of ``[a, b)`` (their ``max_free``; a compression passes the region the job moved into).
+        Returns, after the move, the most processors free at any instant of that released part.
         ``at``, when given, is the segment holding ``new`` (``found`` after ``earliest_move``
         returned ``new``, with no change since), which spares a search.
         """
@@ -278,11 +283,7 @@ class Profile:
                 free[i2:i3] = freed
                 cap = max(freed) if i3 > i2 else free[i2]
         self._masks.clear()
-        i = bisect_right(times, a) - 1
-        j = bisect_left(times, b, i)
-        if j - i > _LONG:
-            return cap, int(np.frombuffer(free, _DTYPE[self._wide])[i:j].max())
-        return cap, (max(free[i:j]) if j > i else free[i])
+        return cap
 
     def trim(self, now: float) -> None:
         """Forget the past: keep one breakpoint at or before ``now``."""
