@@ -93,9 +93,13 @@ def test_freed_regions_stay_sorted_disjoint_and_cover_what_was_freed(added):
     from schedlab.grid.site import _add_region
 
     regions: list = []
+    made: list = []
     for a, length, cap in added:
         region = _add_region(regions, float(a), float(a + length), cap)
         assert region in regions and region.a <= a and region.b >= a + length
+        made.append(region)
+    # A region merged into another is left with no room, so that lists still holding it drop it.
+    assert all(g.cap == 0 for g in made if g not in regions)
     for r1, r2 in zip(regions, regions[1:], strict=False):
         assert r1.a < r1.b < r2.a  # sorted, disjoint, not touching
     # The union is what was added (checked at half-units), and each cap is the largest merged in.

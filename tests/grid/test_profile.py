@@ -195,3 +195,22 @@ def test_move_measures_a_long_region_up_to_its_last_segment(capacity):
         q = Profile(capacity, 0.0)
         q.times, q.free = list(p.times), p.free[:]
         assert q.move(300.0, 250.0, 10.0, 1, 0.0, b) == (capacity, capacity - 200 + int(b - 1e-9))
+
+
+@pytest.mark.parametrize(
+    ("block", "claim", "want"),
+    [
+        (None, 30.0, 0.0),  # room all along a window of 40 segments
+        ((15.2, 15.7), 30.0, 15.7),  # blocked past the segments read one by one
+        ((2.2, 2.7), 30.0, 2.7),  # blocked among them
+        ((15.2, 15.7), 2.0, 0.0),  # the window needs room only up to the job's own claim
+    ],
+)
+def test_earliest_move_over_windows_of_many_segments(block, claim, want):
+    p = Profile(8, 0.0)
+    for k in range(20):
+        p.add(float(k), k + 0.5, -1)  # 40 segments with 7 or 8 free
+    if block is not None:
+        p.add(*block, -6)  # fewer than 4 free there
+    assert p.earliest_move(0.0, 0.0, 30.0, 4, claim, 30.0) == want
+    assert p.times[p.found] == want

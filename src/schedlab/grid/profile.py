@@ -17,8 +17,12 @@ next changes) a 0/1 *mask* of the segments with at least *s* free — one
 ``bytes.translate`` on the bytearray, one NumPy comparison on the wide array —
 and walks it with ``bytes.find`` / ``rfind``, one call per run instead of one
 interpreted step per segment. Adding to a range of segments is one
-``translate`` (or one NumPy slice update) as well. The results are exactly
-those of the plain per-segment scans, which the tests check against brute force.
+``translate`` (or one NumPy slice update) as well. A mask is worth building
+only if it is used more than once: a compression changes the profile between
+almost every two queries, and most windows it checks span a few segments, so
+:meth:`Profile.earliest_move` reads up to ``_SCAN`` segments of ``free``
+directly before it turns to a mask. The results are exactly those of the plain
+per-segment scans, which the tests check against brute force.
 
 Breakpoints are only created, never merged, while the plan changes; the past
 is cut off by :meth:`Profile.trim`, and :meth:`Profile.merge` drops breakpoints
@@ -54,6 +58,8 @@ _ADD = [bytes(range(d, 256)) + b"\xff" * d for d in range(256)] + [
 # per element).
 _LONG = 100
 _DTYPE = {False: np.uint8, True: np.int32}
+# Segments a window check reads one by one before it walks a mask instead.
+_SCAN = 8
 
 
 class Profile:
@@ -123,9 +129,10 @@ class Profile:
         segment holding it in ``found``.
         """
         times = self.times
-        mask = self._masks.get(size) or self._mask(size)
+        free = self.free
         j = bisect_left(times, a) - 1  # the segment just before `a`
-        if j >= 0 and mask[j]:
+        if j >= 0 and free[j] >= size:
+            mask = self._masks.get(size) or self._mask(size)
             k = mask.rfind(0, 0, j) + 1  # where the run of room through `a` begins
             start = times[k]
             if start < lo:
@@ -140,6 +147,23 @@ class Profile:
         if start >= hi:
             return None
         # `j` is the segment holding `start`.
+        if free[j] >= size:
+            # Most windows tried span a few segments, and the profile has changed since the last
+            # query (a mask would be built for one use): look at those segments directly.
+            end = start + duration
+            if end > claim:
+                end = claim
+            n = len(times)
+            k = j + 1
+            last = j + _SCAN if j + _SCAN < n else n
+            while k < last and times[k] < end and free[k] >= size:
+                k += 1
+            if k == n or times[k] >= end:
+                self.found = j
+                return start
+            if free[k] < size:
+                j = k  # the first segment without room, before `end`
+        mask = self._masks.get(size) or self._mask(size)
         while True:
             if not mask[j]:
                 j = mask.find(1, j)
@@ -184,7 +208,9 @@ class Profile:
         """Most processors free at any instant of ``[a, b)``."""
         times = self.times
         i = bisect_right(times, a) - 1
-        j = bisect_left(times, b)
+        j = bisect_left(times, b, i)
+        if j - i > _LONG:
+            return int(np.frombuffer(self.free, _DTYPE[self._wide])[i:j].max())
         return max(self.free[i:j]) if j > i else self.free[i]
 
     def free_at(self, t: float) -> int:
@@ -219,13 +245,16 @@ class Profile:
     def move(
         self, old: float, new: float, duration: float, size: int, a: float, b: float, at: int = -1
     ) -> tuple[int, int]:
+        """:meth:`shift`, then the most processors free at any instant of ``[a, b)`` (:meth:`max_free`)."""
+        return self.shift(old, new, duration, size, at), self.max_free(a, b)
+
+    def shift(self, old: float, new: float, duration: float, size: int, at: int = -1) -> int:
         """Move a claim of ``size`` processors for ``duration`` from ``old`` to ``new < old``.
 
         The same as releasing ``[old, old + duration)`` and claiming ``[new, new + duration)``,
         done as one claim of ``[new, min(new + duration, old))`` and one release of the part of
         the old claim the new one leaves, ``[max(new + duration, old), old + duration)``.
-        Returns, after the move, the most processors free at any instant of that released part
-        and of ``[a, b)`` (their ``max_free``; a compression passes the region the job moved into).
+        Returns, after the move, the most processors free at any instant of that released part.
         ``at``, when given, is the segment holding ``new`` (``found`` after ``earliest_move``
         returned ``new``, with no change since), which spares a search.
         """
@@ -278,11 +307,7 @@ class Profile:
                 free[i2:i3] = freed
                 cap = max(freed) if i3 > i2 else free[i2]
         self._masks.clear()
-        i = bisect_right(times, a) - 1
-        j = bisect_left(times, b, i)
-        if j - i > _LONG:
-            return cap, int(np.frombuffer(free, _DTYPE[self._wide])[i:j].max())
-        return cap, (max(free[i:j]) if j > i else free[i])
+        return cap
 
     def trim(self, now: float) -> None:
         """Forget the past: keep one breakpoint at or before ``now``."""

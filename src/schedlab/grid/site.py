@@ -363,6 +363,8 @@ class ConservativeSite(Site):
         profile = self.profile
         longest_run = profile.longest_run
         earliest_move = profile.earliest_move
+        shift = profile.shift
+        max_free = profile.max_free
         on_reserve = self.on_reserve
         # Freed regions (_Region), sorted and disjoint. Regions added later start at or after
         # the reservation being processed, so `lo` stays the lowest start.
@@ -499,7 +501,13 @@ class ConservativeSite(Site):
             # left with no free processor at all is dropped: no job can use it before it merges
             # with processors freed later, which then form a region of their own. (Its cached
             # runs stay upper bounds; measuring them again costs more than it saves.)
-            cap, used.cap = profile.move(r, t, d, size, used.a, used.b, profile.found)
+            cap = shift(r, t, d, size, profile.found)
+            if t <= used.a and (t + d if t + d < r else r) >= used.b:
+                # The claim covers the whole region: every instant of it lost `size`, and so
+                # did its most free (at least `size` were free all over the window).
+                used.cap -= size
+            else:
+                used.cap = max_free(used.a, used.b)
             if not used.cap:
                 (far if used.far_run is not None else regions).remove(used)
             # Move the job up the queue; the jobs after it keep their places. Most moves keep the
@@ -661,7 +669,10 @@ class _Region:
 
 
 def _add_region(regions: list[_Region], a: float, b: float, cap: int) -> _Region:
-    """Add ``[a, b)`` to sorted disjoint regions, merging those it overlaps or touches; returns the region."""
+    """Add ``[a, b)`` to sorted disjoint regions, merging those it overlaps or touches; returns the region.
+
+    A region merged into the new one is left with ``cap`` 0: no longer in the list, it offers nothing.
+    """
     if not regions or regions[-1].b < a:  # the common case: past every region
         region = _Region(a, b, cap)
         regions.append(region)
@@ -681,6 +692,9 @@ def _add_region(regions: list[_Region], a: float, b: float, cap: int) -> _Region
             b = merged.b
         if merged.cap > cap:
             cap = merged.cap
+        # Retired: the pending list, which may still hold it, drops a region with no room rather
+        # than measure what the merged region now covers.
+        merged.cap = 0
     region = _Region(a, b, cap)
     regions[i:j] = [region]
     return region
