@@ -208,24 +208,19 @@ class Recorder:
     def tasks_started(self, placements: list[tuple[int, int]], now: float, component: int = FRAMEWORK_QUEUING) -> None:
         """:meth:`task_started` for each ``(tid, worker)``."""
         chunks = self._chunks
-        k_cur = -1
         for tid, worker in placements:
-            k = tid >> CHUNK_BITS
-            if k != k_cur:  # a batch's tasks are mostly in one chunk: its columns are looked up once
-                c = chunks[k]
-                if c is None:
-                    raise self._retired(tid, "started")
-                ch = c
-                start, comp, last, where = ch.start, ch.comp[component], ch.last_mark, ch.worker
-                k_cur = k
+            ch = chunks[tid >> CHUNK_BITS]
+            if ch is None:
+                raise self._retired(tid, "started")
             i = tid & _LOW
+            start = ch.start
             if start[i] == start[i]:  # not NaN: already running or finished
-                raise InvariantError(f"task {tid} started twice (running on worker {where[i]})")
+                raise InvariantError(f"task {tid} started twice (running on worker {ch.worker[i]})")
             # The last mark is not moved: the next phase of a running task can only start
             # with a preemption, which sets it.
-            comp[i] += now - last[i]
+            ch.comp[component][i] += now - ch.last_mark[i]
             start[i] = now
-            where[i] = worker
+            ch.worker[i] = worker
 
     def task_finished(self, tid: int, now: float) -> None:
         """The task's execution ended on its worker."""
@@ -234,19 +229,14 @@ class Recorder:
     def tasks_finished(self, group: list[tuple[int, int]], now: float) -> None:
         """:meth:`task_finished` for each ``(tid, worker)``."""
         chunks = self._chunks
-        k_cur = -1
         for tid, _worker in group:
-            k = tid >> CHUNK_BITS
-            if k != k_cur:
-                c = chunks[k]
-                if c is None:
-                    raise self._retired(tid, "finished")
-                ch = c
-                start, end = ch.start, ch.end
-                k_cur = k
+            ch = chunks[tid >> CHUNK_BITS]
+            if ch is None:
+                raise self._retired(tid, "finished")
             i = tid & _LOW
-            if start[i] != start[i]:
+            if ch.start[i] != ch.start[i]:
                 raise InvariantError(f"task {tid} finished without running")
+            end = ch.end
             if end[i] == end[i]:
                 raise InvariantError(f"task {tid} finished twice")
             end[i] = now
@@ -263,27 +253,22 @@ class Recorder:
         """Record the reports; returns how many jobs they completed."""
         chunks, remaining, done = self._chunks, self.j_remaining, self.j_done
         completed = 0
-        k_cur = -1
         for tid, _worker in group:
             k = tid >> CHUNK_BITS
-            if k != k_cur:
-                c = chunks[k]
-                if c is None:
-                    raise self._retired(tid, "reported finished")
-                ch = c
-                end, reported, job = ch.end, ch.reported, ch.job
-                k_cur = k
+            ch = chunks[k]
+            if ch is None:
+                raise self._retired(tid, "reported finished")
             i = tid & _LOW
-            if end[i] != end[i]:
+            if ch.end[i] != ch.end[i]:
                 raise InvariantError(f"task {tid} reported finished before it finished")
+            reported = ch.reported
             if reported[i]:
                 raise InvariantError(f"task {tid} reported finished twice")
             reported[i] = 1
             ch.done += 1
             if ch.done == CHUNK and self._spill_enabled:
                 self._retire(k)
-                k_cur = -1  # retired: a later task of this chunk in the group is an error, found above
-            jid = job[i]
+            jid = ch.job[i]
             rem = remaining[jid] - 1
             remaining[jid] = rem
             if rem == 0:

@@ -8,17 +8,16 @@ classes in that order and stopping at the first whose key fits — not by
 scanning every waiting task.
 
 Under a backlog most freed workers fit *no* waiting class, and a full scan
-to learn that dominated whole runs (the Google trace). So classes also get a
-slot in per-constraint bitsets: bit ``s`` of ``requires[c]`` is set when class
-``s``'s mask has constraint ``c``. The classes a worker with machine mask ``M``
-can serve are ``alive`` minus the OR of ``requires[c]`` over the constraints
-``c`` not in ``M``, and an empty answer returns at once. That OR is read from
-small tables rather than computed per constraint: constraints are taken four
-at a time, and for each group of four a 16-entry table holds, for every subset
-of the group a worker may lack, the slots of the classes needing one of them —
-so a query is one lookup per group (six for the 21 Sharma constraints), and a
-class coming or going updates at most 15 entries per group it touches (under a
-backlog a GM asks about 50 times for each class change).
+to learn that dominated whole runs (the Google trace). So each class gets a
+slot (a bit), and the classes a worker with machine mask ``M`` can serve are
+``alive`` minus the slots of the classes needing a constraint ``M`` lacks; an
+empty answer returns at once. Those blocked slots are read from small tables
+rather than gathered constraint by constraint: constraints are taken four at a
+time, and for each group of four a 16-entry table (``blocked_by``) holds, for
+every subset of the group a worker may lack, the slots of the classes needing
+one of them — so a query is one lookup per group (six for the 21 Sharma
+constraints), and a class coming or going updates at most 15 entries per group
+it touches (under a backlog a GM asks far more often than classes change).
 
 When some classes are compatible, the earliest is the one with the smallest
 head rank among them: with few compatible classes among many, their ranks are

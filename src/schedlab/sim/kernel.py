@@ -58,15 +58,7 @@ class Kernel:
         """Run ``fn(*args)`` after ``delay`` simulated seconds (``delay`` ≥ 0)."""
         if delay < 0:
             raise ValueError(f"negative delay {delay!r}")
-        time = self.now + delay
-        ev = [fn, args]
-        same = self._at.get(time)
-        if same is None:
-            self._at[time] = [ev]
-            heappush(self._times, time)
-        else:
-            same.append(ev)
-        return ev
+        return self.call_at(self.now + delay, fn, *args)
 
     @staticmethod
     def cancel(ev: Event) -> None:

@@ -211,10 +211,9 @@ def read_trace(
 def count_jobs(spec: str | os.PathLike) -> int:
     """Number of jobs (for progress bars): the lines that are neither blank nor comments.
 
-    Lines are counted, not parsed — a job's durations are most of its line, and
-    parsing them is most of the cost of reading a trace (a first, parsing read of
-    a 10⁸-task trace took about as long as a tenth of its simulation). A malformed
-    line is counted like any other; the reader refuses it when the run gets there.
+    Lines are counted, not parsed: a job's durations are most of its line, and
+    parsing them is most of the cost of reading a trace. A malformed line is
+    counted like any other; the reader refuses it when the run gets there.
     """
     label, path = resolve_trace(spec)
     try:

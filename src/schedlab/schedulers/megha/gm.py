@@ -168,21 +168,12 @@ class GlobalMaster(Component):
         out: dict[int, list[tuple[int, int, int]]] = {}
         self._charge(tasks=len(tids))
         match = self._match
-        lm_of, owner, g = self.layout.lm_of, self.layout.owner, self.g
         for tid in tids:
             m = match(tid)
             if m is None:
                 self._no_match(tid, out)
-                continue
-            # _add_request, inlined: once per task of every job
-            p = m[0]
-            items = out.get(lm_of[p])
-            if items is None:
-                out[lm_of[p]] = [(tid, p, m[1])]
             else:
-                items.append((tid, p, m[1]))
-            if owner[p] != g:
-                self.repartition_requests += 1
+                self._add_request(out, tid, m[0], m[1])
         self._dispatch(out)
 
     def _no_match(self, tid: int, out: dict) -> None:
@@ -247,12 +238,7 @@ class GlobalMaster(Component):
                     cand = avail[p] & el[p]
                     if cand:
                         rr[g] = i
-                        # _take_slot, inlined: this is every slot-mode run's hottest loop
-                        pos = choose_position(cand, self.choice_rng)
-                        bit = 1 << pos
-                        avail[p] ^= bit
-                        self.reserved[p] |= bit
-                        return p, pos
+                        return p, self._take_slot(p, cand)
             return None
         # Multi-resource mode: the same walk, plus a fit check per candidate; kept apart from the
         # slot-mode loop above, which is the hot path of every slot-mode run.
