@@ -120,6 +120,7 @@ def host_address(h: int) -> tuple[str, int]:
     return ("host", h)
 
 
+ENDS_PUBLISHED_WITHIN = 5.0  # seconds a host answering a takeover waits for its earlier ends to reach the broker
 RECORDS_EVERY = 0.02  # seconds a service gathers lifecycle events before sending them to their client
 
 
@@ -572,7 +573,26 @@ class Node:
             status = 404 if e.reason.startswith("unknown ") else 400
             return web.Response(status=status, text=self._refuse(reason_key(e.reason), e.reason) + "\n")
         replies = self.transport.handle_frames(frames)
+        if self.beacon is not None and any(isinstance(f[2], HostState) for f in frames):
+            try:
+                await asyncio.wait_for(self._ends_published(), ENDS_PUBLISHED_WITHIN)
+            except TimeoutError:  # the broker is away: no answer rather than one that hides ends (the LM asks again)
+                return web.Response(status=503, text=self._refuse("broker away", "ends not yet in the broker") + "\n")
         return self._signed({"replies": replies})
+
+    async def _ends_published(self) -> None:
+        """A worker host answering an LM process taking over: every end it reported before this answer is in
+        the broker first. The answer leaves out tasks that already ended; were their ends still on their way
+        (in the outbox or the publisher's queue), the new LM would neither adopt them nor find their ends in
+        its queue's backlog, and their GMs would request them again — run twice (seen under load)."""
+        host: WorkerHost = self.component
+        if host._flush_scheduled:
+            host._flush()
+        if self.amqp is None:
+            return
+        done = asyncio.get_running_loop().create_future()
+        self.amqp.when_published(lambda: done.done() or done.set_result(None))
+        await done
 
     def _check(self, dst: Any, msg: Any, tasks: Any) -> None:
         """Refuse what the component must never see (raised as WireError, before anything changes)."""
