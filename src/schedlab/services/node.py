@@ -590,8 +590,13 @@ class Node:
             host._flush()
         if self.amqp is None:
             return
-        done = asyncio.get_running_loop().create_future()
-        self.amqp.when_published(lambda: done.done() or done.set_result(None))
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def published() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        self.amqp.when_published(published)
         await done
 
     def _check(self, dst: Any, msg: Any, tasks: Any) -> None:
