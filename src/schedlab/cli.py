@@ -298,6 +298,9 @@ def trace_generate(
     duration: Annotated[str, typer.Option("--duration", help="Task-duration distribution, e.g. const:1, exp:10, lognormal:0,1.")] = "const:1",
     seed: Annotated[int, typer.Option("--seed")] = 0,
     start: Annotated[float, typer.Option("--start", help="Arrival time of the first job.")] = 1.0,
+    job_duration_spread: Annotated[float | None, typer.Option(
+        "--job-duration-spread", help="Draw one duration per job from --duration; each task takes it times U(1-S, 1+S) "
+        "(jobs of alike tasks, as in the Yahoo and Google traces). Default: every task drawn on its own.")] = None,
 ) -> None:
     """Write a synthetic trace (syn_N-like by default: one job/s of 250 one-second tasks)."""
     from schedlab.sim.rng import RngStreams
@@ -307,7 +310,7 @@ def trace_generate(
     if seed < 0:
         raise InputError("--seed", f"must be >= 0, got {seed}")
     rng = RngStreams(seed).np_rng("workload")
-    n = write_trace(out_path, generate_jobs(jobs, arrivals, tasks_per_job, duration, rng, start))
+    n = write_trace(out_path, generate_jobs(jobs, arrivals, tasks_per_job, duration, rng, start, job_duration_spread))
     err.print(f"wrote {n} jobs to {out_path}")
 
 

@@ -94,6 +94,7 @@ def test_malformed_trace_one_line_exit_2_no_output(tmp_path, capsys, lines, what
         (["simulate", "--latency", "-1", "-w", "5"], "error: --latency: must be >= 0"),
         (["trace", "generate", "-o", "x.tr", "--duration", "exp:-1"], "error: duration: 'exp:-1': mean must be > 0"),
         (["trace", "generate", "-o", "x.tr", "--arrivals", "mmpp:10,0.5,3"], "error: mmpp.scv"),
+        (["trace", "generate", "-o", "x.tr", "--job-duration-spread", "1.5"], "error: job_duration_spread: must be in [0, 1), got 1.5"),
         (["trace", "info", "google", "-w", "-3"], "error: --workers: must be >= 1"),
         (["simulate", "-s", "megha", "-w", "10", "--gms", "4", "--lms", "3"], "error: topology: 10 workers cannot fill 3 clusters x 4 partitions"),
         (["simulate", "-s", "megha", "--config", "reference-pigeon"], "error: --config: Megha needs a Megha config"),

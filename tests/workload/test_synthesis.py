@@ -121,6 +121,22 @@ def test_generated_jobs_are_deterministic_and_ordered():
     assert all(j.num_tasks >= 1 for j in a)
 
 
+def test_job_duration_spread_makes_a_job_s_tasks_alike_and_whole_jobs_long():
+    rng = np.random.default_rng(3)
+    jobs = list(generate_jobs(400, "poisson:1", "const:20", "lognormal:3,2", rng, job_duration_spread=0.2))
+    for j in jobs:  # every task within ±20 % of its job's one draw
+        lo, hi = min(j.durations), max(j.durations)
+        assert lo > 0 and hi <= lo * 1.2 / 0.8 + 1e-9
+    per_task = list(generate_jobs(400, "poisson:1", "const:20", "lognormal:3,2", np.random.default_rng(3)))
+    # the heavy tail moves from tasks to jobs: the job means spread far wider than with per-task draws
+    assert np.std(np.log([j.mean_duration for j in jobs])) > 2 * np.std(np.log([j.mean_duration for j in per_task]))
+    # the default (per task) draws exactly what it drew before the option existed
+    again = list(generate_jobs(400, "poisson:1", "const:20", "lognormal:3,2", np.random.default_rng(3), job_duration_spread=None))
+    assert [j.durations for j in again] == [j.durations for j in per_task]
+    with pytest.raises(InputError, match="job_duration_spread"):
+        list(generate_jobs(5, "poisson:1", "const:2", "exp:1", rng, job_duration_spread=1.0))
+
+
 def test_request_models():
     rng = np.random.default_rng(0)
     assert RequestModel.parse("fixed:1,256", 2).sample(2, rng).tolist() == [[1, 256], [1, 256]]

@@ -121,7 +121,8 @@ def workload_jobs(wl: dict[str, Any], trace_path: str | None = None) -> Iterator
 
         g = wl["generate"]
         rng = RngStreams(g["seed"]).np_rng("workload")  # the stream `schedlab trace generate` uses
-        jobs: Iterator[TraceJob] = generate_jobs(g["jobs"], g["arrivals"], g["tasks_per_job"], g["duration"], rng, g["start"])
+        jobs: Iterator[TraceJob] = generate_jobs(g["jobs"], g["arrivals"], g["tasks_per_job"], g["duration"], rng, g["start"],
+                                                    g.get("job_duration_spread"))
     else:
         conv = TraceConventions.exact() if wl["exact_durations"] else TraceConventions()
         jobs = read_trace(trace_path or wl["trace"], conv)
@@ -177,7 +178,8 @@ def _workload_config(ls: LoadedSpec, i: int, w: WorkloadSpec) -> dict[str, Any]:
         "requests": w.requests,
     }
     if w.generate is not None:
-        cfg["generate"] = w.generate.model_dump()
+        # left out when unset, so that runs resolved before the option existed keep their ids
+        cfg["generate"] = w.generate.model_dump(exclude_none=True)
         return cfg
     assert w.trace is not None
     if w.trace in BUNDLED_TRACES:

@@ -170,6 +170,7 @@ class GeneratorSpec(_Model):
     duration: str = "exp:1"
     seed: int = Field(0, ge=0)
     start: float = Field(0.0, ge=0)
+    job_duration_spread: float | None = Field(None, ge=0, lt=1)  # one duration per job (generate_jobs)
 
     @model_validator(mode="after")
     def _parse(self) -> GeneratorSpec:
