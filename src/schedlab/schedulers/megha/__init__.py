@@ -58,7 +58,7 @@ from schedlab.schedulers.base import (
     compat_field,
     worker_choice_field,
 )
-from schedlab.schedulers.megha.compat import AuthorsGM, AuthorsLM
+from schedlab.schedulers.megha.compat import DEPARTURES, AuthorsGM, AuthorsLM
 from schedlab.schedulers.megha.fairness import FairSharing, UserAssignment
 from schedlab.schedulers.megha.gm import GlobalMaster
 from schedlab.schedulers.megha.lm import LocalMaster
@@ -83,6 +83,10 @@ MEGHA_PAPER_COSTS = {
 }
 
 
+Departure = Literal["search_order", "batching", "retry_on_freed_worker", "rejection_to_front", "event_lists",
+                    "discarded_update", "heartbeat_phase"]
+
+
 class MeghaParams(SchedulerParams):
     gms: int | None = Field(None, ge=1, description="number of Global Masters (default 5, or the config's)")
     lms: int | None = Field(None, ge=1, description="number of Local Masters (default 5, or the config's)")
@@ -91,6 +95,9 @@ class MeghaParams(SchedulerParams):
     updates: Literal["delta", "snapshot"] = Field("delta", description="LM state updates: delta (the enhanced design) or snapshot (the original)")
     piggyback: bool = Field(False, description="LMs answer accepted launches with the GM's pending update (Megha paper IV-A)")
     compat: Literal["none", "authors"] = compat_field()
+    departures: list[Departure] | None = Field(
+        None, description="with compat=authors: only these of the authors' simulator's departures (default: all of them: "
+        + ", ".join(DEPARTURES) + ")")
     gm_match_cost: float = Field(0.0, ge=0, description="seconds a GM spends matching one task")
     lm_verify_cost: float = Field(0.0, ge=0, description="seconds an LM spends validating one task")
     update_cost_per_worker: float = Field(0.0, ge=0, description="seconds a GM spends folding one worker's entry of a state update")
@@ -108,11 +115,19 @@ class MeghaParams(SchedulerParams):
                 raise ValueError("queue_gms needs one GM per share")
         elif self.queue_gms is not None:
             raise ValueError("queue_gms needs shares")
+        if self.departures is not None and self.compat != "authors":
+            raise ValueError("departures are the authors' simulator's: they need compat='authors'")
         if self.compat == "authors" and self.piggyback:
             raise ValueError("the authors' simulator sends no reply to accepted launches: piggyback needs compat='none'")
         if self.compat == "authors" and self.shares is not None:
             raise ValueError("the authors' simulator has no fair sharing: use compat='none' with shares")
         return self
+
+    def authors_departures(self) -> frozenset[str]:
+        """The authors' simulator's departures in force (:mod:`~schedlab.schedulers.megha.compat`)."""
+        if self.compat != "authors":
+            return frozenset()
+        return frozenset(DEPARTURES if self.departures is None else self.departures)
 
 
 @dataclass
@@ -174,7 +189,8 @@ class MeghaScheduler(Scheduler):
     def submit(self, job: Job) -> None:
         if not self.heartbeats_started:
             self.heartbeats_started = True
-            first = self.params.heartbeat - (0.05 if self.params.compat == "authors" else 0.0)  # type: ignore[attr-defined]
+            phased = "heartbeat_phase" in self.params.authors_departures()  # type: ignore[attr-defined]
+            first = self.params.heartbeat - (0.05 if phased else 0.0)  # type: ignore[attr-defined]
             self.rt.call_later(first, self._heartbeat_round)
         if self.fairness is not None:
             u = job.user = self.users.next()

@@ -7,43 +7,55 @@ lists where it departs from the papers; we read its GM (``gm_constraints_*.py``)
 the paper-faithful classes, so that both profiles run on the same kernel,
 workloads and metrics and each departure's effect can be measured.
 
+Each departure is a switch (``departures``, default: all of them), so that
+they can be measured one at a time; a switch that is off leaves the
+paper-faithful behaviour of :class:`GlobalMaster` / :class:`LocalMaster` in its
+place.
+
 GM (:class:`AuthorsGM`):
 
-* **Search order.** Internal partitions always from LM 1 (not round-robin),
+* ``search_order`` — internal partitions always from LM 1 (not round-robin),
   then external partitions LM 1…L × the other GMs in order; the first
-  partition with a candidate wins.
-* **Per-job search mode.** Once per job the GM decides from its "busy
-  partition" flags (a partition is flagged when a search finds its
-  availability vector empty, unflagged when one of its workers is seen free)
-  whether the job's tasks search internal partitions, internal then external,
-  or external only — or none, in which case every task is queued.
-* **Batching.** Consecutive tasks bound for the same LM travel in one request
-  (at most 100).
-* **Queue retry only on freed workers.** A task that finds nothing is appended
-  to the GM's queue. The queue is looked at only when the GM learns a specific
-  worker became free — its own task finished there, or an update lists it as
-  available — and then the *first* queued task whose constraints that worker
-  satisfies is sent to exactly that worker. New arrivals never look at the
-  queue, and queued tasks are never retried against the standing view.
-* **Rejections** put the tasks back at the *front* of the queue (each with
-  ``insert(0)``, so a rejected batch comes back reversed).
+  partition with a candidate wins. Their simulator also fixes a *search mode*
+  once per job from "busy partition" flags (a partition is flagged when a
+  search finds its availability vector empty, unflagged when one of its
+  workers is seen free) — internal, internal then external, external only, or
+  none (every task queued). A flagged partition is always empty in the view
+  (only seeing a worker free makes it non-empty, and that unflags it), and no
+  event comes between the tasks of one job, so the mode skips exactly the
+  partitions in which the search would find nothing: it changes no outcome,
+  and here the search simply skips empty partitions.
+* ``batching`` — consecutive tasks bound for the same LM travel in one request
+  (at most 100), instead of one request per LM per handling step.
+* ``retry_on_freed_worker`` — the queue is looked at only when the GM learns a
+  specific worker became free (its own task finished there, or an update lists
+  it as available), and then the *first* queued task whose constraints that
+  worker satisfies is sent to exactly that worker. (Paper-faithful: the
+  earliest waiting task the worker could serve is matched again as a new
+  request, anywhere the search finds a worker.) In both, new arrivals never
+  look at the queue.
+* ``rejection_to_front`` — rejected tasks go back to the *front* of the queue
+  (each with ``insert(0)``, so a rejected batch comes back reversed) to wait
+  for a freed worker, instead of being matched again at once.
 
 LM (:class:`AuthorsLM`):
 
-* **Updates as event lists.** For each other GM the LM appends a worker to a
-  "busy" list when it launches a task there and to an "available" list when a
-  task there ends (the task's own GM is left out of both); the GM applies all
+* ``event_lists`` — for each other GM the LM appends a worker to a "busy"
+  list when it launches a task there and to an "available" list when a task
+  there ends (the task's own GM is left out of both); the GM applies all
   "busy" entries of a partition, then all "available" ones. A worker freed and
   then taken again within one period is thus believed free — an error that
-  nothing corrects, since updates never carry full state.
-* **Heartbeats** every ``heartbeat`` seconds, phased at first arrival − 0.05 s;
-  accepted launches get no reply (no piggybacked state).
-* **The discarded update.** When a request batch has rejected tasks, the LM
-  hands the GM's pending update to the rejection by reference and then resets
-  it — so the rejection arrives with an empty update and those pending changes
-  are lost for good. (It is easily taken to happen whenever an LM accepts a
+  nothing corrects, since updates never carry full state. Accepted launches get
+  no reply (no piggybacked state).
+* ``discarded_update`` — when a request batch has rejected tasks, the LM hands
+  the GM's pending update to the rejection by reference and then resets it —
+  so the rejection arrives with an empty update and those pending changes are
+  lost for good. (It is easily taken to happen whenever an LM accepts a
   launch from that GM; in the code we read it happens on a batch with a
-  rejected request, which is what we reproduce.)
+  rejected request, which is what we reproduce.) With state-delta updates
+  (``event_lists`` off) the GM's pending changes are dropped the same way.
+* ``heartbeat_phase`` — heartbeats phased at first arrival − 0.05 s (applied by
+  :class:`~schedlab.schedulers.megha.MeghaScheduler`).
 
 Random worker choice in the authors' code draws from one module-level RNG
 seeded 43 and shared by all GMs; its draws depend on their event order, which
@@ -69,40 +81,45 @@ if TYPE_CHECKING:
     from schedlab.schedulers.megha import MeghaShared
 
 BATCH_LIMIT = 100
+# the switches (MeghaParams.departures; its Literal lists the same names, checked by a test)
+DEPARTURES = ("search_order", "batching", "retry_on_freed_worker", "rejection_to_front", "event_lists",
+              "discarded_update", "heartbeat_phase")
 
 
 class AuthorsGM(GlobalMaster):
-    """The GM of the authors' simulator (slot mode)."""
+    """The GM of the authors' simulator (slot mode), each of its departures switchable."""
 
     def __init__(self, g: int, shared: MeghaShared, rng: random.Random) -> None:
         super().__init__(g, shared, rng)
         if not self.slot_mode:
 
             raise InputError("param compat", "the authors' simulator is slot-mode only (no --resources multi)")
-        self.internal_busy: set[int] = set()  # internal partitions flagged busy
-        self.external_busy: set[int] = set()
+        on = shared.params.authors_departures()
+        self.fixed_order = "search_order" in on
+        self.consecutive = "batching" in on
+        self.offer_only = "retry_on_freed_worker" in on
+        self.to_front = "rejection_to_front" in on
         self.lm_order_external = [p for p in range(shared.layout.num_partitions) if shared.layout.owner[p] != g]
 
-    # -- arrivals: per-job mode, LM-1-first search, consecutive batching ---------------------------
+    # -- arrivals: LM-1-first search, consecutive batching ----------------------------------------
     def _on_tasks(self, tids) -> None:
-        L = self.layout.num_lms
-        G = self.layout.num_gms
-        int_open = len(self.internal_busy) < L
-        ext_open = len(self.external_busy) < L * (G - 1)
-        mode = ("A" if ext_open else "I") if int_open else ("E" if ext_open else None)
+        if not (self.fixed_order or self.consecutive):
+            super()._on_tasks(tids)
+            return
         batch: list[tuple[int, int, int]] = []
         batch_lm = -1
+        out: dict[int, list[tuple[int, int, int]]] = {}
         now = self.rt.now()
+        find = self._search if self.fixed_order else self._match
         for tid in tids:
-            m = None
-            if mode in ("I", "A"):
-                m = self._search(tid, self.internal, self.internal_busy)
-            if m is None and mode in ("A", "E"):
-                m = self._search(tid, self.lm_order_external, self.external_busy)
+            m = find(tid)
             if m is None:
-                self.waiting.add(tid, self._key(tid))
+                self._enqueue(tid)
                 continue
             p, pos = m
+            if not self.consecutive:
+                self._add_request(out, tid, p, pos)
+                continue
             if self.layout.owner[p] != self.g:
                 self.repartition_requests += 1
             lm = self.layout.lm_of[p]
@@ -116,20 +133,17 @@ class AuthorsGM(GlobalMaster):
                 batch = []
         if batch:
             self._send_batch(batch_lm, batch, now)
+        self._dispatch(out)
 
-    def _search(self, tid: int, partitions: list[int], busy: set[int]) -> tuple[int, int] | None:
+    def _search(self, tid: int) -> tuple[int, int] | None:
+        """Internal partitions from LM 1, then external ones LM 1…L × the other GMs: the first with a candidate."""
         el = self.layout.eligible(self.tasks.mask[tid])
         avail = self.avail
-        for p in partitions:
-            if p in busy:
-                continue
-            a = avail[p]
-            if not a:
-                busy.add(p)
-                continue
-            cand = a & el[p]
-            if cand:
-                return p, self._take_slot(p, cand)
+        for partitions in (self.internal, self.lm_order_external):
+            for p in partitions:
+                cand = avail[p] & el[p]
+                if cand:
+                    return p, self._take_slot(p, cand)
         return None
 
     def _send_batch(self, lm: int, items: list[tuple[int, int, int]], now: float) -> None:
@@ -139,7 +153,7 @@ class AuthorsGM(GlobalMaster):
         self.requests_sent += len(items)
         self.proc.send(self.lm_addr[lm], LaunchRequest(self.g, items))
 
-    # -- the queue is retried only for a specific freed worker --------------------------------------
+    # -- the queue retried only for a specific freed worker ----------------------------------------
     def _offer(self, p: int, pos: int, now: float) -> bool:
         """The worker at (p, pos) is free: send it the first queued task it can run, if any."""
         if not self.waiting.count:
@@ -154,12 +168,21 @@ class AuthorsGM(GlobalMaster):
         self._send_batch(self.layout.lm_of[p], [(tid, p, pos)], now)
         return True
 
-    def _mark_free(self, p: int, pos: int) -> None:
-        self.avail[p] |= 1 << pos
-        self.internal_busy.discard(p)
-        self.external_busy.discard(p)
+    def _refill_all(self, places: list[tuple[int, int]], out: dict) -> None:
+        """Workers the view gained through the paper-faithful paths (state deltas, a completion): with
+        ``retry_on_freed_worker`` each is offered to the first queued task it can run, and taken if one is."""
+        if not self.offer_only:
+            super()._refill_all(places, out)
+            return
+        now = self.rt.now()
+        for p, pos in places:
+            if self._offer(p, pos, now):
+                self.avail[p] &= ~(1 << pos)
 
     def _on_finished(self, msg: TasksFinished) -> None:
+        if not self.offer_only:
+            super()._on_finished(msg)
+            return
         group = msg.group
         now = self.rt.now()
         self.rec.tasks_reported(group, now)
@@ -168,35 +191,73 @@ class AuthorsGM(GlobalMaster):
             p, pos = where[w]
             self.reserved[p] &= ~(1 << pos)
             if not self._offer(p, pos, now):
-                self._mark_free(p, pos)
+                self.avail[p] |= 1 << pos
 
     def _on_update(self, msg: StateUpdate) -> None:
-        self._apply_lists(msg)
+        if not msg.lists:
+            super()._on_update(msg)
+            return
+        out: dict = {}
+        self._apply_lists(msg, out)
+        self._dispatch(out)
 
-    def _apply_lists(self, msg: StateUpdate) -> None:
+    def _apply_lists(self, msg: StateUpdate, out: dict) -> None:
+        """An event-list update: every "busy" entry of a partition, then every "available" one."""
         now = self.rt.now()
+        gained: list[tuple[int, int]] = []
         for p, (busy, available) in msg.lists.items():
             for pos in busy:
                 self.avail[p] &= ~(1 << pos)
             for pos in available:
-                if not self._offer(p, pos, now):
-                    self._mark_free(p, pos)
+                if self.offer_only:
+                    if not self._offer(p, pos, now):
+                        self.avail[p] |= 1 << pos
+                elif not self.avail[p] >> pos & 1:
+                    self.avail[p] |= 1 << pos
+                    gained.append((p, pos))
+        if gained and self.waiting_count():
+            self._refill_all(gained, out)
+
+    def _fold(self, update: StateUpdate, out: dict) -> None:
+        if update.lists:
+            self._apply_lists(update, out)
+        else:
+            self._apply(update, out)
 
     def _on_rejected(self, msg: LaunchRejected) -> None:
-        self.rejections += len(msg.items)
+        out: dict = {}
         now = self.rt.now()
-        for tid, p, pos in msg.items:
-            self.rec.mark(tid, now, COMMUNICATION)
-            self.reserved[p] &= ~(1 << pos)
-            self.waiting.push_front(tid, self._key(tid))
-        self._apply_lists(msg.update)
+        self.rejections += len(msg.items)
+        if self.to_front:
+            for tid, p, pos in msg.items:
+                self.rec.mark(tid, now, COMMUNICATION)
+                self.reserved[p] &= ~(1 << pos)
+                self.waiting.push_front(tid, self._key(tid))
+            self._fold(msg.update, out)
+        else:  # matched again at once, as new requests (the paper-faithful GM's way)
+            for tid, p, pos in msg.items:
+                self.rec.mark(tid, now, COMMUNICATION)
+                self._forget(p, pos, tid)
+            self._fold(msg.update, out)
+            self._charge(tasks=len(msg.items))
+            find = self._search if self.fixed_order else self._match
+            for tid, _p, _pos in msg.items:
+                m = find(tid)
+                if m is None:
+                    self._enqueue(tid)
+                else:
+                    self._add_request(out, tid, m[0], m[1])
+        self._dispatch(out)
 
 
 class AuthorsLM(LocalMaster):
-    """The LM of the authors' simulator: event-list updates and the discarded update on rejection."""
+    """The LM of the authors' simulator: event-list updates and the discarded update on rejection (switchable)."""
 
     def __init__(self, i: int, shared: MeghaShared) -> None:
         super().__init__(i, shared)
+        on = shared.params.authors_departures()
+        self.event_lists = "event_lists" in on
+        self.discard = "discarded_update" in on
         # per GM, per partition: ([busy positions], [available positions]) since the last update
         self.lists: list[dict[int, tuple[list[int], list[int]]]] = [self._empty() for _ in range(self.G)]
 
@@ -204,6 +265,9 @@ class AuthorsLM(LocalMaster):
         return {p: ([], []) for p in self.parts}
 
     def _on_request(self, msg: LaunchRequest) -> None:
+        if not self.event_lists:
+            super()._on_request(msg)
+            return
         gm = msg.gm
         accepted: list[tuple[int, int]] = []
         rejected: list[tuple[int, int, int]] = []
@@ -228,11 +292,24 @@ class AuthorsLM(LocalMaster):
             self.proc.send(POOL_ADDRESS, LaunchBatch(accepted, (self.address, self.gm_addr[gm])))
         if rejected:
             self.inconsistencies += len(rejected)
-            # The pending update is passed by reference and then reset: the GM gets it empty.
+            pending = self.lists[gm]
             self.lists[gm] = self._empty()
-            self.proc.send(self.gm_addr[gm], LaunchRejected(self.i, rejected, StateUpdate(self.i, False, lists=self._empty())))
+            # discarded: the pending update is passed by reference and then reset, so the GM gets it empty
+            update = StateUpdate(self.i, False, lists=self._empty() if self.discard else pending)
+            self.proc.send(self.gm_addr[gm], LaunchRejected(self.i, rejected, update))
+
+    def _update_for(self, gm: int, extra: list[tuple[int, int]] | None = None) -> StateUpdate:
+        if self.discard and extra is not None:  # a rejection with state-delta updates: the pending changes go
+            ch = self.changed[gm]
+            for j in range(len(ch)):
+                ch[j] = 0
+            return StateUpdate(self.i, False)
+        return super()._update_for(gm, extra)
 
     def _on_finished(self, msg: TasksFinished) -> None:
+        if not self.event_lists:
+            super()._on_finished(msg)
+            return
         for tid, _w in msg.group:
             p, pos, gm = self.running.pop(tid)
             self.avail[p] |= 1 << pos
@@ -241,6 +318,9 @@ class AuthorsLM(LocalMaster):
                     self.lists[g][p][1].append(pos)
 
     def _on_heartbeat(self) -> None:
+        if not self.event_lists:
+            super()._on_heartbeat()
+            return
         for g in range(self.G):
             lists = self.lists[g]
             self.lists[g] = self._empty()
