@@ -14,6 +14,7 @@ one line says which.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable
 from importlib import resources
@@ -25,6 +26,10 @@ import yaml
 from schedlab.errors import InputError
 from schedlab.experiments.spec import LoadedSpec, parse_spec
 from schedlab.schedulers import registry
+
+# A built-in spec whose paper claims are checked from its runs: the analysis (module:function(root, out_dir))
+# and where its summary goes for a full run (a quick run or another --out puts it in the results folder).
+ANALYSES = {"megha-worker-choice": ("schedlab.experiments.worker_choice:write_analysis", "reports/worker-choice")}
 
 
 def builtin_specs() -> dict[str, str]:
@@ -91,4 +96,9 @@ def reproduce(
     root = Path(out) if out is not None else Path("results") / ls.spec.name
     result = run_sweep(ls, root, jobs=jobs, backend=backend, address=address, progress=progress)
     report = write_report(root) if result.ran or result.skipped else None
+    analysis = ANALYSES.get(name)
+    if analysis is not None and (result.ran or result.skipped):
+        module, _, fn = analysis[0].partition(":")
+        dest = Path(analysis[1]) if out is None and not quick else root / "analysis"
+        getattr(importlib.import_module(module), fn)(root, dest)
     return result, report
