@@ -37,6 +37,7 @@ def test_checks_follow_the_numbers():
     assert by["yahoo-like", "centralized"]["jrt_delay.p99"]["ratio"] == 3 and by["yahoo-like", "centralized"]["checks"] == {}
     assert by["syn_250", "megha_none"]["checks"]["level"] is True
     assert by["syn_250", "megha_authors"]["checks"] == {"level": False, "fewer_inconsistencies_with_random": True}
+    assert [r["verdict"] for r in s["rows"]] == ["random better", "random worse", "random worse", "level", "random better"]
     md = markdown(s)
     assert "| yahoo-like | Megha, paper-faithful | 7.5 / 10 (0.75) |" in md and "Random better: yes" in md and "level: **no**" in md
 
@@ -51,3 +52,18 @@ def test_quick_reproduction_writes_the_analysis(tmp_path, capsys):
     for r in s["rows"]:
         assert r["seeds"] == 1 and r["jrt_delay.p99"]["ratio"] == pytest.approx(r["jrt_delay.p99"]["random"] / r["jrt_delay.p99"]["min-constraints"])
     assert (out / "analysis" / "summary.md").read_text().startswith("# Random vs Minimum Constraints")
+
+
+def test_one_departure_at_a_time_names_the_step_that_changes_the_verdict():
+    rows = (
+        _runs("google", "paper_random", [200, 200], [1, 1]) + _runs("google", "paper_min-constraints", [100, 100], [1, 1])
+        + _runs("google", "authors_random", [100, 100], [1, 1]) + _runs("google", "authors_min-constraints", [100, 100], [1, 1])
+        + _runs("google", "only_event_lists_random", [100, 100], [1, 1]) + _runs("google", "only_event_lists_min-constraints", [100, 100], [1, 1])
+        + _runs("google", "only_batching_random", [210, 210], [1, 1]) + _runs("google", "only_batching_min-constraints", [100, 100], [1, 1])
+        + _runs("google", "without_event_lists_random", [300, 300], [1, 1]) + _runs("google", "without_event_lists_min-constraints", [100, 100], [1, 1])
+    )
+    by = {r["family"]: r for r in analyse(pd.DataFrame(rows))["rows"]}
+    assert (by["paper"]["verdict"], by["authors"]["verdict"]) == ("random worse", "level")
+    assert by["only_event_lists"]["flips"] and not by["only_batching"]["flips"] and by["without_event_lists"]["flips"]
+    assert by["only_batching"]["against"] == "paper" and by["without_event_lists"]["against"] == "authors"
+    assert "random worse (**changed** from authors)" in markdown(analyse(pd.DataFrame(rows)))

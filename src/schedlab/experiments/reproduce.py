@@ -29,7 +29,10 @@ from schedlab.schedulers import registry
 
 # A built-in spec whose paper claims are checked from its runs: the analysis (module:function(root, out_dir))
 # and where its summary goes for a full run (a quick run or another --out puts it in the results folder).
-ANALYSES = {"megha-worker-choice": ("schedlab.experiments.worker_choice:write_analysis", "reports/worker-choice")}
+ANALYSES = {
+    "megha-worker-choice": ("schedlab.experiments.worker_choice:write_analysis", "reports/worker-choice"),
+    "megha-worker-choice-departures": ("schedlab.experiments.worker_choice:write_departures_analysis", "reports/worker-choice"),
+}
 
 
 def builtin_specs() -> dict[str, str]:

@@ -24,13 +24,23 @@ numbers:
 * **The mechanism the paper gives** (fewer inconsistencies with Random): Random's
   mean inconsistencies below Minimum Constraints'.
 
+Each row also gets a *verdict* from its p99s — "random better" (ratio ≤ 0.9),
+"random worse" (≥ 1.1) or "level" (between, or less than 1 s apart). The
+companion spec ``megha-worker-choice-departures`` runs the paper-faithful Megha
+(``paper``) with each of the authors' simulator's departures alone
+(``only_X``) and the authors' profile (``authors``) without each one
+(``without_X``), and each profile choosing among every candidate of a group
+of partitions (``only_group_scope``, ``with_group_scope``); a row ``flips``
+when that one change alters the verdict against its reference (``paper`` for
+``only_*``, ``authors`` for ``without_*`` and ``with_*``).
+
 The exact-view control answers what the paper does not measure: with one
 scheduler on an exact view no request is ever rejected, so a Random ÷ Minimum
 Constraints ratio there is the choice's effect on which workers stay free for
 constrained tasks (Section 4.3.2's argument for Minimum Constraints) alone.
 
 ``write_analysis`` writes ``summary.json`` (every number) and ``summary.md``
-(the tables) from the store alone, so they come out the same whether the runs
+(the tables; ``departures.*`` for the companion spec) from the store alone, so they come out the same whether the runs
 ran now or were resumed.
 """
 
@@ -43,13 +53,13 @@ from typing import Any
 from schedlab.atomic import atomic_write
 from schedlab.metrics.export import write_json
 
-__all__ = ["HIGHEST_LOAD", "LEVEL", "RANDOM_BETTER", "analyse", "write_analysis"]
+__all__ = ["HIGHEST_LOAD", "LEVEL", "RANDOM_BETTER", "analyse", "verdict", "write_analysis", "write_departures_analysis"]
 
 HIGHEST_LOAD = "yahoo-like"  # the stand-in for the paper's Yahoo workload
 RANDOM_BETTER = 0.9  # Random's p99 at most this × Minimum Constraints' counts as "Random better"
 LEVEL = (0.9, 1.1)  # p99 ratio band counted as level (or p99s less than 1 s apart)
-FAMILIES = (("megha_none", "Megha, paper-faithful"), ("megha_authors", "Megha, authors' profile"),
-            ("centralized", "exact view (centralized)"))
+TITLES = {"megha_none": "Megha, paper-faithful", "megha_authors": "Megha, authors' profile",
+          "centralized": "exact view (centralized)", "paper": "paper-faithful", "authors": "authors' profile (all)"}
 CHOICES = ("random", "min-constraints")
 METRICS = ("jrt_delay.mean", "jrt_delay.p90", "jrt_delay.p99", "counters.inconsistencies", "counters.repartitions")
 PAPER = "Finding 4: Yahoo (highest load) p99 1.29x lower with Random (one seed of three); other workloads level"
@@ -59,20 +69,34 @@ def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs) if xs else float("nan")
 
 
+def _families(labels: list[str]) -> list[str]:
+    """Scheduler families in the spec's order: labels ``FAMILY_random`` and ``FAMILY_min-constraints``."""
+    fams: dict[str, set[str]] = {}
+    for label in labels:
+        fam, _, choice = label.rpartition("_")
+        if choice in CHOICES:
+            fams.setdefault(fam, set()).add(choice)
+    return [f for f, have in fams.items() if have == set(CHOICES)]
+
+
+def verdict(p99: dict[str, float]) -> str:
+    """``random better``, ``random worse`` or ``level`` from both choices' p99 (the bands above)."""
+    if LEVEL[0] <= p99["ratio"] <= LEVEL[1] or abs(p99["random"] - p99["min-constraints"]) < 1.0:
+        return "level"
+    return "random better" if p99["ratio"] <= RANDOM_BETTER else "random worse"
+
+
 def analyse(df: Any) -> dict[str, Any]:
     """Per workload and family: both choices' means over seeds, the ratios, and the computed checks."""
     rows: list[dict[str, Any]] = []
     workloads = list(dict.fromkeys(df["workload"]))
     for wl in workloads:
-        for fam, title in FAMILIES:
-            per = {}
-            for choice in CHOICES:
-                sub = df[(df["workload"] == wl) & (df["scheduler"] == f"{fam}_{choice}")].sort_values("seed")
-                per[choice] = sub
-            rnd, mn = per["random"], per["min-constraints"]
+        for fam in _families(list(dict.fromkeys(df["scheduler"]))):
+            rnd = df[(df["workload"] == wl) & (df["scheduler"] == f"{fam}_random")].sort_values("seed")
+            mn = df[(df["workload"] == wl) & (df["scheduler"] == f"{fam}_min-constraints")].sort_values("seed")
             if rnd.empty or mn.empty:
                 continue
-            row: dict[str, Any] = {"workload": wl, "family": fam, "title": title, "seeds": int(min(len(rnd), len(mn)))}
+            row: dict[str, Any] = {"workload": wl, "family": fam, "title": TITLES.get(fam, fam), "seeds": int(min(len(rnd), len(mn)))}
             for m in METRICS:
                 if m not in df.columns:
                     continue
@@ -80,20 +104,33 @@ def analyse(df: Any) -> dict[str, Any]:
                 row[m] = {"random": r, "min-constraints": n, "ratio": r / n if n else float("nan")}
             paired = rnd.merge(mn, on="seed", suffixes=("_r", "_m"))
             row["random_p99_lower_in"] = int((paired["jrt_delay.p99_r"] < paired["jrt_delay.p99_m"]).sum())
+            row["verdict"] = verdict(row["jrt_delay.p99"])
             row["checks"] = _checks(wl, fam, row)
             rows.append(row)
+    _flips(rows)
     return {"paper": PAPER, "highest_load": HIGHEST_LOAD, "random_better": RANDOM_BETTER, "level": list(LEVEL),
             "runs_unfinished": int(df.attrs.get("unfinished", 0)), "rows": rows}
+
+
+def _flips(rows: list[dict[str, Any]]) -> None:
+    """One departure at a time: ``only_X`` against the paper-faithful Megha, ``without_X`` against the full
+    authors' profile — ``flips`` is whether X alone changes the verdict."""
+    by = {(r["workload"], r["family"]): r for r in rows}
+    for r in rows:
+        for prefix, ref in (("only_", "paper"), ("without_", "authors"), ("with_", "authors")):
+            if r["family"].startswith(prefix) and (r["workload"], ref) in by:
+                r["against"] = ref
+                r["flips"] = r["verdict"] != by[r["workload"], ref]["verdict"]
 
 
 def _checks(wl: str, fam: str, row: dict[str, Any]) -> dict[str, bool]:
     p99 = row["jrt_delay.p99"]
     out: dict[str, bool] = {}
-    if fam.startswith("megha"):
+    if fam != "centralized":
         if wl == HIGHEST_LOAD:
             out["random_better_under_highest_load"] = p99["ratio"] <= RANDOM_BETTER
         else:
-            out["level"] = LEVEL[0] <= p99["ratio"] <= LEVEL[1] or abs(p99["random"] - p99["min-constraints"]) < 1.0
+            out["level"] = verdict(p99) == "level"
         inc = row.get("counters.inconsistencies")
         if inc is not None:
             out["fewer_inconsistencies_with_random"] = inc["random"] < inc["min-constraints"]
@@ -126,8 +163,8 @@ def markdown(summary: dict[str, Any]) -> str:
         lines += [f"**{summary['runs_unfinished']} run(s) not finished: the table covers the finished ones.**", ""]
     lines += [
         "| workload | scheduler | mean R / MC (ratio) | p90 R / MC | p99 R / MC (ratio) | seeds R's p99 lower | "
-        "inconsistencies R / MC | repartitions R / MC | paper's claim holds? | fewer inconsistencies with R? |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "inconsistencies R / MC | repartitions R / MC | verdict | paper's claim holds? | fewer inconsistencies with R? |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in summary["rows"]:
         m, p90, p99 = r["jrt_delay.mean"], r["jrt_delay.p90"], r["jrt_delay.p99"]
@@ -136,6 +173,7 @@ def markdown(summary: dict[str, Any]) -> str:
         claim = checks.get("random_better_under_highest_load", checks.get("level"))
         claim_cell = "–" if claim is None else (
             ("Random better: " if r["workload"] == summary["highest_load"] else "level: ") + _yes(claim))
+        verdict_cell = r["verdict"] + (f" (**changed** from {r['against']})" if r.get("flips") else "")
         lines.append(
             f"| {r['workload']} | {r['title']} | {_fmt(m['random'])} / {_fmt(m['min-constraints'])} ({m['ratio']:.2f}) "
             f"| {_fmt(p90['random'])} / {_fmt(p90['min-constraints'])} "
@@ -143,18 +181,23 @@ def markdown(summary: dict[str, Any]) -> str:
             f"| {r['random_p99_lower_in']}/{r['seeds']} "
             f"| {_fmt(inc['random']) + ' / ' + _fmt(inc['min-constraints']) if inc and r['family'] != 'centralized' else '–'} "
             f"| {_fmt(rep['random']) + ' / ' + _fmt(rep['min-constraints']) if rep and r['family'] != 'centralized' else '–'} "
-            f"| {claim_cell} | {_yes(checks.get('fewer_inconsistencies_with_random'))} |"
+            f"| {verdict_cell} | {claim_cell} | {_yes(checks.get('fewer_inconsistencies_with_random'))} |"
         )
     return "\n".join(lines) + "\n"
 
 
-def write_analysis(root: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
-    """Analyse the results store ``root`` into ``out_dir``/summary.json and summary.md; returns the .md path."""
+def write_analysis(root: str | os.PathLike, out_dir: str | os.PathLike, stem: str = "summary") -> Path:
+    """Analyse the results store ``root`` into ``out_dir``/STEM.json and STEM.md; returns the .md path."""
     from schedlab.experiments.results import load_results
 
     summary = analyse(load_results(root))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "summary.json", summary)
+    write_json(out / f"{stem}.json", summary)
     text = markdown(summary)
-    return atomic_write(out / "summary.md", lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    return atomic_write(out / f"{stem}.md", lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
+def write_departures_analysis(root: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
+    """The same for ``megha-worker-choice-departures`` (``departures.json`` / ``departures.md``)."""
+    return write_analysis(root, out_dir, "departures")

@@ -260,3 +260,23 @@ def test_no_departure_is_the_paper_faithful_megha_and_each_alone_completes_every
     # each switch changes this run but discarded_update: with state-delta updates the changes it drops are
     # ones this small run never needs (it moves the larger runs of the worker-choice study)
     assert set(moved) == set(DEPARTURES) - {"discarded_update"}, moved
+
+
+def test_choice_scope_group_chooses_among_every_internal_candidate():
+    # 1 GM, 2 LMs: LM 0's partition w0..w3 (three constraints each), LM 1's w4..w7 (none)
+    masks = [0b111] * 4 + [0] * 4
+    one = [job(0.0, [10.0])]
+    assert megha(one, masks, gms=1, lms=2).tasks.worker.iloc[0] in range(4)  # the first partition's best
+    assert megha(one, masks, gms=1, lms=2, choice_scope="group").tasks.worker.iloc[0] in range(4, 8)
+    # random: w1..w3 held for the whole run, then 200 one-task jobs in turn. Per partition, the round-robin
+    # sends every other task to LM 0, whose one candidate is w0; over the group w0 is one candidate in five.
+    trace = [job(0.0, [1000.0] * 3, masks=[0b1] * 3)] + [job(1.0 + k, [0.1]) for k in range(200)]
+    masks = [0, 0b1, 0b1, 0b1] + [0] * 4  # only w1..w3 can run the first job's tasks
+
+    def on_w0(**params) -> int:
+        t = megha(trace, masks, gms=1, lms=2, worker_choice="random", seed=1, **params).tasks
+        return int((t.worker.iloc[3:] == 0).sum())
+
+    assert 85 <= on_w0() <= 115 and 25 <= on_w0(choice_scope="group") <= 55
+    with pytest.raises(InputError, match="choice_scope"):
+        megha([job(0.0, [1.0], requests=[(1.0, 1.0)])], [0] * 4, multi=(4.0, 8.0), gms=2, lms=1, choice_scope="group")

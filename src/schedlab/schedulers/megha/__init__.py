@@ -91,6 +91,9 @@ class MeghaParams(SchedulerParams):
     gms: int | None = Field(None, ge=1, description="number of Global Masters (default 5, or the config's)")
     lms: int | None = Field(None, ge=1, description="number of Local Masters (default 5, or the config's)")
     worker_choice: WorkerChoice = worker_choice_field("random")
+    choice_scope: Literal["partition", "group"] = Field(
+        "partition", description="worker choice among the first partition's candidates, or among every candidate of the "
+        "internal (else external) partitions (slot mode)")
     heartbeat: float = Field(5.0, gt=0, description="seconds between LM state updates")
     updates: Literal["delta", "snapshot"] = Field("delta", description="LM state updates: delta (the enhanced design) or snapshot (the original)")
     piggyback: bool = Field(False, description="LMs answer accepted launches with the GM's pending update (Megha paper IV-A)")

@@ -140,6 +140,11 @@ class AuthorsGM(GlobalMaster):
         el = self.layout.eligible(self.tasks.mask[tid])
         avail = self.avail
         for partitions in (self.internal, self.lm_order_external):
+            if self.group_scope:
+                m = self._choose_in_group(partitions, el)
+                if m is not None:
+                    return m
+                continue
             for p in partitions:
                 cand = avail[p] & el[p]
                 if cand:

@@ -12,7 +12,12 @@ Megha paper, Section IV-B; constraint-aware paper, Sections 2.1 and 4.
   GM tries its internal partitions first, starting round-robin from the LM
   after the last one it used, then the external partitions round-robin (a
   *repartition* request). The worker is chosen at random or with the fewest
-  machine constraints (``worker_choice``).
+  machine constraints (``worker_choice``), among the candidates of the first
+  partition that has any (``choice_scope="partition"``, what the authors'
+  simulator does) or among all candidates of the group — every internal
+  partition, else every external one (``choice_scope="group"``, slot mode):
+  the constraint-aware paper's Section 4.3 chooses "from the set of all
+  suitable worker nodes" without saying which set the search hands over.
 * **Rescheduling** (IV-B-5). A task that matches nowhere waits; the paper
   re-inserts it at the end of the queue and treats it as new at the front.
   Here that rotation is event-driven rather than a busy loop: whenever the view
@@ -36,10 +41,10 @@ is communication, a rejection's round trip is communication too.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from schedlab.cluster.bitsets import choose_position, fit_position, iter_set_bits
+from schedlab.cluster.bitsets import choose_position, fit_position, iter_set_bits, kth_set_bit
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, PROCESSING
 from schedlab.schedulers.megha.messages import (
     LaunchRejected,
@@ -85,6 +90,11 @@ class GlobalMaster(Component):
         self.choice_rng = self.rng if self.random_choice else None  # the worker-choice policy's (choose_position)
         self.snapshot_mode = shared.params.updates == "snapshot"
         self.slot_mode = shared.slot_mode
+        self.group_scope = shared.params.choice_scope == "group"
+        if self.group_scope and not self.slot_mode:
+            from schedlab.errors import InputError
+
+            raise InputError("param choice_scope", "'group' is slot-mode only (no --resources multi)")
         P = lay.num_partitions
         self.avail: list[int] = list(lay.full)
         self.reserved: list[int] = [0] * P  # slot: workers held by this GM's in-flight/running tasks
@@ -225,6 +235,12 @@ class GlobalMaster(Component):
             el = self.layout.eligible(mask)
         avail = self.avail
         rr = self.rr
+        if self.group_scope:
+            for _g, group in self.groups:
+                m = self._choose_in_group(group, el)
+                if m is not None:
+                    return m
+            return None
         if self.slot_mode:
             # internal partitions (g = 0) before external ones (g = 1), each round-robin
             for g, group in self.groups:
@@ -259,6 +275,38 @@ class GlobalMaster(Component):
                         self._take_multi(p, pos, req)  # type: ignore[arg-type]
                         return p, pos
         return None
+
+    def _choose_in_group(self, group: list[int], el: Sequence[int]) -> tuple[int, int] | None:
+        """``choice_scope="group"``: the worker among every candidate of these partitions — uniformly at
+        random, or the one with the fewest machine constraints (the first such in the group's order)."""
+        avail = self.avail
+        cands = [(p, avail[p] & el[p]) for p in group]
+        if self.random_choice:
+            total = sum(c.bit_count() for _p, c in cands)
+            if not total:
+                return None
+            k = int(self.rng.random() * total)
+            i = 0
+            while k >= cands[i][1].bit_count():
+                k -= cands[i][1].bit_count()
+                i += 1
+            p, pos = cands[i][0], kth_set_bit(cands[i][1], k)
+        else:
+            best = None
+            masks, order = self.sh.cluster.machine_masks, self.layout.order
+            for q, c in cands:
+                if c:
+                    top = c.bit_length() - 1  # positions are in min-constraints order within a partition
+                    n = masks[order[q][top]].bit_count()
+                    if best is None or n < best[0]:
+                        best = (n, q, top)
+            if best is None:
+                return None
+            _n, p, pos = best
+        bit = 1 << pos
+        self.avail[p] ^= bit
+        self.reserved[p] |= bit
+        return p, pos
 
     def _take_slot(self, p: int, cand: int) -> int:
         pos = choose_position(cand, self.choice_rng)
