@@ -189,10 +189,10 @@ def params_error(e: ValidationError, model: type[BaseModel], owner: str) -> Inpu
     """
     err = e.errors()[0]
     loc = ".".join(str(x) for x in err["loc"]) or "params"
-    msg = err["msg"]
+    msg = str(err["msg"]).removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         fields = ", ".join(model.model_fields) or "none"
         msg = f"unknown parameter for {owner} (its parameters: {fields})"
-    elif "input" in err and err["type"] != "missing":
+    elif "input" in err and err["type"] != "missing" and err["loc"]:  # a check of several fields names them itself
         msg = f"{msg}, got {err['input']!r}"
     return InputError(f"param {loc}", msg)

@@ -226,7 +226,7 @@ def test_the_authors_departures_switch_one_at_a_time():
     # search_order alone: LM 1 first, as the full profile; the rest paper-faithful (round-robin without it)
     assert megha([job(0.0, [10.0] * 5)], [0] * 8, gms=2, lms=2, compat="authors", departures=["search_order"]).tasks.worker.tolist() == [0, 1, 4, 5, 2]
     assert megha([job(0.0, [10.0] * 5)], [0] * 8, gms=2, lms=2, compat="authors", departures=["batching"]).tasks.worker.tolist() == [0, 4, 1, 5, 2]
-    with pytest.raises(InputError, match="departures are the authors' simulator's"):
+    with pytest.raises(InputError, match=r"^param params: departures are the authors. simulator.s: they need compat=.authors.$"):
         megha([job(0.0, [1.0])], [0] * 4, gms=2, lms=1, departures=["batching"])
     with pytest.raises(InputError, match="departures"):
         megha([job(0.0, [1.0])], [0] * 4, gms=2, lms=1, compat="authors", departures=["nosuch"])
