@@ -31,7 +31,8 @@ from schedlab.schedulers import registry
 # and where its summary goes for a full run (a quick run or another --out puts it in the results folder).
 ANALYSES = {
     "megha-worker-choice": ("schedlab.experiments.worker_choice:write_analysis", "reports/worker-choice"),
-    "megha-worker-choice-departures": ("schedlab.experiments.worker_choice:write_departures_analysis", "reports/worker-choice"),
+    "megha-choice-departures": ("schedlab.experiments.worker_choice:write_departures_analysis", "reports/worker-choice"),
+    "megha-authors-tail": ("schedlab.experiments.authors_tail:write_analysis", "reports/megha"),
 }
 
 
