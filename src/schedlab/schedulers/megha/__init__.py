@@ -84,7 +84,7 @@ MEGHA_PAPER_COSTS = {
 
 
 Departure = Literal["search_order", "batching", "retry_on_freed_worker", "rejection_to_front", "event_lists",
-                    "discarded_update", "heartbeat_phase"]
+                    "discarded_update", "heartbeat_phase", "update_order"]
 
 
 class MeghaParams(SchedulerParams):
@@ -182,6 +182,10 @@ class MeghaScheduler(Scheduler):
             for lm in self.lms:
                 lm.fairness = self.fairness  # the run-wide truth, told at once (a real cluster sends it)
         self.rt = rt
+        # the authors' event queue hands out events of one instant last in, first out: each GM folds the LMs'
+        # updates of a heartbeat last LM first
+        lifo = "update_order" in params.authors_departures()
+        self.heartbeat_order = self.lms[::-1] if lifo else self.lms
         self.heartbeats_started = False
         self.rounds = 0
         self._progress_mark = (-1, -1)
@@ -219,7 +223,7 @@ class MeghaScheduler(Scheduler):
             self._stalled_rounds = 0
         self._progress_mark = progress
         self.rounds += 1
-        for lm in self.lms:
+        for lm in self.heartbeat_order:
             lm.heartbeat()
         if self.fairness is not None:
             self.fairness.round()

@@ -56,6 +56,17 @@ LM (:class:`AuthorsLM`):
   (``event_lists`` off) the GM's pending changes are dropped the same way.
 * ``heartbeat_phase`` — heartbeats phased at first arrival − 0.05 s (applied by
   :class:`~schedlab.schedulers.megha.MeghaScheduler`).
+* ``update_order`` — the LMs' updates of one heartbeat reach a GM at the same
+  instant, and their event queue (a heap of ``(time, event)`` whose events all
+  compare "less than" each other) hands such a burst out last in, first out:
+  each GM folds them last LM first (applied by ``MeghaScheduler``). With
+  ``retry_on_freed_worker`` and ``event_lists`` the order decides which worker a
+  queued task is offered first: a worker that only *looks* free in LM 1's list
+  (freed and taken again within the period) takes the task out of the queue for
+  a launch that is rejected, while the worker truly free in LM 5's list goes to
+  someone else — on syn_250 a rare-constraint task waits 1,190 s that way,
+  400 s with this order. Other simultaneous events (launches, task ends) keep
+  our first-in, first-out order.
 
 Random worker choice in the authors' code draws from one module-level RNG
 seeded 43 and shared by all GMs; its draws depend on their event order, which
@@ -83,7 +94,7 @@ if TYPE_CHECKING:
 BATCH_LIMIT = 100
 # the switches (MeghaParams.departures; its Literal lists the same names, checked by a test)
 DEPARTURES = ("search_order", "batching", "retry_on_freed_worker", "rejection_to_front", "event_lists",
-              "discarded_update", "heartbeat_phase")
+              "discarded_update", "heartbeat_phase", "update_order")
 
 
 class AuthorsGM(GlobalMaster):
