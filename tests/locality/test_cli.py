@@ -28,6 +28,13 @@ def test_compare_json_gives_makespan_remote_tasks_seconds_per_algorithm(capsys) 
     assert doc["algorithms"]["milp"]["makespan"] == pytest.approx(3.0)
 
 
+def test_compare_table2_says_how_the_papers_hadoop_row_comes_out(capsys) -> None:
+    rc, out, _ = run(capsys, "compare", "table2", "--algorithms", "hadoop")
+    assert rc == 0 and "remote_pick=first" in " ".join(out.split()) and "3.5" in out
+    rc, out, _ = run(capsys, "solve", "table2", "-a", "hadoop", "-p", "remote_pick=first", "--json")
+    assert rc == 0 and json.loads(out)["makespan"] == 3.5
+
+
 def test_compare_on_a_generated_instance_is_deterministic(capsys) -> None:
     args = ("compare", "--tasks", "20", "--servers", "5", "--cores", "3", "--beta", "50", "--seed", "4", "--json")
     rc1, out1, _ = run(capsys, *args)
