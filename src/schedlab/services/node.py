@@ -577,7 +577,8 @@ class Node:
             try:
                 await asyncio.wait_for(self._ends_published(), ENDS_PUBLISHED_WITHIN)
             except TimeoutError:  # the broker is away: no answer rather than one that hides ends (the LM asks again)
-                return web.Response(status=503, text=self._refuse("broker away", "ends not yet in the broker") + "\n")
+                log.warning("takeover question from an LM not answered: ends not in the broker after %g s", ENDS_PUBLISHED_WITHIN)
+                return web.Response(status=503, text="broker away: ends not yet in the broker\n")
         return self._signed({"replies": replies})
 
     async def _ends_published(self) -> None:
@@ -586,8 +587,7 @@ class Node:
         (in the outbox or the publisher's queue), the new LM would neither adopt them nor find their ends in
         its queue's backlog, and their GMs would request them again — run twice (seen under load)."""
         host: WorkerHost = self.component
-        if host._flush_scheduled:
-            host._flush()
+        host.flush_ends()
         if self.amqp is None:
             return
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()

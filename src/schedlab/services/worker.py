@@ -168,6 +168,11 @@ class WorkerHost(Component):
             for k, r in enumerate(self.tasks.request[tid] or ()):
                 fv[k] += r
 
+    def flush_ends(self) -> None:
+        """Hand the ends waiting in the outbox to the transport now (not at the loop's next turn)."""
+        if self._flush_scheduled:
+            self._flush()
+
     def _flush(self) -> None:
         self._flush_scheduled = False
         out, self._outbox = self._outbox, {}

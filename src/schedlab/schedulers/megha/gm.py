@@ -45,6 +45,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from schedlab.cluster.bitsets import choose_position, fit_position, iter_set_bits, kth_set_bit
+from schedlab.errors import InputError
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, PROCESSING
 from schedlab.schedulers.megha.messages import (
     LaunchRejected,
@@ -92,8 +93,6 @@ class GlobalMaster(Component):
         self.slot_mode = shared.slot_mode
         self.group_scope = shared.params.choice_scope == "group"
         if self.group_scope and not self.slot_mode:
-            from schedlab.errors import InputError
-
             raise InputError("param choice_scope", "'group' is slot-mode only (no --resources multi)")
         P = lay.num_partitions
         self.avail: list[int] = list(lay.full)
