@@ -20,17 +20,12 @@ from schedlab.edge.bounds import lower_bound
 from schedlab.edge.compare import ALGORITHMS, HEURISTICS
 from schedlab.edge.generate import generate_instance
 from schedlab.edge.milp import solve_milp
+from schedlab.edge.reproduce import gap_instance
 from schedlab.edge.verify import verify
 
 
 def instance(seed: int):
-    r = np.random.default_rng(1000 + seed)
-    classes = int(r.integers(1, 4))
-    deadlines = sorted(r.choice(np.arange(2, 11), classes, replace=False).tolist())
-    return generate_instance(
-        jobs=int(r.integers(6, 16)), chunks=int(r.integers(8, 21)), chunks_per_job="uniform:2,8", popularity=1.0,
-        deadlines=deadlines, chunks_per_node=int(r.integers(2, 7)), vms_per_node=int(r.integers(1, 5)), seed=seed,
-    )
+    return generate_instance(**gap_instance(seed))
 
 
 def main() -> int:

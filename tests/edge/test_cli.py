@@ -222,6 +222,7 @@ BAD_OPTIONS = [
     (["generate", "-o", "{out}", "--deadlines", "4,8", "--mix", "1,-1"], "--mix: weights must be finite"),
     (["generate", "-o", "{out}", "--deadlines", "4,8", "--mix", "a,b"], "--mix: expected comma-separated numbers"),
     (["figure4", "-o", "{out}", "--seeds", "0"], "--seeds: must be >= 1"),
+    (["figure4", "-o", "{out}", "--optimum-time-limit", "0"], "--optimum-time-limit: must be > 0"),
     (["figure4", "-o", "{out}", "--d1", "10", "--d2", "10"], "--d2: need 1 <= d1 < d2"),
     (["figure4", "-o", "{out}", "--spreads", "-1"], "--spreads: spreads must be >= 0"),
     (["figure4", "-o", "{out}", "--fractions", "1.5"], "--fractions: fractions must be in [0, 1]"),

@@ -57,7 +57,7 @@ def test_a_process_pool_gives_the_same_files(tmp_path: Path) -> None:
 
 def test_a_changed_input_makes_a_new_point(tmp_path: Path, monkeypatch) -> None:
     ids = {p.id for p in fig.spread_points(SMALL)}
-    for change in ({"chunks_per_node": 16}, {"popularity": 0.5}, {"chunks_per_job": "uniform:2,8"}, {"algorithms": ("cred-m",)}, {"jobs": 21}):
+    for change in ({"chunks_per_node": 24}, {"popularity": 0.5}, {"chunks_per_job": "uniform:2,8"}, {"algorithms": ("cred-m",)}, {"jobs": 21}):
         other = fig.SweepSpec(**{**SMALL.__dict__, **change})
         assert {p.id for p in fig.spread_points(other)}.isdisjoint(ids), change
     calls = _counting(monkeypatch)

@@ -21,6 +21,8 @@ Modules, bottom up:
 * :mod:`~schedlab.edge.baselines` — first-fit;
 * :mod:`~schedlab.edge.bounds` — lower bounds; :mod:`~schedlab.edge.milp` — the exact optimum;
 * :mod:`~schedlab.edge.compare` — run by name, verify, compare; :mod:`~schedlab.edge.figures` — Figure 4;
+* :mod:`~schedlab.edge.defaults` — the default instance and Figure 4 sweep (in the regime where CRED pays);
+* :mod:`~schedlab.edge.reproduce` — the report in ``reports/edge`` (``schedlab reproduce cred``);
 * :mod:`~schedlab.edge.cli` — ``schedlab edge generate|solve|verify|compare|figure4``.
 
 Readings taken where the report is unclear (details in each module):

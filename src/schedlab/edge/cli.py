@@ -19,6 +19,8 @@ from rich.console import Console
 from rich.table import Table
 
 from schedlab.cliutil import output_dir, output_file
+from schedlab.edge.defaults import GENERATE
+from schedlab.edge.defaults import SweepSpec as _SweepSpec
 from schedlab.errors import InputError, InvariantError
 
 app = typer.Typer(
@@ -27,6 +29,7 @@ app = typer.Typer(
 )
 out = Console()
 err = Console(stderr=True)
+_FIG4 = _SweepSpec()
 
 
 def _fmt(x: object) -> str:
@@ -40,15 +43,15 @@ def _fmt(x: object) -> str:
 @app.command()
 def generate(
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Instance file to write (JSON).", callback=output_file)],
-    jobs: Annotated[int, typer.Option("--jobs", "-n", help="Number of jobs J.")] = 50,
-    chunks: Annotated[int, typer.Option("--chunks", help="Number of distinct chunks |C|.")] = 200,
-    chunks_per_job: Annotated[str, typer.Option("--chunks-per-job", help="Chunk-set size distribution, e.g. uniform:2,8 or const:5.")] = "uniform:2,8",
-    popularity: Annotated[float, typer.Option("--popularity", help="Zipf exponent of chunk popularity (0 = uniform; higher = more overlap).")] = 0.8,
-    deadlines: Annotated[str, typer.Option("--deadlines", help="Distinct deadlines, comma-separated (time slots).")] = "4,8,12",
+    jobs: Annotated[int, typer.Option("--jobs", "-n", help="Number of jobs J.")] = GENERATE.jobs,
+    chunks: Annotated[int, typer.Option("--chunks", help="Number of distinct chunks |C|.")] = GENERATE.chunks,
+    chunks_per_job: Annotated[str, typer.Option("--chunks-per-job", help="Chunk-set size distribution, e.g. uniform:5,15 or const:5.")] = GENERATE.chunks_per_job,
+    popularity: Annotated[float, typer.Option("--popularity", help="Zipf exponent of chunk popularity (0 = uniform; higher = more overlap).")] = GENERATE.popularity,
+    deadlines: Annotated[str, typer.Option("--deadlines", help="Distinct deadlines, comma-separated (time slots).")] = GENERATE.deadlines,
     mix: Annotated[str | None, typer.Option("--mix", help="Relative share of jobs per deadline, e.g. 2,1,1 (default equal).")] = None,
     nodes: Annotated[int | None, typer.Option("--nodes", help="N, nodes available (default: one per task, i.e. ample).")] = None,
-    chunks_per_node: Annotated[int, typer.Option("--chunks-per-node", "-B", help="B, chunks a node can store.")] = 8,
-    vms_per_node: Annotated[int, typer.Option("--vms-per-node", "-S", help="S, VMs per node.")] = 4,
+    chunks_per_node: Annotated[int, typer.Option("--chunks-per-node", "-B", help="B, chunks a node can store.")] = GENERATE.chunks_per_node,
+    vms_per_node: Annotated[int, typer.Option("--vms-per-node", "-S", help="S, VMs per node.")] = GENERATE.vms_per_node,
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
     """Write a random instance: overlapping chunk sets, a few deadline classes, N, B, S."""
@@ -187,18 +190,21 @@ def compare(
 @app.command("figure4")
 def figure4(
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder for spread/mix .csv and .png and figure4.json.", callback=output_dir)],
-    seeds: Annotated[int, typer.Option("--seeds", help="Instances per point.")] = 5,
-    jobs: Annotated[int, typer.Option("--jobs", "-n")] = 200,
-    chunks: Annotated[int, typer.Option("--chunks")] = 600,
-    chunks_per_job: Annotated[str, typer.Option("--chunks-per-job")] = "uniform:2,10",
-    popularity: Annotated[float, typer.Option("--popularity")] = 0.8,
-    chunks_per_node: Annotated[int, typer.Option("--chunks-per-node", "-B")] = 32,
-    vms_per_node: Annotated[int, typer.Option("--vms-per-node", "-S")] = 4,
-    d1: Annotated[int, typer.Option("--d1", help="The earlier deadline.")] = 10,
-    d2: Annotated[int, typer.Option("--d2", help="The later deadline of the mix sweep.")] = 20,
-    spreads: Annotated[str, typer.Option("--spreads", help="d2 - d1 values of the spread sweep.")] = "0,2,5,10,15,20,30,40",
-    fractions: Annotated[str, typer.Option("--fractions", help="Shares of d1-jobs of the mix sweep.")] = "0,0.2,0.4,0.5,0.6,0.8,1",
-    algorithms: Annotated[str, typer.Option("--algorithms")] = "cred-m,first-fit,cred-s-per-deadline,cred-s",
+    seeds: Annotated[int, typer.Option("--seeds", help="Instances per point.")] = _FIG4.seeds,
+    jobs: Annotated[int, typer.Option("--jobs", "-n")] = _FIG4.jobs,
+    chunks: Annotated[int, typer.Option("--chunks")] = _FIG4.chunks,
+    chunks_per_job: Annotated[str, typer.Option("--chunks-per-job")] = _FIG4.chunks_per_job,
+    popularity: Annotated[float, typer.Option("--popularity")] = _FIG4.popularity,
+    chunks_per_node: Annotated[int, typer.Option("--chunks-per-node", "-B")] = _FIG4.chunks_per_node,
+    vms_per_node: Annotated[int, typer.Option("--vms-per-node", "-S")] = _FIG4.vms_per_node,
+    d1: Annotated[int, typer.Option("--d1", help="The earlier deadline.")] = _FIG4.d1,
+    d2: Annotated[int, typer.Option("--d2", help="The later deadline of the mix sweep.")] = _FIG4.d2,
+    spreads: Annotated[str, typer.Option("--spreads", help="d2 - d1 values of the spread sweep.")] = ",".join(map(str, _FIG4.spreads)),
+    fractions: Annotated[str, typer.Option("--fractions", help="Shares of d1-jobs of the mix sweep.")] = ",".join(f"{f:g}" for f in _FIG4.fractions),
+    algorithms: Annotated[str, typer.Option("--algorithms")] = ",".join(_FIG4.algorithms),
+    optimum_time_limit: Annotated[
+        float | None, typer.Option("--optimum-time-limit", help="Also solve each instance's MILP optimum, this many seconds each (small instances only).")
+    ] = None,
     processes: Annotated[int, typer.Option("--processes", "-j", help="Instances solved at once (--jobs is the instances' job count).")] = 1,
     backend: Annotated[str, typer.Option("--backend", help="local (this process or a process pool) or ray.")] = "local",
     address: Annotated[str | None, typer.Option("--address", help="Ray cluster address (with --backend ray; default: start a local Ray).")] = None,
@@ -236,6 +242,7 @@ def figure4(
         fractions=tuple(parse_float_list(fractions, "--fractions")),
         seeds=seeds,
         algorithms=tuple(names),
+        optimum_time_limit=optimum_time_limit,
     )
     summary = run_figure4(spec, out_dir, store=results, jobs=processes, backend=backend, address=address)
     for sweep in ("spread", "mix"):
@@ -246,6 +253,6 @@ def figure4(
             t.add_column(name, justify="right")
         xs = list(next(iter(summary[sweep].values())))
         for x in xs:
-            t.add_row(x, *(f"{summary[sweep][n][x]:.1f}" for n in names_all))
+            t.add_row(x, *("-" if summary[sweep][n][x] is None else f"{summary[sweep][n][x]:.1f}" for n in names_all))
         out.print(t)
     err.print(f"wrote {', '.join(summary['files'])} and figure4.json to {out_dir}")

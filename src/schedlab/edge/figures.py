@@ -13,8 +13,14 @@ its instances nor its numbers, so the sweeps here use generated instances
 
 Each point is the mean over ``seeds`` instances (the same seeds at every x, so
 the chunk sets are the same and only deadlines change) of every algorithm's
-active nodes, plus the lower bound. Every schedule is verified; an infeasible
-one fails the sweep. Data are written as CSV (one row per instance and
+active nodes, plus the lower bound and, when ``optimum_time_limit`` is set, the
+MILP optimum (:mod:`schedlab.edge.milp`; drawn only at the x where it was proven
+on every instance within the limit — on small instances). Every schedule is
+verified; an infeasible one fails the sweep.
+
+The default instances sit in the regime where CRED's grouping pays (skewed
+chunk popularity, storage and slots both binding: ``reports/edge``'s regime
+map); elsewhere first-fit is as good, which the report shows separately. Data are written as CSV (one row per instance and
 algorithm) and JSON (means), the plots as PNG (matplotlib, Agg backend).
 
 Each (sweep, x, seed) is one :class:`~schedlab.sweeps.points.Point`
@@ -29,65 +35,58 @@ spread sweep at Δ = 0 is the mix sweep at φ = 1.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from schedlab.edge.bounds import lower_bound
+from schedlab.edge.bounds import lower_bounds
 from schedlab.edge.compare import run_algorithm
+from schedlab.edge.defaults import FIGURE_ALGORITHMS, SweepSpec
 from schedlab.edge.generate import generate_instance
+from schedlab.edge.milp import HARD_MAX_VARIABLES, solve_milp
+from schedlab.edge.verify import verify
 from schedlab.errors import InputError, InvariantError
+
+__all__ = ["FIGURE_ALGORITHMS", "SweepSpec", "figure4", "instance_point", "means", "mix_points", "run_sweeps", "spread_points"]
 from schedlab.sweeps.points import Point
 from schedlab.sweeps.runner import run_points
 
-FIGURE_ALGORITHMS = ("cred-m", "first-fit", "cred-s-per-deadline", "cred-s")
 INSTANCE_POINT = "schedlab.edge.figures:instance_point"
 STORE_NAME = "cred"  # the name recorded in the results store's experiment.json
 
 
-@dataclass(frozen=True)
-class SweepSpec:
-    jobs: int = 200
-    chunks: int = 600
-    chunks_per_job: str = "uniform:2,10"
-    popularity: float = 0.8
-    chunks_per_node: int = 32
-    vms_per_node: int = 4
-    d1: int = 10
-    d2: int = 20
-    spreads: tuple[int, ...] = (0, 2, 5, 10, 15, 20, 30, 40)
-    fractions: tuple[float, ...] = (0.0, 0.2, 0.4, 0.5, 0.6, 0.8, 1.0)
-    seeds: int = 5
-    algorithms: tuple[str, ...] = FIGURE_ALGORITHMS
-
-    def check(self) -> None:
-        if self.seeds < 1:
-            raise InputError("--seeds", f"must be >= 1, got {self.seeds}")
-        if self.d1 < 1 or self.d2 <= self.d1:
-            raise InputError("--d2", f"need 1 <= d1 < d2, got d1={self.d1}, d2={self.d2}")
-        if any(s < 0 for s in self.spreads):
-            raise InputError("--spreads", f"spreads must be >= 0, got {list(self.spreads)}")
-        if any(not 0.0 <= f <= 1.0 for f in self.fractions):
-            raise InputError("--fractions", f"fractions must be in [0, 1], got {list(self.fractions)}")
-
-
-def instance_point(instance: dict[str, Any], algorithms: list[str]) -> dict[str, Any]:
+def instance_point(instance: dict[str, Any], algorithms: list[str], optimum_time_limit: float | None = None) -> dict[str, Any]:
     """One instance of a sweep (``generate_instance(**instance)``): its lower bound and every algorithm's active nodes.
 
-    Returns ``{"rows": [{"algorithm", "active_nodes"}, ...]}``, the lower bound
-    first; every schedule is verified, and an infeasible one raises
-    :class:`~schedlab.errors.InvariantError`.
+    Returns ``{"rows": [{"algorithm", "active_nodes"}, ...], "bounds": {...}}``,
+    the lower bound first and the three bounds of :func:`~schedlab.edge.bounds.lower_bounds`
+    apart; every schedule is verified, and an infeasible one raises
+    :class:`~schedlab.errors.InvariantError`. With ``optimum_time_limit`` the
+    MILP runs too (CRED-M's count caps its nodes): a proven optimum is the row
+    ``optimum``, and ``optimum_status`` says how the solve ended (``optimal``,
+    ``time_limit``, ``too_large``).
     """
     inst = generate_instance(**instance)
-    rows = [{"algorithm": "lower-bound", "active_nodes": lower_bound(inst)}]
+    bounds = lower_bounds(inst)
+    rows: list[dict[str, Any]] = [{"algorithm": "lower-bound", "active_nodes": bounds["lower_bound"]}]
+    nodes: dict[str, int] = {}
     for name in algorithms:
         run = run_algorithm(name, inst)
         if not run.feasible:
             raise InvariantError(f"{name} produced an infeasible schedule: {run.verdict.summary()}")
+        nodes[name] = run.verdict.active_nodes
         rows.append({"algorithm": name, "active_nodes": run.verdict.active_nodes})
-    return {"rows": rows}
+    out: dict[str, Any] = {"rows": rows, "bounds": bounds, "tasks": int(inst.num_tasks)}
+    if optimum_time_limit is not None:
+        upper = nodes.get("cred-m")
+        res = solve_milp(inst, upper=upper, time_limit=optimum_time_limit, max_variables=HARD_MAX_VARIABLES)
+        out["optimum_status"] = res.status
+        if res.status == "optimal":
+            assert res.solution is not None and verify(inst, res.solution).ok, "the MILP's schedule must verify"
+            rows.append({"algorithm": "optimum", "active_nodes": res.optimum})
+    return out
 
 
 def _point(spec: SweepSpec, deadlines: list[int], mix: list[float], seed: int, x: float, sweep: str) -> Point:
@@ -102,7 +101,10 @@ def _point(spec: SweepSpec, deadlines: list[int], mix: list[float], seed: int, x
         "vms_per_node": spec.vms_per_node,
         "seed": seed,
     }
-    return Point(INSTANCE_POINT, {"instance": instance, "algorithms": list(spec.algorithms)}, {"sweep": sweep, "x": x, "seed": seed})
+    inputs: dict[str, Any] = {"instance": instance, "algorithms": list(spec.algorithms)}
+    if spec.optimum_time_limit is not None:  # absent otherwise, so points without an optimum keep their ids
+        inputs["optimum_time_limit"] = spec.optimum_time_limit
+    return Point(INSTANCE_POINT, inputs, {"sweep": sweep, "x": x, "seed": seed})
 
 
 def spread_points(spec: SweepSpec) -> list[Point]:
@@ -175,8 +177,24 @@ def mix_sweep(spec: SweepSpec, store: str | os.PathLike | None = None, jobs: int
 
 
 def means(df: pd.DataFrame) -> pd.DataFrame:
-    """Mean active nodes per x (rows) and algorithm (columns)."""
-    return df.pivot_table(index="x", columns="algorithm", values="active_nodes", aggfunc="mean")
+    """Mean active nodes per x (rows) and algorithm (columns); the optimum only where every instance at x has it."""
+    table = df.pivot_table(index="x", columns="algorithm", values="active_nodes", aggfunc="mean")
+    if "optimum" in table.columns:
+        counts = df.pivot_table(index="x", columns="algorithm", values="active_nodes", aggfunc="count")
+        table.loc[counts["optimum"].reindex(table.index).fillna(0) < counts["lower-bound"], "optimum"] = float("nan")
+    return table
+
+
+_REFERENCE_STYLE: dict[str, dict[str, Any]] = {
+    "lower-bound": {"linestyle": "--", "color": "black"},
+    "optimum": {"linestyle": ":", "color": "black", "marker": "x"},
+}
+
+
+def _series(table: pd.DataFrame, spec: SweepSpec) -> list[str]:
+    """What a plot draws: the algorithms, the lower bound, and the optimum where it was proven."""
+    has_optimum = "optimum" in table.columns and bool(table["optimum"].notna().any())
+    return [*spec.algorithms, "lower-bound", *(["optimum"] if has_optimum else [])]
 
 
 def _plot_spread(table: pd.DataFrame, spec: SweepSpec, path: Path) -> None:
@@ -188,8 +206,8 @@ def _plot_spread(table: pd.DataFrame, spec: SweepSpec, path: Path) -> None:
     from schedlab.metrics.export import atomic_write
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for name in [*spec.algorithms, "lower-bound"]:
-        style: dict[str, Any] = {"linestyle": "--", "color": "black"} if name == "lower-bound" else {"marker": "o"}
+    for name in _series(table, spec):
+        style: dict[str, Any] = _REFERENCE_STYLE.get(name, {"marker": "o"})
         ax.plot(table.index, table[name], label=name, **style)
     ax.set_xlabel(f"d2 − d1 (time slots; d1 = {spec.d1}, half of the jobs each)")
     ax.set_ylabel(f"active nodes (mean of {spec.seeds} instances)")
@@ -210,12 +228,12 @@ def _plot_mix(table: pd.DataFrame, spec: SweepSpec, path: Path) -> None:
 
     from schedlab.metrics.export import atomic_write
 
-    names = [*spec.algorithms, "lower-bound"]
+    names = _series(table, spec)
     fig, ax = plt.subplots(figsize=(7.2, 4.2))
     x = np.arange(len(table.index))
     width = 0.8 / len(names)
     for k, name in enumerate(names):
-        ax.bar(x + (k - (len(names) - 1) / 2) * width, table[name], width, label=name, color="0.3" if name == "lower-bound" else None)
+        ax.bar(x + (k - (len(names) - 1) / 2) * width, table[name], width, label=name, color={"lower-bound": "0.3", "optimum": "0.6"}.get(name))
     ax.set_xticks(x, [f"{f:.0%}" for f in table.index])
     ax.set_xlabel(f"share of jobs due at d1 = {spec.d1} (the rest at d2 = {spec.d2})")
     ax.set_ylabel(f"active nodes (mean of {spec.seeds} instances)")
@@ -225,6 +243,11 @@ def _plot_mix(table: pd.DataFrame, spec: SweepSpec, path: Path) -> None:
     fig.tight_layout()
     atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
     plt.close(fig)
+
+
+def _json_means(table: pd.DataFrame) -> dict[str, dict[str, float | None]]:
+    """Means by algorithm and x; an optimum not proven at every instance of an x is null."""
+    return {name: {str(x): (None if pd.isna(v) else float(v)) for x, v in col.items()} for name, col in table.items()}
 
 
 def figure4(
@@ -254,8 +277,8 @@ def figure4(
     _plot_mix(mix_means, spec, out / "mix.png")
     summary = {
         "spec": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(spec).items()},
-        "spread": {name: {str(x): float(v) for x, v in col.items()} for name, col in spread_means.items()},
-        "mix": {name: {str(x): float(v) for x, v in col.items()} for name, col in mix_means.items()},
+        "spread": _json_means(spread_means),
+        "mix": _json_means(mix_means),
         "files": ["spread.csv", "spread.png", "mix.csv", "mix.png"],
     }
     write_json(out / "figure4.json", summary)

@@ -12,7 +12,7 @@ Two kinds of entry:
   in one table (:mod:`schedlab.experiments.megha_overheads`), the baselines'
   papers (:mod:`schedlab.experiments.baselines`), DynDL's worked example,
   Figures 5–9 and MILP gaps (:mod:`schedlab.locality.experiments`), CRED's
-  Figure 4 (:mod:`schedlab.edge.figures`) and the grid paper's Table I and
+  report (:mod:`schedlab.edge.reproduce`; Figure 4 alone: :mod:`schedlab.edge.figures`) and the grid paper's Table I and
   Figures 2–6 (:mod:`schedlab.grid.reproduce`).
 
 Each function entry takes the same options — an output path (its default is
@@ -118,8 +118,12 @@ _FUNCTIONS = (
         )
     ),
     Reproduction("dyndl", "locality", _DYNDL, "Figs. 5-9 together, with summary.md", "reports/locality", "schedlab.experiments.catalogue:_dyndl_all", store="dyndl"),
+    Reproduction("dyndl-sensitivity", "locality", _DYNDL, "sensitivity studies: Fig. 6 by W and online clock; DynDLOff vs the offline algorithms by beta and LIST/LTFPA reading",
+                 "reports/locality", "schedlab.experiments.catalogue:_dyndl_sensitivity", parallel=True, store="dyndl"),
     Reproduction("dyndl-milp-gap", "locality", _DYNDL, "optimality gaps of every algorithm against the exact MILP on small instances",
                  "reports/locality/milp_gap.json", "schedlab.experiments.catalogue:_dyndl_gap", store="dyndl"),
+    Reproduction("cred", "edge", "CRED", "Fig. 4 (also at a size the MILP solves), optimality gaps, the regime map where CRED pays, speed; with summary.md",
+                 "reports/edge", "schedlab.experiments.catalogue:_cred_all", parallel=True, store="cred"),
     Reproduction("cred-fig4", "edge", "CRED", "Fig. 4: active nodes against the deadline spread and the share of early-deadline jobs",
                  "reports/edge/figure4", "schedlab.experiments.catalogue:_cred_fig4", parallel=True, store="cred"),
     Reproduction("grid", "grid", _GRID, "Table I and Figs. 2-6 together, with REPORT.md", "reports/grid", "schedlab.experiments.catalogue:_grid_all", parallel=True, store="grid"),
@@ -192,6 +196,12 @@ _dyndl_fig5, _dyndl_fig6, _dyndl_fig7, _dyndl_fig8, _dyndl_fig9 = (_dyndl((f,)) 
 _dyndl_all = _dyndl((5, 6, 7, 8, 9))
 
 
+def _dyndl_sensitivity(out: Path, o: Options) -> Path:
+    from schedlab.locality.sensitivity import reproduce
+
+    return reproduce(out, quick=o.quick, store=o.store, jobs=o.jobs or 2, progress=o.say)
+
+
 def _dyndl_gap(out: Path, o: Options) -> Path:
     from schedlab.locality.experiments import milp_gaps
     from schedlab.metrics.export import write_json
@@ -210,6 +220,12 @@ def _cred_fig4(out: Path, o: Options) -> Path:
     summary = figure4(spec, out, store=o.store, jobs=o.jobs or 2, backend=o.backend, address=o.address)
     o.say(f"wrote {', '.join(summary['files'])} and figure4.json to {out}")
     return out / "figure4.json"
+
+
+def _cred_all(out: Path, o: Options) -> Path:
+    from schedlab.edge.reproduce import reproduce
+
+    return reproduce(out, quick=o.quick, store=o.store, jobs=o.jobs or 2, backend=o.backend, address=o.address, progress=o.say)
 
 
 def _grid(only: tuple[str, ...] | None) -> Callable[[Path, Options], Path]:

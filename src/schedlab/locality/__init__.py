@@ -15,6 +15,8 @@ Modules, by paper section:
 * :mod:`~schedlab.locality.milp` — the exact MILP for optimality gaps;
 * :mod:`~schedlab.locality.algorithms` — the registry and :func:`run_algorithm`;
 * :mod:`~schedlab.locality.experiments` — Figures 5-9 and MILP gaps;
+* :mod:`~schedlab.locality.sensitivity` — what the claims that do not reproduce depend on (Fig. 6 by
+  W and clock; DynDLOff against the offline algorithms by beta and reading);
 * :mod:`~schedlab.locality.cli` — ``schedlab locality solve|compare|sweep|gap|generate``.
 
 Quick use::

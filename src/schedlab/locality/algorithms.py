@@ -8,7 +8,7 @@ initial load only when it frees up (:mod:`schedlab.locality.online`);
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -51,6 +51,14 @@ class LtfpaParams(AlgorithmParams):
     timeline: TimelineField = "running"
 
 
+class ListParams(AlgorithmParams):
+    remote_cost: Literal["dynamic", "static"] = Field(
+        "dynamic",
+        description="how LIST predicts a remote task's finish: dynamic (g_s at the server's remote count after it joins, the paper's text) "
+        "or static (g_s(1) whatever the count: a sensitivity reading, not the paper's)",
+    )
+
+
 class HtaParams(AlgorithmParams):
     time_limit: float | None = Field(None, gt=0, description="stop with a timeout after this many seconds (none: no limit)")
 
@@ -91,10 +99,10 @@ def _ltfpa(inst: LocalityInstance, seed: int, p: LtfpaParams) -> LocalitySchedul
     return ltfpa(inst, seed, p.threshold, p.routing, p.timeline)
 
 
-def _list(inst: LocalityInstance, seed: int, p: AlgorithmParams) -> LocalitySchedule:
+def _list(inst: LocalityInstance, seed: int, p: ListParams) -> LocalitySchedule:
     from schedlab.locality.baselines import list_scheduling
 
-    return list_scheduling(inst)
+    return list_scheduling(inst, p.remote_cost)
 
 
 def _hta(inst: LocalityInstance, seed: int, p: HtaParams) -> LocalitySchedule:
@@ -132,7 +140,7 @@ ALGORITHMS: AlgorithmRegistry[LocalityInstance, LocalitySchedule] = AlgorithmReg
         Algorithm("hadoop", "Hadoop", "online", "Hadoop default: local task if any, else a random task", _hadoop, HadoopParams, seeded=True),
         Algorithm("delay", "DELAY", "online", "delay scheduling with a fixed threshold", _delay, DelayParams, seeded=True),
         Algorithm("ltfpa", "LTFPA", "online", "local-tasks-first priority: load-balanced local queues, idle cores steal from the longest", _ltfpa, LtfpaParams),
-        Algorithm("list", "LIST", "offline", "list scheduling: each task, in order, where it finishes earliest", _list),
+        Algorithm("list", "LIST", "offline", "list scheduling: each task, in order, where it finishes earliest", _list, ListParams),
         Algorithm("hta", "HTA", "offline", "Fischer-Su-Yin max-cover/bal-assign with cluster-wide remote cost", _hta, HtaParams),
         Algorithm("bar", "BAR", "offline", "Balance-Reduce with cluster-wide remote cost", _bar),
         Algorithm("milp", "MILP", "exact", "exact mixed-integer program (HiGHS), small instances only", _milp, LocalityMilpParams),

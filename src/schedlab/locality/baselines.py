@@ -12,7 +12,9 @@ assigned so far: ``L_init + l_p + 1 + r_p·g_s(r_s)`` if the task is local on
 on each server is taken into account, as the paper says. (A local option is
 never worse than the remote option on the same core, so the global minimum
 over "as remote" loads is only a candidate when no local core beats it.) Ties
-go to the lower core index and to local over remote.
+go to the lower core index and to local over remote. ``remote_cost="static"``
+predicts every remote task at g_s(1) instead: not the paper's LIST, a reading
+for the sensitivity study (:mod:`schedlab.locality.sensitivity`).
 
 **HTA** (Fischer, Su & Yin, SPAA'10, Algorithm 2 "max-cover / bal-assign").
 Reading taken: the HTA model has single-processor servers without initial
@@ -71,8 +73,16 @@ class Timeout(Exception):
 
 
 # -- LIST ------------------------------------------------------------------------------------------------------
-def list_scheduling(inst: LocalityInstance) -> LocalitySchedule:
-    """LIST: tasks in order, each on the core where it would finish earliest (dynamic remote costs included)."""
+def list_scheduling(inst: LocalityInstance, remote_cost: str = "dynamic") -> LocalitySchedule:
+    """LIST: tasks in order, each on the core where it would finish earliest (dynamic remote costs included).
+
+    ``remote_cost="static"`` predicts every remote task at ``g_s(1)`` — LIST
+    without the dynamic cost, a sensitivity reading (the makespan is still
+    evaluated with the true cost).
+    """
+    if remote_cost not in ("dynamic", "static"):
+        raise ValueError(f"unknown remote_cost {remote_cost!r}")
+    dynamic = remote_cost == "dynamic"
     t0 = time.perf_counter()
     T, P, S = inst.n_tasks, inst.n_cores, inst.n_servers
     G = inst.cost_tables(T + 1)
@@ -109,8 +119,9 @@ def list_scheduling(inst: LocalityInstance) -> LocalitySchedule:
             core_remote[p] += 1
             server_remote[s] += 1
             r = int(server_remote[s])
-            g_cur[s] = grow[s, r]
-            g_next[s] = grow[s, r + 1]
+            if dynamic:
+                g_cur[s] = grow[s, r]
+                g_next[s] = grow[s, r + 1]
             load_now[a:b] = init[a:b] + core_local[a:b] + core_remote[a:b] * g_cur[s]
             as_remote[a:b] = init[a:b] + core_local[a:b] + (core_remote[a:b] + 1) * g_next[s]
         else:
