@@ -104,12 +104,12 @@ OLD_PARAMS: dict[str, dict[str, tuple[str, object]]] = {
     "hadoop": {"remote_pick": ("str", "random"), "timeline": ("str", "running")},
     "delay": {"delay_threshold": ("float", 3.0), "remote_pick": ("str", "random"), "timeline": ("str", "running")},
     "ltfpa": {"threshold": ("int", 0), "routing": ("str", "load"), "timeline": ("str", "running")},
-    "list": {},
+    "list": {"remote_cost": ("str", "dynamic")},  # added for the sensitivity study; the default is the old behaviour
     "hta": {"time_limit": ("float", None)},
     "bar": {},
     "milp": {"time_limit": ("float", 60.0), "fewest_remote": ("bool", False)},
 }
-CHOICES = {"remote_pick": online.REMOTE_PICKS, "timeline": online.TIMELINES, "routing": online.ROUTINGS}
+CHOICES = {"remote_pick": online.REMOTE_PICKS, "timeline": online.TIMELINES, "routing": online.ROUTINGS, "remote_cost": ("dynamic", "static")}
 
 
 def test_locality_params_keep_the_names_types_and_defaults() -> None:

@@ -138,7 +138,7 @@ BAD_INPUTS = [
     (lambda d: ["solve", "table2", "-a", "ltfpa", "-p", "routing=random"], "param routing: Input should be 'load' or 'queue'"),
     (lambda d: ["solve", "table2", "-a", "dyndlon", "-p", "timeline=wall"], "param timeline: Input should be 'running' or 'model'"),
     (lambda d: ["solve", "table2", "-a", "milp", "-p", "fewest_remote=1"], "param fewest_remote: Input should be a valid boolean, got 1"),
-    (lambda d: ["solve", "table2", "-a", "list", "-p", "x=1"], "param x: unknown parameter for locality algorithm 'list' (its parameters: none)"),
+    (lambda d: ["solve", "table2", "-a", "bar", "-p", "x=1"], "param x: unknown parameter for locality algorithm 'bar' (its parameters: none)"),
 ]
 
 
