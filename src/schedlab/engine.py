@@ -199,7 +199,7 @@ class JobPreparer:
             masks = list(tj.masks)
         reqs = None
         if self.requests is not None:
-            reqs = [tuple(map(float, r)) for r in self.requests.sample(n, self.req_rng)]
+            reqs = list(map(tuple, np.asarray(self.requests.sample(n, self.req_rng), dtype=float).tolist()))
             if tj.requests is not None:
                 reqs = [tuple(map(float, r)) for r in tj.requests]
         keep = self._runnable(masks, reqs, n)

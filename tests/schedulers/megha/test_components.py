@@ -250,7 +250,7 @@ def test_lm_multi_resource_packs_two_tasks_and_rejects_a_third_that_does_not_fit
         # the worker's free vector plus what GM 0's own tasks hold there (the GM subtracts its holdings)
         (
             ("gm", 0),
-            LaunchRejected(0, [(2, 0, 1)], StateUpdate(0, False, free={0: {1: (4.0, 4096.0)}})),
+            LaunchRejected(0, [(2, 0, 1)], StateUpdate(0, False, free={0: {1: [4.0, 4096.0]}})),
         ),
     ]
     assert lm.free[0][1] == [0.0, 2048.0] and lm.avail[0] == 0b01

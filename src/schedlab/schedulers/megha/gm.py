@@ -472,23 +472,22 @@ class GlobalMaster(Component):
                         gained.extend((p, pos) for pos in iter_set_bits(g))
         else:
             free = self.free
-            mine = self.mine
+            get = None if msg.snapshot or not self.mine else self.mine.get
             for p, changes in msg.free.items():
                 fp = free[p]  # type: ignore[index]
                 bits = avail[p]
+                n += len(changes)
                 for pos, vec in changes.items():
-                    held = None if msg.snapshot else mine.get((p, pos))
-                    before = fp[pos]
-                    after = list(vec) if held is None else [v - h for v, h in zip(vec, held, strict=True)]
-                    fp[pos] = after
-                    n += 1
-                    bit = 1 << pos
+                    held = None if get is None else get((p, pos))
+                    # the update's vector is a fresh list (the LM's copy, or the wire's): adopt it
+                    after = (vec if type(vec) is list else list(vec)) if held is None else [v - h for v, h in zip(vec, held, strict=True)]
                     if min(after) > EPS:
-                        bits |= bit
-                        if waiting and any(a > b + EPS for a, b in zip(after, before, strict=True)):
+                        bits |= 1 << pos
+                        if waiting and any(a > b + EPS for a, b in zip(after, fp[pos], strict=True)):
                             gained.append((p, pos))
                     else:
-                        bits &= ~bit
+                        bits &= ~(1 << pos)
+                    fp[pos] = after
                 avail[p] = bits
         self._charge(workers=n)
         if gained:

@@ -310,17 +310,23 @@ class LocalMaster(Component):
                     upd.bits[p] = (c & a, c & ~a)
                 ch[j] = 0
         else:
+            # Each vector is a fresh list the receiving GM adopts as its own (one copy per entry, not two).
             held = self.held[gm]
+            snapshot = self.snapshot_mode
             for j, p in enumerate(self.parts):
-                c = self.layout.full[p] if self.snapshot_mode else ch[j]
+                c = self.layout.full[p] if snapshot else ch[j]
                 if not c:
                     continue
                 fp = self.free[p]
-                changes = {}
-                for pos in range(len(fp)) if self.snapshot_mode else iter_set_bits(c):
-                    h = held.get((p, pos))
-                    fv = fp[pos]
-                    changes[pos] = tuple(fv) if h is None or self.snapshot_mode else tuple(f + x for f, x in zip(fv, h, strict=True))
+                positions = range(len(fp)) if snapshot else iter_set_bits(c)
+                if snapshot or not held:  # the GM's own holdings are reported only in deltas
+                    changes = {pos: fp[pos][:] for pos in positions}
+                else:
+                    changes = {}
+                    get = held.get
+                    for pos in positions:
+                        h = get((p, pos))
+                        changes[pos] = fp[pos][:] if h is None else [f + x for f, x in zip(fp[pos], h, strict=True)]
                 upd.free[p] = changes
                 ch[j] = 0
         return upd
@@ -399,7 +405,7 @@ class LocalMaster(Component):
                 a = self.avail[p]
                 upd.bits[p] = (a, self.layout.full[p] ^ a)
             else:
-                upd.free[p] = {pos: tuple(fv) for pos, fv in enumerate(self.free[p])}
+                upd.free[p] = {pos: fv[:] for pos, fv in enumerate(self.free[p])}
             ch[j] = 0
         return upd, [(tid, p, pos) for tid, (p, pos, g) in self.running.items() if g == gm]
 
