@@ -33,6 +33,10 @@ ANALYSES = {
     "megha-worker-choice": ("schedlab.experiments.worker_choice:write_analysis", "reports/worker-choice"),
     "megha-choice-departures": ("schedlab.experiments.worker_choice:write_departures_analysis", "reports/worker-choice"),
     "megha-authors-tail": ("schedlab.experiments.authors_tail:write_analysis", "reports/megha"),
+    "megha-vs-sparrow": ("schedlab.experiments.megha_paper:write_vs_sparrow", "reports/experiments/megha-vs-sparrow"),
+    "megha-cluster-size": ("schedlab.experiments.megha_paper:write_cluster_size", "reports/experiments/megha-cluster-size"),
+    "megha-gm-lm": ("schedlab.experiments.megha_paper:write_gm_lm", "reports/experiments/megha-gm-lm"),
+    "megha-costs": ("schedlab.experiments.megha_paper:write_costs", "reports/experiments/megha-costs"),
 }
 
 
