@@ -86,3 +86,11 @@ def test_quick_report_writes_every_part_and_resumes(tmp_path: Path, capsys) -> N
     # everything but the timings (measured anew) is the same
     cut = lambda text: text.split("## Speed")[0]  # noqa: E731
     assert cut(first) == cut(second)
+
+
+def test_a_gap_table_with_no_instance_solved_has_no_ratios() -> None:
+    points = rep.gap_points(2)
+    results = [{"rows": [{"algorithm": "lower-bound", "active_nodes": 2}, *({"algorithm": a, "active_nodes": 3} for a in rep.HEURISTICS)],
+                "optimum_status": "time_limit"} for _ in points]
+    _df, stats = rep.gap_table(points, results)
+    assert stats["solved"] == 0 and stats["cred-m"]["mean_ratio"] is None and stats["cred-m"]["optimal"] == 0

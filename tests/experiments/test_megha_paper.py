@@ -69,3 +69,14 @@ def test_quick_costs_spec_writes_its_claims(tmp_path: Path) -> None:
     assert doc["scales"] == [0.0, 1.0]
     assert {c["holds"] for c in doc["claims"]} <= {"yes", "no"}
     assert "## Claims" in (out / "analysis" / "claims.md").read_text()
+
+
+def test_unfinished_runs_leave_out_their_claims_instead_of_failing(tmp_path: Path) -> None:
+    only_megha = pd.DataFrame([_row("megha", 10000, 0.01, 0.02, 0.0095, 0.0001, 0.0004)])
+    assert mp.analyse_vs_sparrow(only_megha)["claims"] == []
+    one_size = pd.DataFrame([_row("megha_10x10", 1000, 0.01, 0.02, 0.009, 0.0, 0.001)])
+    assert mp.analyse_cluster_size(one_size)["claims"] == []
+    partial = pd.DataFrame([_row(f"megha_{g}gm_{lm}lm", 30000, 1.0, 1.0, 1.0, 0.1, 0.1) for g, lm in ((2, 2), (2, 5), (5, 2))])
+    assert all(c["holds"] in ("yes", "no") for c in mp.analyse_gm_lm(partial)["claims"])
+    assert mp._cells(pd.DataFrame()) == []
+    assert "not finished" in mp._claims_table([])[0]

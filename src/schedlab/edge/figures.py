@@ -84,7 +84,8 @@ def instance_point(instance: dict[str, Any], algorithms: list[str], optimum_time
         res = solve_milp(inst, upper=upper, time_limit=optimum_time_limit, max_variables=HARD_MAX_VARIABLES)
         out["optimum_status"] = res.status
         if res.status == "optimal":
-            assert res.solution is not None and verify(inst, res.solution).ok, "the MILP's schedule must verify"
+            if res.solution is None or not verify(inst, res.solution).ok:
+                raise InvariantError("the MILP's optimal schedule does not verify")
             rows.append({"algorithm": "optimum", "active_nodes": res.optimum})
     return out
 

@@ -38,11 +38,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from schedlab.atomic import all_or_nothing
 from schedlab.edge.compare import HEURISTICS, run_algorithm
 from schedlab.edge.defaults import SweepSpec
 from schedlab.edge.figures import INSTANCE_POINT, STORE_NAME, figure4
 from schedlab.edge.generate import generate_instance
-from schedlab.metrics.export import atomic_write, write_json, write_table
+from schedlab.errors import InvariantError
+from schedlab.metrics.export import atomic_write, pipe_table, write_json, write_table
 from schedlab.sweeps.points import Point
 from schedlab.sweeps.runner import run_points
 
@@ -146,6 +148,8 @@ def gap_table(points: list[Point], results: list[dict[str, Any]]) -> tuple[pd.Da
                      "status": res["optimum_status"], **n})
     df = pd.DataFrame(rows)
     solved = df[df["status"] == "optimal"]
+    if "optimum" not in solved:  # no instance solved within the limit
+        solved = solved.assign(optimum=pd.Series(dtype=float))
     stats: dict[str, Any] = {"instances": len(df), "solved": len(solved),
                              "lower_bound_tight": int((solved["lower-bound"] == solved["optimum"]).sum())}
     for name in HEURISTICS:
@@ -213,7 +217,8 @@ def speed(jobs: int, chunks: int, repeat: int) -> dict[str, Any]:
     out: dict[str, Any] = {"instance": params, "tasks": int(inst.num_tasks), "algorithms": {}}
     for name in HEURISTICS:
         runs = [run_algorithm(name, inst) for _ in range(repeat)]
-        assert all(r.feasible for r in runs)
+        if not all(r.feasible for r in runs):
+            raise InvariantError(f"{name} produced an infeasible schedule on the speed instance")
         out["algorithms"][name] = {"active_nodes": runs[0].verdict.active_nodes, "seconds": round(min(r.seconds for r in runs), 4),
                                    "verify_seconds": round(min(r.verify_seconds for r in runs), 4)}
     return out
@@ -244,7 +249,8 @@ def claims(fig: dict[str, Any], small: dict[str, Any], gaps: dict[str, Any], cel
          "measured": f"at most {reduction:.0%} over the regime map (deadlines {best['deadlines']}, popularity {best['popularity']:g}, B = {int(best['chunks_per_node'])})",
          "holds": "yes" if reduction >= PAPER_FIRST_FIT_REDUCTION else "no"},
         {"claim": f"CRED is near-optimal (read as: mean ratio to the MILP optimum <= {NEAR_OPTIMAL_RATIO})", "source": "CRED paper, abstract",
-         "measured": f"CRED-M mean ratio {cm['mean_ratio']:.3f}, max {cm['max_ratio']:.3f}, optimal on {cm['optimal']} of {gaps['solved']}",
+         "measured": "no instance solved" if cm["mean_ratio"] is None else
+         f"CRED-M mean ratio {cm['mean_ratio']:.3f}, max {cm['max_ratio']:.3f}, optimal on {cm['optimal']} of {gaps['solved']}",
          "holds": "yes" if near else "no"},
     ]
 
@@ -264,10 +270,7 @@ def _reuse_counts(frames: list[pd.DataFrame]) -> dict[str, int]:
 
 
 def _md_table(df: pd.DataFrame) -> str:
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    return "\n".join(lines)
+    return pipe_table(df.columns, df.itertuples(index=False))
 
 
 def _summary_md(spec: ReportSpec, fig: dict[str, Any], small: dict[str, Any], gaps: dict[str, Any], cells: pd.DataFrame,
@@ -294,7 +297,8 @@ def _summary_md(spec: ReportSpec, fig: dict[str, Any], small: dict[str, Any], ga
     for name in HEURISTICS:
         g = gaps[name]
         extra = ", ".join(f"+{k}: {v}" for k, v in g["extra_nodes"].items())
-        rows.append([name, f"{g['optimal']}/{gaps['solved']}", f"{g['mean_ratio']:.3f}", f"{g['max_ratio']:.3f}", extra])
+        ratios = ("-", "-") if g["mean_ratio"] is None else (f"{g['mean_ratio']:.3f}", f"{g['max_ratio']:.3f}")
+        rows.append([name, f"{g['optimal']}/{gaps['solved']}", *ratios, extra])
     lines += [f"## Optimality gaps ({gaps['solved']} of {gaps['instances']} random small instances solved to optimality; "
               f"the lower bound equals the optimum on {gaps['lower_bound_tight']})", "",
               _md_table(pd.DataFrame(rows, columns=["algorithm", "optimal", "mean ratio", "max ratio", "nodes above the optimum: instances"])), ""]
@@ -352,13 +356,14 @@ def reproduce(out: str | Path, *, quick: bool = False, store: str | Path | None 
                                  "seed": p.label["seed"], **r} for p, res in zip(rp, regime_results, strict=True) for r in res["rows"]])
     reuse = _reuse_counts([*frames, regime_long[regime_long["deadlines"].str.contains(",")]])
     claim_rows = claims(fig, small, gaps, cells, reuse)
-    write_table(out / "gaps.csv", gap_df, "csv")
-    write_table(out / "regime.csv", cells.round(4), "csv")
-    _plot_regime(cells, spec.regime, out / "regime.png")
-    write_json(out / "summary.json", {
-        "spec": {"figure": asdict(spec.figure), "small_figure": asdict(spec.small_figure), "gap_instances": spec.gap_instances, "regime": asdict(spec.regime)},
-        "gaps": gaps, "reuse": reuse, "claims": claim_rows, "speed": speed_doc,
-    })
-    path = out / "summary.md"
-    atomic_write(path, lambda tmp: Path(tmp).write_text(_summary_md(spec, fig, small, gaps, cells, speed_doc, claim_rows), encoding="utf-8"))
+    with all_or_nothing():  # the report's files land together, or none does
+        write_table(out / "gaps.csv", gap_df, "csv")
+        write_table(out / "regime.csv", cells.round(4), "csv")
+        _plot_regime(cells, spec.regime, out / "regime.png")
+        write_json(out / "summary.json", {
+            "spec": {"figure": asdict(spec.figure), "small_figure": asdict(spec.small_figure), "gap_instances": spec.gap_instances, "regime": asdict(spec.regime)},
+            "gaps": gaps, "reuse": reuse, "claims": claim_rows, "speed": speed_doc,
+        })
+        path = out / "summary.md"
+        atomic_write(path, lambda tmp: Path(tmp).write_text(_summary_md(spec, fig, small, gaps, cells, speed_doc, claim_rows), encoding="utf-8"))
     return path

@@ -32,8 +32,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from schedlab.atomic import atomic_write
-from schedlab.metrics.export import write_json
+from schedlab.atomic import all_or_nothing, atomic_write
+from schedlab.metrics.export import pipe_table, write_json
 
 __all__ = ["write_costs", "write_cluster_size", "write_gm_lm", "write_vs_sparrow"]
 
@@ -50,7 +50,9 @@ METRICS = ("allocation_time.p50", "allocation_time.mean", "allocation_time.p99",
 
 def _cells(df: Any, keys: tuple[str, ...] = ("workload", "data_center", "scheduler")) -> list[dict[str, Any]]:
     """Means over seeds of :data:`METRICS` per (workload, data center, scheduler), in the store's order."""
-    out = []
+    out: list[dict[str, Any]] = []
+    if df.empty:
+        return out
     for key, g in df.groupby(list(keys), sort=False):
         row: dict[str, Any] = dict(zip(keys, key, strict=True))
         row["seeds"] = len(g)
@@ -95,28 +97,26 @@ def _shares_claims(row: dict[str, Any], where: str) -> list[dict[str, str]]:
 def _table(rows: list[dict[str, Any]], first: str, label: Any) -> list[str]:
     head = [first, "seeds", "p50", "mean", "p99", "max", "communication share", "processing share", "framework queuing share",
             "JRT delay p99", "wall s"]  # shares: of the sum of the components' medians (Figure 7)
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        s = r["shares"]
-        lines.append("| " + " | ".join([
-            str(label(r)), str(r["seeds"]), _ms(r["allocation_time.p50"]), _ms(r["allocation_time.mean"]), _ms(r["allocation_time.p99"]),
-            _ms(r["allocation_time.max_over_seeds"]), _pct(s["communication"]), _pct(s["processing"]), _pct(s["framework_queuing"]),
-            f"{r['jrt_delay.p99']:.2f} s", f"{r['wall_seconds']:.1f}",
-        ]) + " |")
-    return lines
+    body = [[
+        label(r), r["seeds"], _ms(r["allocation_time.p50"]), _ms(r["allocation_time.mean"]), _ms(r["allocation_time.p99"]),
+        _ms(r["allocation_time.max_over_seeds"]), _pct(r["shares"]["communication"]), _pct(r["shares"]["processing"]),
+        _pct(r["shares"]["framework_queuing"]), f"{r['jrt_delay.p99']:.2f} s", f"{r['wall_seconds']:.1f}",
+    ] for r in rows]
+    return [pipe_table(head, body)]
 
 
 def _claims_table(claims: list[dict[str, str]]) -> list[str]:
-    lines = ["| claim | paper | measured | holds |", "|---|---|---|---|"]
-    lines += [f"| {c['claim']} | {c['paper']} | {c['measured']} | {c['holds']} |" for c in claims]
-    return lines
+    if not claims:
+        return ["No claim could be checked: the runs it needs are not finished (rerun the spec)."]
+    return [pipe_table(["claim", "paper", "measured", "holds"], ([c["claim"], c["paper"], c["measured"], c["holds"]] for c in claims))]
 
 
 def _write(out_dir: str | os.PathLike, doc: dict[str, Any], text: str) -> Path:
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "claims.json", doc)
-    return atomic_write(out / "claims.md", lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    with all_or_nothing():  # claims.json and claims.md land together, or neither does
+        write_json(out / "claims.json", doc)
+        path = atomic_write(out / "claims.md", lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    return path
 
 
 def _load(root: str | os.PathLike) -> Any:
@@ -131,8 +131,10 @@ def analyse_vs_sparrow(df: Any) -> dict[str, Any]:
     workloads = list(dict.fromkeys(r["workload"] for r in cells))
     claims: list[dict[str, str]] = []
     for wl in workloads:
-        m = next(r for r in cells if r["workload"] == wl and r["scheduler"] == "megha")
-        s = next(r for r in cells if r["workload"] == wl and r["scheduler"] == "sparrow")
+        m = next((r for r in cells if r["workload"] == wl and r["scheduler"] == "megha"), None)
+        s = next((r for r in cells if r["workload"] == wl and r["scheduler"] == "sparrow"), None)
+        if m is None or s is None:  # a run that failed or is not finished: nothing to compare on this workload
+            continue
         ratio = s["allocation_time.p99"] / m["allocation_time.p99"]
         claims += [
             {"claim": f"Sparrow's median allocation time below Megha's ({wl})", "paper": "Figure 3",
@@ -156,7 +158,7 @@ def write_vs_sparrow(root: str | os.PathLike, out_dir: str | os.PathLike) -> Pat
              "## Claims", "", *_claims_table(doc["claims"]), "", "## Allocation time", ""]
     for wl in dict.fromkeys(r["workload"] for r in doc["cells"]):
         rows = [r for r in doc["cells"] if r["workload"] == wl]
-        lines += [f"{wl} on {rows[0]['workers']:,} workers (components: share of the mean allocation time):", "",
+        lines += [f"{wl} on {rows[0]['workers']:,} workers (shares: of the components' medians, as in Figure 7):", "",
                   *_table(rows, "scheduler", lambda r: r["scheduler"]), ""]
     return _write(out_dir, doc, "\n".join(lines))
 
@@ -168,15 +170,17 @@ def analyse_cluster_size(df: Any) -> dict[str, Any]:
     central = {r["workers"]: r for r in cells if r["scheduler"] == "megha_1x1"}
     means = [r["allocation_time.mean"] for r in megha]
     p99s = [r["allocation_time.p99"] for r in megha]
-    grows = all(b >= a for a, b in zip(means, means[1:], strict=False)) and means[-1] > means[0]
-    claims = [
-        {"claim": "allocation time grows with the data center at 10 GMs x 10 LMs (mean never falls, ends higher)", "paper": "Figure 8",
-         "measured": " → ".join(f"{r['workers']:,}: {_ms(r['allocation_time.mean'])}" for r in megha),
-         "holds": _yes(grows)},
-        {"claim": "the tail grows with the data center too (p99 never falls, ends higher)", "paper": "Figure 8 (percentiles)",
-         "measured": " → ".join(_ms(x) for x in p99s),
-         "holds": _yes(all(b >= a for a, b in zip(p99s, p99s[1:], strict=False)) and p99s[-1] > p99s[0])},
-    ]
+    claims: list[dict[str, str]] = []
+    if len(megha) >= 2:
+        grows = all(b >= a for a, b in zip(means, means[1:], strict=False)) and means[-1] > means[0]
+        claims += [
+            {"claim": "allocation time grows with the data center at 10 GMs x 10 LMs (mean never falls, ends higher)", "paper": "Figure 8",
+             "measured": " → ".join(f"{r['workers']:,}: {_ms(r['allocation_time.mean'])}" for r in megha),
+             "holds": _yes(grows)},
+            {"claim": "the tail grows with the data center too (p99 never falls, ends higher)", "paper": "Figure 8 (percentiles)",
+             "measured": " → ".join(_ms(x) for x in p99s),
+             "holds": _yes(all(b >= a for a, b in zip(p99s, p99s[1:], strict=False)) and p99s[-1] > p99s[0])},
+        ]
     for w, c in sorted(central.items()):
         m = next((r for r in megha if r["workers"] == w), None)
         if m is None:
@@ -214,6 +218,9 @@ def analyse_gm_lm(df: Any) -> dict[str, Any]:
     grid = {_gm_lm(r["scheduler"]): r for r in cells}
     gms = sorted({g for g, _ in grid})
     lms = sorted({lm for _, lm in grid})
+    if len(grid) < len(gms) * len(lms):  # a failed or unfinished run: check only complete rows and columns
+        gms = [g for g in gms if all((g, lm) in grid for lm in lms)]
+        lms = [lm for lm in lms if all((g, lm) in grid for g in gms)]
     fq = lambda g, lm: grid[(g, lm)]["allocation_components.framework_queuing.mean"]  # noqa: E731
     proc = lambda g, lm: grid[(g, lm)]["allocation_components.processing.mean"]  # noqa: E731
     alloc = lambda g, lm: grid[(g, lm)]["allocation_time.mean"]  # noqa: E731
@@ -246,7 +253,7 @@ def write_gm_lm(root: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
     lines = ["# megha-gm-lm: the Megha paper's Figures 9 and 7, checked", "",
              "Computed from the runs by `schedlab reproduce megha-gm-lm`; means over seeds (max: over seeds).", "",
              "## Claims", "", *_claims_table(doc["claims"]), "",
-             f"## Allocation time by GMs x LMs ({rows[0]['workers']:,} workers)", "",
+             f"## Allocation time by GMs x LMs ({rows[0]['workers']:,} workers)" if rows else "## Allocation time: no finished run", "",
              *_table(rows, "GMs x LMs", lambda r: "{} x {}".format(*_gm_lm(r["scheduler"]))), ""]
     return _write(out_dir, doc, "\n".join(lines))
 
@@ -279,6 +286,7 @@ def write_costs(root: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
     lines = ["# megha-costs: Figure 7's shares, and Figure 6's ratio, against the processing-cost profile", "",
              "Computed from the runs by `schedlab reproduce megha-costs`; `costs xK` is `MEGHA_PAPER_COSTS` scaled by K "
              "(x1: 50 us per match, 20 us per validation, 5 us per worker entry of an update, 100 us per message). Means over seeds.", "",
-             "## Claims", "", *_claims_table(doc["claims"]), "", f"## Allocation time ({rows[0]['workers']:,} workers)", "",
+             "## Claims", "", *_claims_table(doc["claims"]), "",
+             f"## Allocation time ({rows[0]['workers']:,} workers)" if rows else "## Allocation time: no finished run", "",
              *_table(rows, "configuration", lambda r: "{}, costs x{:g}".format(*_config_scale(r["scheduler"]))), ""]
     return _write(out_dir, doc, "\n".join(lines))

@@ -35,8 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from schedlab.atomic import all_or_nothing
 from schedlab.locality.experiments import FIGURE_POINT, REPLICAS, STORE_NAME
-from schedlab.metrics.export import atomic_write, write_json
+from schedlab.metrics.export import atomic_write, pipe_table, write_json
 from schedlab.sweeps.points import Point
 from schedlab.sweeps.runner import run_points
 
@@ -151,47 +152,46 @@ def _pct(x: float) -> str:
 
 
 def markdown(fig6: dict[str, Any], beta: dict[str, Any], seeds: int) -> str:
+    def yes(v: bool) -> str:
+        return "yes" if v else "no"
+
+    def cells(r: dict[str, Any]) -> list[str]:
+        return [f"{_pct(r['alphas'][a]['reduction'])} ({r['alphas'][a]['locality_ratio']:.2f})" for a in ALPHAS]
+
+    equal = [r for r in fig6["readings"] if r["w_dyndlon"] == r["w_delay"]]
     lines = ["# DynDL sensitivity studies", "",
              "Written by `schedlab reproduce dyndl-sensitivity`; every number and verdict is computed from the runs "
              f"(mean of {seeds} generated instances per point). The README explains them.", "",
              "## Figure 6: DynDLOn against DELAY, by W and by the online clock", "",
              f"Reduction of DynDLOn's makespan against DELAY's at the **same W** (the paper: 30 % smaller, similar locality; "
              f"`holds` needs >= {PAPER_FIG6_REDUCTION:.0%} and remote tasks within {SIMILAR_LOCALITY:.0%} of DELAY's at every alpha).", "",
-             "| clock | W | " + " | ".join(f"alpha={a}: reduction (remote ratio)" for a in ALPHAS) + " | holds |",
-             "|---|---|" + "---|" * len(ALPHAS) + "---|"]
-    for r in fig6["readings"]:
-        if r["w_dyndlon"] != r["w_delay"]:
-            continue
-        cells = " | ".join(f"{_pct(r['alphas'][a]['reduction'])} ({r['alphas'][a]['locality_ratio']:.2f})" for a in ALPHAS)
-        lines.append(f"| {r['timeline']} | {r['w_dyndlon']:g} | {cells} | {'yes' if r['holds'] else 'no'} |")
+             pipe_table(["clock", "W", *(f"alpha={a}: reduction (remote ratio)" for a in ALPHAS), "holds"],
+                        ([r["timeline"], f"{r['w_dyndlon']:g}", *cells(r), yes(r["holds"])] for r in equal))]
     hold = fig6["holding"]
     lines += ["", f"Readings with **different W** for the two algorithms under which the claim holds at every alpha: {len(hold)} of {len(fig6['readings'])}."]
     if hold:
-        lines += ["", "| clock | DynDLOn W | DELAY W | " + " | ".join(f"alpha={a}" for a in ALPHAS) + " |", "|---|---|---|" + "---|" * len(ALPHAS)]
-        for r in hold:
-            cells = " | ".join(f"{_pct(r['alphas'][a]['reduction'])} ({r['alphas'][a]['locality_ratio']:.2f})" for a in ALPHAS)
-            lines.append(f"| {r['timeline']} | {r['w_dyndlon']:g} | {r['w_delay']:g} | {cells} |")
-    lines += ["", "Mean makespan (remote tasks) per series:", "", "| series | " + " | ".join(f"alpha={a}" for a in ALPHAS) + " |", "|---|" + "---|" * len(ALPHAS)]
-    for s in fig6["means"][str(ALPHAS[0])]:
-        lines.append(f"| {s.replace('|', ' ')} | " + " | ".join(f"{fig6['means'][str(a)][s]['makespan']:.2f} ({fig6['means'][str(a)][s]['remote_tasks']:.1f})" for a in ALPHAS) + " |")
+        lines += ["", pipe_table(["clock", "DynDLOn W", "DELAY W", *(f"alpha={a}" for a in ALPHAS)],
+                                 ([r["timeline"], f"{r['w_dyndlon']:g}", f"{r['w_delay']:g}", *cells(r)] for r in hold))]
+    means = fig6["means"]
+    lines += ["", "Mean makespan (remote tasks) per series:", "",
+              pipe_table(["series", *(f"alpha={a}" for a in ALPHAS)],
+                         ([s.replace("|", " "), *(f"{means[str(a)][s]['makespan']:.2f} ({means[str(a)][s]['remote_tasks']:.1f})" for a in ALPHAS)]
+                          for s in means[str(ALPHAS[0])]))]
     betas = list(beta["reductions"])
+    others = [(s, what) for s, (_, _, what) in OFFLINE_SERIES.items() if s != "dyndloff"]
     lines += ["", "## Beta: DynDLOff against the other offline algorithms", "",
               "DynDLOff's makespan reduction against each reading of each algorithm (the paper: at most 20 % at beta = 100 and 1000, "
               "at least 30 % at beta = 10,000).", "",
-              "| algorithm | " + " | ".join(f"beta={b}" for b in betas) + " |", "|---|" + "---|" * len(betas)]
-    for s, (_, _, what) in OFFLINE_SERIES.items():
-        if s == "dyndloff":
-            continue
-        lines.append(f"| {what} | " + " | ".join(_pct(beta["reductions"][b][s]) for b in betas) + " |")
-    lines += ["", "Mean makespan (remote tasks):", "", "| algorithm | " + " | ".join(f"beta={b}" for b in betas) + " |", "|---|" + "---|" * len(betas)]
-    for s, (_, _, what) in OFFLINE_SERIES.items():
-        lines.append(f"| {what} | " + " | ".join(f"{beta['means'][b][s]['makespan']:.2f} ({beta['means'][b][s]['remote_tasks']:.1f})" for b in betas) + " |")
+              pipe_table(["algorithm", *(f"beta={b}" for b in betas)], ([what, *(_pct(beta["reductions"][b][s]) for b in betas)] for s, what in others))]
+    lines += ["", "Mean makespan (remote tasks):", "",
+              pipe_table(["algorithm", *(f"beta={b}" for b in betas)],
+                         ([what, *(f"{beta['means'][b][s]['makespan']:.2f} ({beta['means'][b][s]['remote_tasks']:.1f})" for b in betas)]
+                          for s, (_, _, what) in OFFLINE_SERIES.items()))]
     lines += ["", "Both statements, for each reading of \"the other offline algorithms\" (with HTA and BAR):", "",
-              "| reading | largest reduction at beta <= 1000 | <= 20 %? | smallest at beta = 10,000 | >= 30 %? | both |", "|---|---|---|---|---|---|"]
-    for name, v in beta["readings"].items():
-        large = "-" if v["large_beta_min"] is None else f"{v['large_beta_min']:.0%}"
-        lines.append(f"| {name} | {v['small_beta_max']:.0%} | {'yes' if v['small_beta_holds'] else 'no'} | {large} | "
-                     f"{'yes' if v['large_beta_holds'] else 'no'} | {'yes' if v['both_hold'] else 'no'} |")
+              pipe_table(["reading", "largest reduction at beta <= 1000", "<= 20 %?", "smallest at beta = 10,000", ">= 30 %?", "both"],
+                         ([name, f"{v['small_beta_max']:.0%}", yes(v["small_beta_holds"]),
+                           "-" if v["large_beta_min"] is None else f"{v['large_beta_min']:.0%}", yes(v["large_beta_holds"]), yes(v["both_hold"])]
+                          for name, v in beta["readings"].items()))]
     return "\n".join(lines) + "\n"
 
 
@@ -239,8 +239,9 @@ def reproduce(out: str | Path, *, quick: bool = False, store: str | Path | None 
     fig6 = fig6_analysis(f6, results[: len(f6)])
     beta = beta_analysis(bp, results[len(f6):])
     seeds = 2 if quick else SEEDS
-    write_json(out / "sensitivity.json", {"seeds": seeds, "fig6": fig6, "beta": beta})
-    plot(fig6, beta, out / "sensitivity.png")
     path = out / "sensitivity.md"
-    atomic_write(path, lambda tmp: Path(tmp).write_text(markdown(fig6, beta, seeds), encoding="utf-8"))
+    with all_or_nothing():  # the three files land together, or none does
+        write_json(out / "sensitivity.json", {"seeds": seeds, "fig6": fig6, "beta": beta})
+        plot(fig6, beta, out / "sensitivity.png")
+        atomic_write(path, lambda tmp: Path(tmp).write_text(markdown(fig6, beta, seeds), encoding="utf-8"))
     return path

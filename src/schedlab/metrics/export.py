@@ -3,6 +3,8 @@
 ``write_json``, ``write_table`` (Parquet or CSV) and ``write_run`` (a run's
 tasks, jobs, utilization and summary into one folder). A reader sees either the
 previous complete file or the new complete file, never a partial one.
+``pipe_table`` renders already-formatted cells as a Markdown table, for the
+reports' computed summaries.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pandas as pd
 
 from schedlab.atomic import atomic_write, file_mode
 
-__all__ = ["TABLE_FORMATS", "atomic_write", "file_mode", "json_ready", "write_json", "write_run", "write_table"]
+__all__ = ["TABLE_FORMATS", "atomic_write", "file_mode", "json_ready", "pipe_table", "write_json", "write_run", "write_table"]
 
 TABLE_FORMATS = ("parquet", "csv")
 
@@ -34,6 +36,16 @@ def json_ready(obj: Any) -> Any:
     if hasattr(obj, "item"):  # numpy scalar
         return json_ready(obj.item())
     return obj
+
+
+def pipe_table(header: Iterable[Any], rows: Iterable[Iterable[Any]]) -> str:
+    """A Markdown pipe table of ``header`` and ``rows`` (cells as ``str`` gives them; a ``|`` inside one is escaped)."""
+
+    def line(cells: Iterable[Any]) -> str:
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+    head = list(header)
+    return "\n".join([line(head), "|" + "---|" * len(head), *(line(r) for r in rows)])
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> Path:
