@@ -60,6 +60,7 @@ from schedlab.metrics.summary import (
 from schedlab.run_config import RESOURCE_MODES, RunConfig
 from schedlab.schedulers import registry
 from schedlab.schedulers.base import SchedulerContext
+from schedlab.sim.gc_policy import quiet_gc
 from schedlab.sim.rng import RngStreams
 from schedlab.sim.runtime import NetworkModel, SimRuntime
 from schedlab.workers.simulated import WorkerPool
@@ -376,7 +377,8 @@ def run(
         def report(now: float, events: int) -> None:
             progress(now, events, feeder.trace_jobs, recorder.reported)
 
-    kernel.run(progress=report)
+    with quiet_gc():
+        kernel.run(progress=report)
     wall = time.perf_counter() - t_wall
     if preparer.trace_jobs == 0:
         raise InputError(cfg.trace, "the trace has no jobs: nothing to simulate")

@@ -37,7 +37,7 @@ BIG = (1 << 9999) | 0b1011
     [
         LaunchRequest(2, [(10, 3, 7), (11, 4, 0)]),
         StateUpdate(1, False, bits={5: (BIG, 0b10)}),
-        StateUpdate(0, True, free={2: {0: [3.5, 1024.0]}}),
+        StateUpdate(0, True, free={2: {0: (3.5, 1024.0)}}),
         StateUpdate(0, False, lists={1: ([1, 2], [3])}),
         LaunchRejected(1, [(10, 3, 7)], StateUpdate(1, False, bits={3: (0, 1 << 7)})),
         LaunchBatch([(10, 44)], (("lm", 1), ("gm", 2))),

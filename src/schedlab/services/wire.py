@@ -345,7 +345,7 @@ def _update_msg(w: StateUpdateW) -> StateUpdate:
         w.lm,
         w.snapshot,
         bits,
-        {p: {pos: list(v) for pos, v in ch.items()} for p, ch in w.free.items()},
+        {p: {pos: tuple(v) for pos, v in ch.items()} for p, ch in w.free.items()},
         {p: (list(b), list(a)) for p, (b, a) in w.lists.items()},
     )
 

@@ -250,15 +250,15 @@ def test_lm_multi_resource_packs_two_tasks_and_rejects_a_third_that_does_not_fit
         # the worker's free vector plus what GM 0's own tasks hold there (the GM subtracts its holdings)
         (
             ("gm", 0),
-            LaunchRejected(0, [(2, 0, 1)], StateUpdate(0, False, free={0: {1: [4.0, 4096.0]}})),
+            LaunchRejected(0, [(2, 0, 1)], StateUpdate(0, False, free={0: {1: (4.0, 4096.0)}})),
         ),
     ]
-    assert lm.free[0][1] == [0.0, 2048.0] and lm.avail[0] == 0b01
+    assert lm.free[0][1] == (0.0, 2048.0) and lm.avail[0] == 0b01
     deliver(lm, LaunchRequest(0, [(2, 0, 0)]))  # worker 1 has room
     assert rt.take() == [(POOL_ADDRESS, LaunchBatch([(2, 1)], (("lm", 0), ("gm", 0))))]
     deliver(lm, TasksFinished([(0, 0)]))
-    assert lm.free[0][0] == [3.0, 3584.0]  # worker 1 runs task 2 and still has room
-    assert lm.free[0][1] == [2.0, 3072.0] and lm.avail[0] == 0b11
+    assert lm.free[0][0] == (3.0, 3584.0)  # worker 1 runs task 2 and still has room
+    assert lm.free[0][1] == (2.0, 3072.0) and lm.avail[0] == 0b11
 
 
 @pytest.mark.parametrize("worker_choice", ["random", "min-constraints"])
@@ -294,7 +294,7 @@ def test_fair_sharing_on_a_gm_that_knows_only_its_own_tasks():
     fair.publish()
     fair.record_vacate(103)  # ended after the round: GM 1 still believes it runs
     for p in range(2):
-        gm.free[p][0] = [0.0, 3584.0]
+        gm.free[p][0] = (0.0, 3584.0)
     assert fair.try_preempt(gm, 200)
     (dst, msg), = rt.take()
     assert isinstance(msg, PreemptRequest) and msg.victim == 103 and msg.tid == 200

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
+from operator import add, sub
 from typing import TYPE_CHECKING
 
 from schedlab.cluster.bitsets import choose_position, fit_position, iter_set_bits, kth_set_bit
@@ -110,12 +111,13 @@ class GlobalMaster(Component):
         self.rr_queue = 0
         self.lm_addr = [lm_address(i) for i in range(lay.num_lms)]
         # multi-resource view: free vectors, and this GM's own holdings per worker
-        self.free: list[list[list[float]]] | None = None
+        # free vectors are tuples, replaced, never changed in place: an LM's update hands the GM the LM's own
+        self.free: list[list[tuple[float, ...]]] | None = None
         self.mine: dict[tuple[int, int], list[float]] = {}
         if not self.slot_mode:
             cap = shared.cluster.capacity
             assert cap is not None
-            self.free = [[list(map(float, cap[w])) for w in lay.order[p]] for p in range(P)]
+            self.free = [[tuple(map(float, cap[w])) for w in lay.order[p]] for p in range(P)]
         p = shared.params
         self.costly = p.gm_match_cost > 0 or p.update_cost_per_worker > 0 or p.message_cost > 0
         self.proc = Processor(shared.runtime, self._before_send)
@@ -319,9 +321,8 @@ class GlobalMaster(Component):
         return fit_position(cand, self.free[p], req, self.choice_rng)  # type: ignore[index]
 
     def _take_multi(self, p: int, pos: int, req: tuple[float, ...]) -> None:
-        fv = self.free[p][pos]  # type: ignore[index]
-        for k, r in enumerate(req):
-            fv[k] -= r
+        fp = self.free[p]  # type: ignore[index]
+        fp[pos] = fv = tuple(map(sub, fp[pos], req))
         mine = self.mine.get((p, pos))
         if mine is None:
             self.mine[(p, pos)] = list(req)
@@ -348,10 +349,10 @@ class GlobalMaster(Component):
             self.avail[p] |= bit
             return
         req = self.tasks.request[tid]
-        fv = self.free[p][pos]  # type: ignore[index]
+        fp = self.free[p]  # type: ignore[index]
+        fp[pos] = fv = tuple(map(add, fp[pos], req))  # type: ignore[arg-type]
         mine = self.mine[(p, pos)]
         for k, r in enumerate(req):  # type: ignore[arg-type]
-            fv[k] += r
             mine[k] -= r
         if max(mine) <= EPS:
             del self.mine[(p, pos)]
@@ -396,9 +397,10 @@ class GlobalMaster(Component):
         if self.slot_mode:
             accept = None
         else:
-            fv = self.free[p][pos]  # type: ignore[index]
+            fp = self.free[p]  # type: ignore[index]
 
             def accept(key) -> bool:
+                fv = fp[pos]  # read afresh: each match below replaces the worker's vector
                 return all(r <= fv[k] + EPS for k, r in enumerate(key[1]))
 
         while self.avail[p] & bit:
@@ -479,8 +481,8 @@ class GlobalMaster(Component):
                 n += len(changes)
                 for pos, vec in changes.items():
                     held = None if get is None else get((p, pos))
-                    # the update's vector is a fresh list (the LM's copy, or the wire's): adopt it
-                    after = (vec if type(vec) is list else list(vec)) if held is None else [v - h for v, h in zip(vec, held, strict=True)]
+                    # the update's vector is immutable (the LM's own, or the wire's): adopt it
+                    after = (vec if type(vec) is tuple else tuple(vec)) if held is None else tuple(map(sub, vec, held))
                     if min(after) > EPS:
                         bits |= 1 << pos
                         if waiting and any(a > b + EPS for a, b in zip(after, fp[pos], strict=True)):
@@ -570,9 +572,7 @@ class GlobalMaster(Component):
             self.reserved[p] = 0
         if self.free is not None:
             for fp in self.free:
-                for fv in fp:
-                    for k in range(len(fv)):
-                        fv[k] = 0.0
+                fp[:] = [(0.0,) * len(fv) for fv in fp]
         self.mine.clear()
 
     def recover(self, update: StateUpdate, running: list[tuple[int, int, int]]) -> None:

@@ -28,7 +28,7 @@ class StateUpdate:
     lm: int
     snapshot: bool
     bits: dict[int, tuple[int, int]] = field(default_factory=dict)  # slot: p -> (free bits, busy bits)
-    free: dict[int, dict[int, list[float]]] = field(default_factory=dict)  # multi: p -> {pos: free vector} (the receiver's to keep)
+    free: dict[int, dict[int, tuple[float, ...]]] = field(default_factory=dict)  # multi: p -> {pos: free vector} (immutable)
     lists: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)  # compat: p -> (busy, available) events
 
 
