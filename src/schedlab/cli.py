@@ -314,6 +314,46 @@ def trace_generate(
     err.print(f"wrote {n} jobs to {out_path}")
 
 
+@trace_app.command("convert")
+def trace_convert(
+    inputs: Annotated[list[Path], typer.Argument(help="Input trace file(s), read in order as one trace; for a raw trace, its root folder, table folders or shards.")],
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Output: .parquet for a columnar trace (requests, constraints, users), else the Sparrow .tr format (.gz to compress).", callback=output_file)],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="Input format: google2011 (raw Google 2011 tables), tr, columnar, or auto (tr/columnar by suffix).")] = "auto",
+    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Raw traces: count and skip malformed rows instead of stopping at the first.")] = False,
+    scale_requests: Annotated[bool, typer.Option("--scale-requests/--normalised-requests", help="Raw traces: scale normalised requests to the default 64-core, 16 GB worker (cores, memory_mb), or keep them normalised (cpus, memory).")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the conversion report as JSON.")] = False,
+) -> None:
+    """Convert a trace: raw production traces and .tr traces to the columnar (Parquet) format, or back to .tr; reports what was left out and why."""
+    from schedlab.workload.convert import convert
+
+    progress = None
+    bar: Any = None
+    if err.is_terminal:
+        from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+        bar = Progress(TextColumn("converting: {task.completed:,.0f} rows"), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), console=err, transient=True)
+        task = bar.add_task("convert", total=None, rate="")
+        t0 = time.perf_counter()
+
+        def progress(n: int) -> None:
+            done = bar.tasks[0].completed + n
+            bar.update(task, completed=done, rate=f"{done / max(time.perf_counter() - t0, 1e-9):,.0f} rows/s")
+
+        bar.start()
+    try:
+        report = convert(fmt, inputs, out_path, skip_bad=skip_bad, scale_requests=scale_requests, progress=progress)
+    finally:
+        if bar is not None:
+            bar.stop()
+    if as_json:
+        print(json.dumps(report.as_dict(), indent=2))
+    dropped = "; not kept by the .tr format: " + ", ".join(f"{k} of {v} job(s)" for k, v in report.dropped.items()) if report.dropped else ""
+    err.print(f"wrote {report.jobs} jobs ({report.tasks} tasks) to {out_path}{dropped}")
+    for title, table in (("tasks left out", report.tasks_dropped), ("malformed rows skipped", report.bad_rows)):
+        if table:
+            err.print(f"{title}: " + "; ".join(f"{k}: {v:,}" for k, v in table.items()))
+
+
 # -- experiments ---------------------------------------------------------------------------------
 class _SweepDisplay:
     """Runs done of total, failures and ETA on stderr: a live bar on a terminal, else one line per run."""

@@ -67,7 +67,7 @@ from schedlab.workers.simulated import WorkerPool
 from schedlab.workload.constraints import TaskConstraintSampler
 from schedlab.workload.model import TaskTable
 from schedlab.workload.requests import RequestModel
-from schedlab.workload.trace import TraceJob, read_trace
+from schedlab.workload.trace import TraceJob, read_trace, request_resources
 
 
 class Result:
@@ -178,6 +178,11 @@ class JobPreparer:
         self.trace_tasks = 0
         self.dropped_tasks = 0
         self.unschedulable_jobs = 0
+        self.stated_requests = False  # the trace carries requests (a columnar trace's, or a job stated some)
+        # a columnar trace's own (attribute, operator, value) constraints need machines with attributes, which
+        # generated and config data centers do not have: such tasks run with the run's usual constraints, counted
+        self.trace_constraints_unused = 0
+        self.drawn_requests = 0  # tasks of such jobs whose request the trace leaves out (drawn instead)
 
     def check(self, tj: TraceJob, previous_arrival: float) -> None:
         """Refuse a job that arrives before the previous one or has no task."""
@@ -200,9 +205,21 @@ class JobPreparer:
             masks = list(tj.masks)
         reqs = None
         if self.requests is not None:
-            reqs = list(map(tuple, np.asarray(self.requests.sample(n, self.req_rng), dtype=float).tolist()))
-            if tj.requests is not None:
-                reqs = [tuple(map(float, r)) for r in tj.requests]
+            # Draw even when the job states its requests, so the stream stays aligned with trace order;
+            # a task the trace states no request for keeps its drawn one (counted).
+            drawn = list(map(tuple, np.asarray(self.requests.sample(n, self.req_rng), dtype=float).tolist()))
+            reqs = drawn
+            if tj.requests is None:
+                if self.stated_requests:  # a trace that carries requests states none for this job
+                    self.drawn_requests += n
+            else:
+                if len(tj.requests) != n:
+                    raise InputError(f"job {self.trace_jobs}", f"{len(tj.requests)} requests for {n} tasks")
+                reqs = [d if r is None else tuple(map(float, r)) for r, d in zip(tj.requests, drawn, strict=True)]
+                self.stated_requests = True
+                self.drawn_requests += sum(r is None for r in tj.requests)
+        if tj.constraints is not None:
+            self.trace_constraints_unused += sum(1 for c in tj.constraints if c)
         keep = self._runnable(masks, reqs, n)
         if keep is not None:
             self.dropped_tasks += n - len(keep)
@@ -215,12 +232,17 @@ class JobPreparer:
         return PreparedJob(tj.arrival, durations, masks, reqs, tj.mean_duration, tj.line)
 
     def counters(self) -> dict[str, int]:
-        return {
+        out = {
             "trace_jobs": self.trace_jobs,
             "trace_tasks": self.trace_tasks,
             "tasks_dropped_unsatisfiable": self.dropped_tasks,
             "jobs_unschedulable": self.unschedulable_jobs,
         }
+        if self.stated_requests:  # only traces that carry requests have this count
+            out["tasks_request_drawn"] = self.drawn_requests
+        if self.trace_constraints_unused:
+            out["tasks_trace_constraints_unused"] = self.trace_constraints_unused
+        return out
 
     def _runnable(self, masks: list[int] | None, reqs: list[tuple[float, ...]] | None, n: int) -> list[int] | None:
         """Indices of the tasks some worker could ever run, or None when all can."""
@@ -358,6 +380,12 @@ def run(
         cluster = build_cluster(workers, cfg.config, cfg.seed, cfg.machine_model, cfg.constraints, cfg.resource_mode, cfg.capacity)
     multi = not cluster.slot_mode
     req_model = RequestModel.parse(cfg.requests, len(cluster.resources)) if multi else None
+    stated: tuple[str, ...] = ()
+    if multi and jobs is None:
+        stated = request_resources(cfg.trace)
+        if stated and stated != tuple(cluster.resources):
+            raise InputError(cfg.trace, f"the trace's requests are in ({', '.join(stated)}) but the data center's resources are ({', '.join(cluster.resources)})")
+    trace_requests = multi and jobs is None and bool(stated)
 
     runtime = SimRuntime(cfg.seed, NetworkModel(cfg.latency, dict(cfg.processing_costs)))
     recorder = Recorder()
@@ -367,6 +395,7 @@ def run(
     sched = cls(ctx, sched_params)
     sampler = TaskConstraintSampler(cfg.constraint_seed) if cfg.constraints else None
     preparer = JobPreparer(cluster, sampler, req_model, runtime.streams.np_rng("requests"))
+    preparer.stated_requests = trace_requests
     feeder = _Feeder(job_iter, runtime, tasks, recorder, sched.submit, preparer)
     ctx.more_jobs = lambda: not feeder.exhausted
     feeder.start()

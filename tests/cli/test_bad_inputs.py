@@ -34,6 +34,7 @@ def make_inputs(d: Path) -> dict[str, str]:
     (d / "adir").mkdir()
     (d / "afile").write_text("x\n")
     (d / "good.tr").write_text(TRACE)
+    (d / "text.parquet").write_text(TRACE)  # a columnar trace's name on a text file
     (d / "inst.json").write_text("{not json")
     (d / "empty.json").write_text("")
     (d / "cluster.yaml").write_text(
@@ -55,7 +56,7 @@ def spec_for(d: Path, trace: str, name: str) -> str:
 
 
 # (command line, text the error must contain); {x} are make_inputs names
-TRACE_INPUTS = ["binary_tr", "truncated_tr_gz", "notgzip_tr_gz", "empty_tr", "comments_tr", "adir"]
+TRACE_INPUTS = ["binary_tr", "truncated_tr_gz", "notgzip_tr_gz", "empty_tr", "comments_tr", "adir", "text_parquet"]
 CASES: list[tuple[str, str]] = []
 for name in TRACE_INPUTS:
     CASES += [
@@ -71,6 +72,9 @@ CASES += [
     ("simulate -s ideal -w 20 -t {good_tr} --summary-json {adir}", "{adir}"),
     ("simulate -s ideal -w 20 -t {good_tr} --out {adir}/ok --summary-json {nowhere}/s.json", "{nowhere}/s.json"),
     ("simulate -s ideal -w 20 -t {good_tr} --summary-json {afile}/s.json", "{afile}/s.json"),
+    ("trace convert {good_tr} --out {adir}", "{adir}"),
+    ("trace convert {text_parquet} --out {adir}/t.tr", "{text_parquet}"),
+    ("trace convert {good_tr} --out {adir}/t.parquet --format swf2", "--format"),
     ("trace generate --out {adir} --arrivals poisson:1 --tasks-per-job geom:2 --duration exp:1", "{adir}"),
     ("trace generate --out {nowhere}/t.tr --arrivals poisson:1 --tasks-per-job geom:2 --duration exp:1", "{nowhere}/t.tr"),
     ("sweep {spec:good_tr} --out {afile}", "{afile}"),

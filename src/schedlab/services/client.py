@@ -270,7 +270,7 @@ class Client:
             mask |= 1 << c
         spec = TaskSpec(kind="command", argv=list(argv), shell=shell, cpus=cpus, timeout=timeout)
         cl = self.loaded.cluster
-        request = None if cl.slot_mode else [tuple([cpus] + [0.0] * (len(cl.resources) - 1))]
+        request: list[tuple[float, ...] | None] | None = None if cl.slot_mode else [tuple([cpus] + [0.0] * (len(cl.resources) - 1))]
         job = TraceJob(0.0, 0.0, [0.0], masks=[mask], requests=request)
         result = await self.replay([job], task=lambda _j, _t, _d: spec, constraints=False, timeout=None if timeout is None else timeout + 30)
         row = result.tasks.iloc[0]

@@ -6,7 +6,9 @@ One job per line, whitespace-separated::
 
 (seconds; jobs in arrival order; several jobs may share an arrival time). Blank
 lines and lines starting with ``#`` are skipped. ``.gz`` files are read and
-written compressed.
+written compressed. A ``.parquet`` path is read as a columnar trace
+(:mod:`.columnar`, which also carries requests, constraints, users and
+priorities) by the same :func:`read_trace`.
 
 :func:`read_trace` yields :class:`TraceJob` records one at a time, so a trace is
 never held in memory. Every malformed line raises
@@ -41,13 +43,20 @@ from schedlab.atomic import atomic_write
 from schedlab.datafiles import BUNDLED_TRACES, bundled_trace_path
 from schedlab.errors import InputError
 
+Constraint = tuple[str, str, str]
+"""A placement constraint as a production trace states it: (attribute, operator, value)."""
+
 
 @dataclass(slots=True)
 class TraceJob:
-    """One trace line: arrival time, the trace's mean task duration, task durations.
+    """One job: arrival time, the trace's mean task duration, task durations.
 
     Jobs built in Python may also carry their tasks' constraint ``masks`` and
     resource ``requests``; a simulation then uses them instead of synthesising.
+    A columnar trace (:mod:`.columnar`) also gives the source's ``job_id`` and
+    ``task_ids``, ``user``, ``priority``, and per task the trace's own placement
+    ``constraints``; a request may be ``None`` for a task the source states none for.
+    ``line`` is where the job starts in its file (a line, or a row of a columnar trace).
     """
 
     arrival: float
@@ -55,7 +64,12 @@ class TraceJob:
     durations: list[float]
     line: int = 0
     masks: list[int] | None = None
-    requests: list[tuple[float, ...]] | None = None
+    requests: list[tuple[float, ...] | None] | None = None
+    job_id: int | None = None
+    task_ids: list[int] | None = None
+    user: str | None = None
+    priority: int | None = None
+    constraints: list[tuple[Constraint, ...]] | None = None
 
     @property
     def num_tasks(self) -> int:
@@ -205,7 +219,25 @@ def read_trace(
     """Stream a trace (bundled name or path) with ``conventions`` applied (default: the papers')."""
     label, path = resolve_trace(spec)
     conv = conventions if conventions is not None else TraceConventions()
+    if _columnar(path):
+        from schedlab.workload.columnar import read_columnar
+
+        return apply_conventions(read_columnar(path, label), conv)
     return apply_conventions(read_raw(path, label), conv)
+
+
+def _columnar(path: Path) -> bool:
+    return path.suffix.lower() in (".parquet", ".pq")
+
+
+def request_resources(spec: str | os.PathLike) -> tuple[str, ...]:
+    """The resources a trace's requests are stated in (a columnar trace's; none for a ``.tr`` trace)."""
+    label, path = resolve_trace(spec)
+    if not _columnar(path):
+        return ()
+    from schedlab.workload.columnar import read_metadata
+
+    return tuple(read_metadata(path, label)["resources"])
 
 
 def count_jobs(spec: str | os.PathLike) -> int:
@@ -216,6 +248,10 @@ def count_jobs(spec: str | os.PathLike) -> int:
     counted like any other; the reader refuses it when the run gets there.
     """
     label, path = resolve_trace(spec)
+    if _columnar(path):
+        from schedlab.workload.columnar import count_columnar_jobs
+
+        return count_columnar_jobs(path, label)
     try:
         with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
             n = 0

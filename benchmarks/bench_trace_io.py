@@ -1,0 +1,140 @@
+"""Trace input speed: the ``.tr`` and columnar readers, and the raw-trace converters against their targets.
+
+* Readers: each bundled trace (the Google sub-trace, 312,558 tasks; syn_1000,
+  2 M tasks) is converted to a columnar file, then both files are read to the
+  end (validation included, no simulation): tasks/s and the columnar/``.tr``
+  ratio, median of ``--repeat`` reads after a warm-up (imports excluded).
+* Converter (``--rows N``, default 2,000,000; the issue's memory check uses
+  10,000,000): a Google 2011 ``task_events`` table of N rows is generated in
+  the schema (jobs of 1–20 tasks, each SUBMIT, SCHEDULE and FINISH; 4 gzipped
+  shards), then ``schedlab trace convert --format google2011`` runs in a fresh
+  process: input rows/s against the 500,000 rows/s target, and its peak RSS
+  (run at two sizes, ``--rows`` and a fifth of it, to show memory does not
+  grow with the input).
+
+    python benchmarks/bench_trace_io.py [--repeat 3] [--only google|syn_1000|google2011] [--rows N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import heapq
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from schedlab.workload.columnar import read_columnar
+from schedlab.workload.convert import convert
+from schedlab.workload.trace import read_raw, resolve_trace
+
+TRACES = ("google", "syn_1000")
+TARGET_ROWS_PER_S = 500_000
+
+CHILD = r"""
+import json, resource, sys, time
+from schedlab.workload.convert import convert
+t0 = time.perf_counter()
+r = convert("google2011", [sys.argv[1]], sys.argv[2])
+wall = time.perf_counter() - t0
+print(json.dumps({"rows": r.rows_read, "tasks": r.tasks, "wall": wall, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def generate_task_events(rows: int, folder: Path, shards: int = 4, seed: int = 1) -> int:
+    """A task_events table of about ``rows`` rows in the Google 2011 schema; every task finishes."""
+    rng = random.Random(seed)
+    (folder / "task_events").mkdir(parents=True)
+    per_shard = rows // shards
+    t, job, written = 600_000_000, 1, 0
+    running: list[tuple[int, int, int]] = []  # (finish µs, job, task)
+    for s in range(shards):
+        lines: list[str] = []
+        with gzip.open(folder / "task_events" / f"part-{s:05d}-of-{shards:05d}.csv.gz", "wt", compresslevel=1) as f:
+            k = 0
+            while k < per_shard:
+                t += rng.randint(0, 20_000)
+                while running and running[0][0] <= t:
+                    ft, j, i = heapq.heappop(running)
+                    lines.append(f"{ft},,{j},{i},{i % 997},4,u{j % 50},1,{j % 12},0.0625,0.03125,0.0001,0")
+                    k += 1
+                for i in range(rng.randint(1, 20)):
+                    lines.append(f"{t},,{job},{i},,0,u{job % 50},1,{job % 12},0.0625,0.03125,0.0001,0")
+                    lines.append(f"{t + 1000},,{job},{i},{i % 997},1,u{job % 50},1,{job % 12},0.0625,0.03125,0.0001,0")
+                    heapq.heappush(running, (t + 1000 + rng.randint(1, 600) * 1_000_000, job, i))
+                    k += 2
+                job += 1
+                if len(lines) > 100_000:
+                    f.write("\n".join(lines) + "\n")
+                    written += len(lines)
+                    lines = []
+            if s == shards - 1:
+                while running:
+                    ft, j, i = heapq.heappop(running)
+                    lines.append(f"{ft},,{j},{i},{i % 997},4,u{j % 50},1,{j % 12},0.0625,0.03125,0.0001,0")
+            f.write("\n".join(lines) + "\n")
+            written += len(lines)
+    return written
+
+
+def bench_converter(rows: int) -> None:
+    for n in (rows // 5, rows):
+        with tempfile.TemporaryDirectory() as d:
+            generate_task_events(n, Path(d) / "trace")
+            out = subprocess.run([sys.executable, "-c", CHILD, str(Path(d) / "trace"), str(Path(d) / "out.parquet")], check=True, capture_output=True, text=True)
+            r = json.loads(out.stdout)
+        rate = r["rows"] / r["wall"]
+        print(
+            f"google2011 {r['rows']:>11,} rows -> {r['tasks']:>10,} tasks  {r['wall']:6.2f} s  {rate:>10,.0f} rows/s  "
+            f"target {TARGET_ROWS_PER_S:,}: {'met' if rate >= TARGET_ROWS_PER_S else 'MISSED'} (x{rate / TARGET_ROWS_PER_S:.2f})  peak {r['peak_mb']:,.0f} MB",
+            flush=True,
+        )
+
+
+def timed(fn) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    tasks = sum(j.num_tasks for j in fn())
+    return time.perf_counter() - t0, tasks
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", choices=(*TRACES, "google2011"))
+    ap.add_argument("--rows", type=int, default=2_000_000)
+    args = ap.parse_args()
+    if args.only in (None, "google2011"):
+        bench_converter(args.rows)
+    if args.only == "google2011":
+        return
+    with tempfile.TemporaryDirectory() as d:
+        for name in TRACES:
+            if args.only and name != args.only:
+                continue
+            tr = resolve_trace(name)[1]
+            pq = Path(d) / f"{name}.parquet"
+            t0 = time.perf_counter()
+            report = convert("tr", [tr], pq)
+            conv = time.perf_counter() - t0
+            results = {}
+            for label, fn in (("tr", lambda tr=tr: read_raw(tr)), ("columnar", lambda pq=pq: read_columnar(pq))):
+                timed(fn)
+                runs = [timed(fn) for _ in range(args.repeat)]
+                results[label] = statistics.median(t for t, _ in runs)
+            tasks = report.tasks
+            print(
+                f"{name:9s} {tasks:>9,} tasks  convert {conv:6.2f} s ({tasks / conv:>10,.0f} tasks/s)  "
+                f"read .tr {results['tr']:5.2f} s ({tasks / results['tr']:>10,.0f}/s)  "
+                f"columnar {results['columnar']:5.2f} s ({tasks / results['columnar']:>10,.0f}/s)  "
+                f"x{results['tr'] / results['columnar']:.2f}  size {tr.stat().st_size / 1e6:.1f} MB -> {pq.stat().st_size / 1e6:.1f} MB",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()

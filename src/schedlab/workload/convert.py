@@ -1,0 +1,194 @@
+"""``schedlab trace convert``: traces from one format to another.
+
+Input formats (``--format``): ``tr`` (the Sparrow/Eagle format of the bundled
+traces) and ``columnar`` (:mod:`.columnar`); ``auto`` picks one of the two by
+the input's suffix. The output format is the ``--out`` suffix: ``.parquet``
+writes a columnar trace, anything else (``.tr``, ``.tr.gz``, …) the Sparrow
+format. Traces are converted exactly as written (no truncation, no
+dephasing: those are a simulation's conventions, applied when it reads).
+
+``tr`` → columnar is lossless (every value round-trips, so a simulation reads
+the same jobs from either file). Columnar → ``tr`` keeps arrivals, mean and
+durations; what the Sparrow format cannot hold (requests, constraints, users,
+priorities, job ids) is counted in the report as dropped, never silently.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from schedlab.errors import InputError
+from schedlab.workload.trace import TraceJob, read_raw, resolve_trace, write_trace
+
+INPUT_FORMATS = ("auto", "tr", "columnar", "google2011")
+RAW_FORMATS = ("google2011",)
+
+
+@dataclass
+class ConvertReport:
+    """What a conversion read, wrote and left out."""
+
+    jobs: int = 0
+    tasks: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)  # what the output format cannot hold -> jobs that had it
+    tasks_dropped: dict[str, int] = field(default_factory=dict)  # raw traces: tasks left out, by reason
+    bad_rows: dict[str, int] = field(default_factory=dict)  # raw traces with skip_bad: rows skipped, by problem
+    counts: dict[str, int] = field(default_factory=dict)  # raw traces: what else the converter counted
+    rows_read: int = 0
+
+    def as_dict(self) -> dict:
+        return {
+            "jobs": self.jobs,
+            "tasks": self.tasks,
+            "rows_read": self.rows_read,
+            "dropped": dict(self.dropped),
+            "tasks_dropped": dict(self.tasks_dropped),
+            "bad_rows": dict(self.bad_rows),
+            "counts": dict(self.counts),
+        }
+
+
+def _is_columnar(path: Path) -> bool:
+    return path.suffix.lower() in (".parquet", ".pq")
+
+
+def _input_format(fmt: str, inputs: Sequence[Path]) -> str:
+    if fmt not in INPUT_FORMATS:
+        raise InputError("--format", f"unknown input format {fmt!r} (one of {', '.join(INPUT_FORMATS)})")
+    if fmt != "auto":
+        return fmt
+    kinds = {"columnar" if _is_columnar(p) else "tr" for p in inputs}
+    if len(kinds) != 1:
+        raise InputError("--format", "the inputs mix columnar and .tr traces; convert them one format at a time")
+    return kinds.pop()
+
+
+def convert(
+    fmt: str,
+    inputs: Sequence[str | os.PathLike],
+    out: str | os.PathLike,
+    *,
+    row_group_tasks: int | None = None,
+    skip_bad: bool = False,
+    scale_requests: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> ConvertReport:
+    """Convert ``inputs`` (read in order, as one trace) to ``out``; the output appears only if all went well.
+
+    Raw formats (``google2011``): ``skip_bad`` counts and skips malformed rows instead of stopping at the
+    first; ``scale_requests`` scales normalised requests to the default worker; ``progress(rows)`` is told
+    of every block of input rows read.
+    """
+    if not inputs:
+        raise InputError("INPUT", "no input trace given")
+    if fmt in RAW_FORMATS:
+        return _convert_raw(fmt, inputs, Path(out), row_group_tasks, skip_bad, scale_requests, progress)
+    paths = [resolve_trace(p)[1] for p in inputs]  # a bundled trace's name, or a file
+    kind = _input_format(fmt, paths)
+    resources: tuple[str, ...] = ()
+    source, units = "tr", None
+    if kind == "columnar":  # every input's metadata is checked before anything is written
+        from schedlab.workload.columnar import read_metadata
+
+        metas = [read_metadata(p) for p in paths]
+        resources = tuple(metas[0]["resources"])
+        if any(tuple(m["resources"]) != resources for m in metas):
+            raise InputError(str(paths[-1]), "the inputs state requests in different resources")
+        source, units = metas[0].get("source", ""), metas[0].get("request_units")
+    report = ConvertReport()
+    jobs = _counted(_read(kind, paths), report)
+    first = next(jobs, None)  # a file that fails at its first job fails before the output is opened
+    if first is None:
+        raise InputError(str(paths[0]), "no jobs in the input")
+    jobs = itertools.chain([first], jobs)
+    out_path = Path(out)
+    if _is_columnar(out_path):
+        from schedlab.workload.columnar import ROW_GROUP_TASKS, write_columnar
+
+        write_columnar(out_path, jobs, resources, source=source, request_units=units, row_group_tasks=row_group_tasks or ROW_GROUP_TASKS)
+    else:
+        write_trace(out_path, _to_tr(jobs, report))
+    return report
+
+
+def _convert_raw(
+    fmt: str,
+    inputs: Sequence[str | os.PathLike],
+    out: Path,
+    row_group_tasks: int | None,
+    skip_bad: bool,
+    scale_requests: bool,
+    progress: Callable[[int], None] | None,
+) -> ConvertReport:
+    from schedlab.workload.columnar import ROW_GROUP_TASKS, write_columnar
+    from schedlab.workload.converters import gather_tables
+    from schedlab.workload.converters.common import Drops
+    from schedlab.workload.converters.google2011 import DEFAULT_SCALE, convert_google2011, resources
+
+    if not _is_columnar(out):
+        raise InputError(str(out), f"a {fmt} trace converts to the columnar format only (give a .parquet output)")
+    tables = gather_tables(fmt, inputs)
+    report = ConvertReport()
+    drops, bad = Drops(), Drops()
+
+    def rows(n: int) -> None:
+        report.rows_read += n
+        if progress is not None:
+            progress(n)
+
+    scale = DEFAULT_SCALE if scale_requests else None
+    jobs = convert_google2011(
+        tables["task_events"], tables["task_constraints"], scale=scale, skip_bad=skip_bad, drops=drops, bad_rows=bad, counts=report.counts, progress=rows
+    )
+    names, units = resources(scale)
+    try:
+        write_columnar(out, _counted(jobs, report), names, source=fmt, request_units=units, row_group_tasks=row_group_tasks or ROW_GROUP_TASKS)
+    except InputError as e:
+        if e.where == str(out) and report.jobs == 0:
+            raise InputError(str(out), f"no task of the {fmt} input finished within the trace window ({_reasons(drops)})") from None
+        raise
+    report.tasks_dropped = dict(drops.counts)
+    report.bad_rows = dict(bad.counts)
+    return report
+
+
+def _reasons(drops: object) -> str:
+    counts = getattr(drops, "counts", {})
+    return "; ".join(f"{k}: {v}" for k, v in counts.items()) or "no tasks at all"
+
+
+def _read(kind: str, paths: Sequence[Path]) -> Iterator[TraceJob]:
+    if kind == "columnar":
+        from schedlab.workload.columnar import read_columnar
+
+        for p in paths:
+            yield from read_columnar(p)
+    else:
+        for p in paths:
+            yield from read_raw(p)
+
+
+def _counted(jobs: Iterator[TraceJob], report: ConvertReport) -> Iterator[TraceJob]:
+    for j in jobs:
+        report.jobs += 1
+        report.tasks += j.num_tasks
+        yield j
+
+
+def _to_tr(jobs: Iterator[TraceJob], report: ConvertReport) -> Iterator[TraceJob]:
+    """Jobs as the Sparrow format holds them; what it cannot hold is counted per kind."""
+    d = report.dropped
+    for j in jobs:
+        for what, present in (
+            ("requests", j.requests is not None),
+            ("constraints", j.constraints is not None),
+            ("user", j.user is not None),
+            ("priority", j.priority is not None),
+        ):
+            if present:
+                d[what] = d.get(what, 0) + 1
+        yield TraceJob(j.arrival, j.mean_duration, j.durations, j.line)

@@ -1,0 +1,316 @@
+"""What every raw-trace converter needs: reading CSV shards fast with ``file:line`` errors, counting
+what is dropped and why, and sorting more rows than memory holds.
+
+* :func:`read_csv_shards` streams CSV shards (``.gz`` or plain) as column
+  batches through pyarrow's CSV reader (typed columns, one block at a time).
+  A row with the wrong number of fields, or a value that does not convert,
+  is an :class:`~schedlab.errors.InputError` naming ``file:line``; with
+  ``skip_bad`` it is counted and skipped. pyarrow does not say which line a
+  conversion failed on, so a shard with such a value is re-read from the
+  failing block with Python's ``csv`` module (the slow path, for bad data only).
+* :class:`Drops` counts dropped items by reason, for the conversion's report.
+* :class:`ExternalSorter` sorts rows by a key with bounded memory: rows are
+  buffered up to ``run_rows``, each full buffer is sorted and spilled to a
+  Parquet run in a temporary folder, and the runs are merged (``heapq.merge``).
+  Keys must be unique (append a sequence number), so the merge never compares
+  payloads.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import heapq
+import io
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from schedlab.errors import InputError
+
+# column kinds: how a CSV field is parsed; "?" suffix = may be empty (None)
+KINDS = {"int", "int?", "float?", "str", "str?", "bool?"}
+
+
+class Batch:
+    """Rows of one shard: ``cols[name][i]`` is row ``i``, read from line :meth:`line` of ``path``."""
+
+    __slots__ = ("path", "cols", "line0", "lines")
+
+    def __init__(self, path: Path, cols: dict[str, list], line0: int, lines: list[int] | None = None) -> None:
+        self.path, self.cols, self.line0, self.lines = path, cols, line0, lines
+
+    def __getitem__(self, name: str) -> list:
+        return self.cols[name]
+
+    def line(self, i: int) -> int:
+        return self.lines[i] if self.lines is not None else self.line0 + i
+
+    def where(self, i: int) -> str:
+        return f"{self.path}:{self.line(i)}"
+
+
+class Drops:
+    """Counts of what a conversion left out, by reason (reasons in first-seen order)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def add(self, reason: str, n: int = 1) -> None:
+        if n:
+            v = self.counts.get(reason, 0) + n
+            if v:
+                self.counts[reason] = v
+            else:
+                del self.counts[reason]
+
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+def _arrow_type(kind: str) -> Any:
+    import pyarrow as pa
+
+    base = kind.rstrip("?")
+    return {"int": pa.int64(), "float": pa.float64(), "str": pa.string(), "bool": pa.int8()}[base]
+
+
+def read_csv_shards(
+    paths: Sequence[Path],
+    columns: Sequence[tuple[str, str]],
+    *,
+    skip_bad: bool,
+    bad_rows: Drops,
+    use: Sequence[str] | None = None,
+    progress: Callable[[int], None] | None = None,
+    block_bytes: int = 8 << 20,
+) -> Iterator[Batch]:
+    """Each shard's rows as batches of ``{column: values}`` (``None`` for an empty optional field).
+
+    Every column is parsed and checked; only those in ``use`` (default: all) are handed over.
+    """
+    for path in paths:
+        yield from _read_shard(path, columns, skip_bad, bad_rows, progress, block_bytes, list(use) if use is not None else [n for n, _k in columns])
+
+
+def _read_shard(
+    path: Path, columns: Sequence[tuple[str, str]], skip_bad: bool, bad_rows: Drops, progress: Callable[[int], None] | None, block_bytes: int, use: list[str]
+) -> Iterator[Batch]:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    names = [n for n, _k in columns]
+    invalid: list[tuple[int | None, str]] = []
+    skipped: list[int] = []  # lines pyarrow skipped (skip_bad), not yet passed by the batches yielded
+
+    def on_invalid(row: Any) -> str:
+        if skip_bad:
+            if row.number is not None:
+                skipped.append(row.number)
+            bad_rows.add("rows with the wrong number of fields")
+            return "skip"
+        invalid.append((row.number, f"expected {row.expected_columns} fields, got {row.actual_columns}"))
+        return "error"
+
+    read = pacsv.ReadOptions(column_names=names, block_size=block_bytes, use_threads=False)
+    parse = pacsv.ParseOptions(invalid_row_handler=on_invalid)
+    convert = pacsv.ConvertOptions(
+        column_types={n: _arrow_type(k) for n, k in columns},
+        null_values=[""],
+        strings_can_be_null=True,
+        quoted_strings_can_be_null=True,
+    )
+    rows_done = 0
+    len_passed = 0  # skipped lines before the next batch
+    try:
+        reader = pacsv.open_csv(str(path), read_options=read, parse_options=parse, convert_options=convert)
+    except (pa.ArrowInvalid, OSError, EOFError, gzip.BadGzipFile) as e:
+        bad_rows.add("rows with the wrong number of fields", -len(skipped))  # the re-read counts them
+        yield from _fallback(path, columns, 0, skip_bad, bad_rows, progress, invalid, e)
+        return
+    while True:
+        try:
+            batch = reader.read_next_batch()
+        except StopIteration:
+            break
+        except (pa.ArrowInvalid, OSError, EOFError, gzip.BadGzipFile) as e:
+            bad_rows.add("rows with the wrong number of fields", -len(skipped))  # the re-read counts them
+            yield from _fallback(path, columns, rows_done + len_passed, skip_bad, bad_rows, progress, invalid, e)
+            return
+        if any(batch.column(n).null_count for n, k in columns if not k.endswith("?")):  # an empty required field: the slow path names (or skips) it
+            bad_rows.add("rows with the wrong number of fields", -len(skipped))  # the re-read counts them
+            yield from _fallback(path, columns, rows_done + len_passed, skip_bad, bad_rows, progress, invalid, None)
+            return
+        line0 = rows_done + len_passed + 1
+        lines = None
+        if skipped:  # the batch's rows are the lines from line0 on, less those skipped
+            lines, line = [], line0
+            skipped.sort()
+            k = 0
+            while len(lines) < batch.num_rows:
+                if k < len(skipped) and skipped[k] == line:
+                    k += 1
+                else:
+                    lines.append(line)
+                line += 1
+            len_passed += k
+            del skipped[:k]
+        rows_done += batch.num_rows
+        if progress is not None:
+            progress(batch.num_rows)
+        yield Batch(path, {n: batch.column(n).to_pylist() for n in use}, line0, lines)
+
+
+def _fallback(
+    path: Path,
+    columns: Sequence[tuple[str, str]],
+    lines_done: int,
+    skip_bad: bool,
+    bad_rows: Drops,
+    progress: Callable[[int], None] | None,
+    invalid: list[tuple[int | None, str]],
+    error: BaseException | None,
+) -> Iterator[Batch]:
+    """Re-read the shard from line ``lines_done + 1`` with Python's csv module, to name the bad line.
+
+    (Every column is handed over here; callers read only those they asked for.)"""
+    if invalid and not skip_bad:
+        line, what = invalid[0]
+        raise InputError(f"{path}:{line if line is not None else lines_done + 1}", what)
+    names = [n for n, _k in columns]
+    parsers = [_parser(k) for _n, k in columns]
+    out: dict[str, list] = {n: [] for n in names}
+    lines: list[int] = []
+    try:
+        with _open_text(path) as f:
+            for lineno, row in enumerate(csv.reader(f), start=1):
+                if lineno <= lines_done:
+                    continue
+                if not row:
+                    continue
+                try:
+                    if len(row) != len(columns):
+                        raise ValueError(f"expected {len(columns)} fields, got {len(row)}")
+                    values = [p(v, n) for p, v, n in zip(parsers, row, names, strict=True)]
+                except ValueError as e:
+                    if skip_bad:
+                        bad_rows.add("rows with the wrong number of fields" if "fields" in str(e) else "rows with a malformed value")
+                        continue
+                    raise InputError(f"{path}:{lineno}", str(e)) from None
+                for n, v in zip(names, values, strict=True):
+                    out[n].append(v)
+                lines.append(lineno)
+                if len(lines) >= 65536:
+                    if progress is not None:
+                        progress(len(lines))
+                    yield Batch(path, out, lines[0], lines)
+                    out, lines = {n: [] for n in names}, []
+    except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as e:
+        raise InputError(str(path), f"unreadable data: {e}") from None
+    if lines:
+        if progress is not None:
+            progress(len(lines))
+        yield Batch(path, out, lines[0], lines)
+    del error  # pyarrow's message has no line number; the re-read above names the line instead
+
+
+def _open_text(path: Path) -> IO[str]:
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
+
+
+def _parser(kind: str) -> Callable[[str, str], Any]:
+    optional = kind.endswith("?")
+    base = kind.rstrip("?")
+
+    def parse(text: str, name: str) -> Any:
+        if text == "":
+            if optional:
+                return None
+            raise ValueError(f"{name} is missing")
+        try:
+            if base == "int":
+                return int(text)
+            if base == "float":
+                return float(text)
+            if base == "bool":
+                return int(text)
+        except ValueError:
+            raise ValueError(f"{name} is not {'an integer' if base != 'float' else 'a number'}: {text!r}") from None
+        return text
+
+    return parse
+
+
+class ExternalSorter:
+    """Sort rows (tuples whose first ``len(keys)`` fields are a unique key) with at most ``run_rows`` in memory."""
+
+    def __init__(self, names: Sequence[str], types: Sequence[Any], nkeys: int, run_rows: int = 2_000_000, folder: str | os.PathLike | None = None) -> None:
+        self.names = list(names)
+        self.types = list(types)
+        self.nkeys = nkeys
+        self.run_rows = max(1, run_rows)
+        self._buffer: list[tuple] = []
+        self._dir: tempfile.TemporaryDirectory | None = None
+        self._folder = folder
+        self._runs: list[Path] = []
+        self.rows = 0
+
+    def add(self, row: tuple) -> None:
+        self._buffer.append(row)
+        self.rows += 1
+        if len(self._buffer) >= self.run_rows:
+            self._spill()
+
+    def add_many(self, rows: list[tuple]) -> None:
+        self._buffer.extend(rows)
+        self.rows += len(rows)
+        if len(self._buffer) >= self.run_rows:
+            self._spill()
+
+    def _spill(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not self._buffer:
+            return
+        self._buffer.sort(key=lambda r: r[: self.nkeys])
+        if self._dir is None:
+            self._dir = tempfile.TemporaryDirectory(prefix="schedlab-sort-", dir=self._folder)
+        path = Path(self._dir.name) / f"run{len(self._runs):05d}.parquet"
+        cols = list(zip(*self._buffer, strict=True))
+        table = pa.Table.from_arrays([pa.array(c, type=t) for c, t in zip(cols, self.types, strict=True)], names=self.names)
+        pq.write_table(table, path, compression="lz4")
+        self._runs.append(path)
+        self._buffer = []
+
+    def sorted_rows(self) -> Iterator[tuple]:
+        """Every row added, in key order (the temporary runs are removed once read)."""
+        try:
+            if not self._runs:
+                self._buffer.sort(key=lambda r: r[: self.nkeys])
+                yield from self._buffer
+                self._buffer = []
+                return
+            self._spill()
+            k = self.nkeys
+            yield from heapq.merge(*(_run_rows(p) for p in self._runs), key=lambda r: r[:k])
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._buffer = []
+        if self._dir is not None:
+            self._dir.cleanup()
+            self._dir = None
+
+
+def _run_rows(path: Path) -> Iterator[tuple]:
+    import pyarrow.parquet as pq
+
+    f = pq.ParquetFile(path)
+    for batch in f.iter_batches(batch_size=65536):
+        yield from zip(*(c.to_pylist() for c in batch.columns), strict=True)
