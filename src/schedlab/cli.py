@@ -278,6 +278,21 @@ def trace_info(
     for key in ("task_duration", "tasks_per_job"):
         d = w[key]
         t.add_row(key.replace("_", " "), "  ".join(f"{k} {fmt(v)}" for k, v in d.items()))
+    if "requests" in report:
+        rq = report["requests"]
+        for r, d in rq["per_resource"].items():
+            t.add_row(f"request {r}", "  ".join(f"{k} {fmt(v)}" for k, v in d.items()))
+        t.add_row("tasks with a request", f"{rq['tasks_stated']} (without: {rq['tasks_unstated']})")
+    if "constraints" in report:
+        cs = report["constraints"]
+        t.add_row("constrained tasks", f"{cs['tasks_constrained']} (per task: mean {fmt(cs['per_constrained_task']['mean'])}, max {fmt(cs['per_constrained_task']['max'])})")
+        t.add_row("constraint operators", "  ".join(f"{k} {v}" for k, v in cs["operators"].items()))
+        t.add_row("top attributes", "  ".join(f"{k} {v}" for k, v in cs["top_attributes"].items()))
+    if "users" in report:
+        us = report["users"]
+        t.add_row("users", f"{us['users']} (most tasks: " + ", ".join(f"{k} {v}" for k, v in us["top_by_tasks"].items()) + ")")
+    if "priorities" in report:
+        t.add_row("tasks per priority", "  ".join(f"{k}: {v}" for k, v in report["priorities"].items()))
     if "load" in report:
         ld = report["load"]
         t.add_row(f"load vs {report['workers']} workers", f"median {fmt(ld['median'])}  mean {fmt(ld['mean'])}  p99 {fmt(ld['p99'])}")
@@ -312,6 +327,34 @@ def trace_generate(
     rng = RngStreams(seed).np_rng("workload")
     n = write_trace(out_path, generate_jobs(jobs, arrivals, tasks_per_job, duration, rng, start, job_duration_spread))
     err.print(f"wrote {n} jobs to {out_path}")
+
+
+@trace_app.command("sample")
+def trace_sample(
+    trace: Annotated[str, typer.Argument(help="Trace file or bundled name (google, syn_250, …), .tr or columnar.")],
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Sample to write (.parquet for a columnar trace, else .tr).", callback=output_file)],
+    jobs: Annotated[int | None, typer.Option("--jobs", help="Draw this many whole jobs.")] = None,
+    tasks: Annotated[int | None, typer.Option("--tasks", help="Draw whole jobs until at least this many tasks.")] = None,
+    window: Annotated[str | None, typer.Option("--window", help="Only jobs arriving in [START, END) seconds: START,END.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random draw.")] = 0,
+    first: Annotated[bool, typer.Option("--first", help="Take jobs in arrival order instead of at random.")] = False,
+    rebase: Annotated[bool, typer.Option("--rebase", help="Shift arrivals so the first sampled job arrives at 0.")] = False,
+) -> None:
+    """Cut a sample of whole jobs from a trace (random or first N jobs or tasks, within a time window), keeping every field."""
+    from schedlab.workload.sample import sample_trace
+
+    win = None
+    if window is not None:
+        parts = window.split(",")
+        try:
+            if len(parts) != 2:
+                raise ValueError
+            win = (float(parts[0]), float(parts[1]))
+        except ValueError:
+            raise InputError("--window", f"expected START,END in seconds, got {window!r}") from None
+    r = sample_trace(trace, out_path, jobs=jobs, tasks=tasks, window=win, seed=seed, first=first, rebase=rebase)
+    span = f", arrivals {r.first_arrival:g}-{r.last_arrival:g} s" if r.first_arrival is not None and r.last_arrival is not None else ""
+    err.print(f"wrote {r.jobs} of {r.jobs_read} jobs ({r.tasks} tasks{span}) to {out_path}")
 
 
 @trace_app.command("convert")

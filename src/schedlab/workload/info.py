@@ -9,12 +9,20 @@ Figures 2–4).
 
 ``trace`` may also be an iterable of jobs (a generated workload, the first N
 jobs of a trace), taken as they are: no conventions are applied to them.
+
+A trace that carries more than durations (a columnar trace: requests,
+constraints, users, priorities) also gets their statistics: per resource the
+requests' distribution and how many tasks state one; how many tasks are
+constrained, by how many constraints, with which operators and on which
+attributes (the ten most used); the number of users and the busiest ones;
+tasks per priority.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -26,12 +34,13 @@ from schedlab.errors import InputError
 from schedlab.workload.constraints import PAPER_CONSTRAINT_SEED, TaskConstraintSampler
 from schedlab.workload.stats import (
     WorkloadArrays,
+    distribution,
     load_summary,
     per_constraint_load,
     per_second_load,
     workload_summary,
 )
-from schedlab.workload.trace import TraceConventions, TraceJob, read_trace
+from schedlab.workload.trace import TraceConventions, TraceJob, read_trace, request_resources
 
 
 def trace_report(
@@ -44,14 +53,17 @@ def trace_report(
     constraint_seed: int = PAPER_CONSTRAINT_SEED,
     conventions: TraceConventions | None = None,
 ) -> dict[str, Any]:
+    extras = _Extras()
     if isinstance(trace, str | os.PathLike):
-        w = WorkloadArrays.from_jobs(read_trace(trace, conventions))
+        extras.resources = request_resources(trace)
+        w = WorkloadArrays.from_jobs(extras.tap(read_trace(trace, conventions)))
         label = label or str(trace)
     else:
-        w = WorkloadArrays.from_jobs(trace)
+        w = WorkloadArrays.from_jobs(extras.tap(trace))
     if len(w.task_duration) == 0:
         raise InputError(label or "trace", "the trace has no jobs")
     report: dict[str, Any] = {"trace": label or "custom", "workload": workload_summary(w)}
+    report.update(extras.summary(len(w.task_duration)))
     supply = None
     if config is not None:
         cl = load_config(config)
@@ -71,3 +83,61 @@ def trace_report(
         masks = np.asarray(TaskConstraintSampler(constraint_seed).sample(len(w.task_duration)), dtype=np.int64)
         report["per_constraint_load"] = per_constraint_load(w.task_start, w.task_duration, masks, supply)
     return report
+
+
+class _Extras:
+    """What a trace carries beyond durations, gathered as its jobs stream past."""
+
+    def __init__(self) -> None:
+        self.resources: tuple[str, ...] = ()
+        self.requests: list[tuple[float, ...]] = []
+        self.stated_jobs = 0
+        self.constraint_counts: list[int] = []
+        self.operators: Counter[str] = Counter()
+        self.attributes: Counter[str] = Counter()
+        self.users: Counter[str] = Counter()
+        self.priorities: Counter[int] = Counter()
+
+    def tap(self, jobs: Iterable[TraceJob]) -> Iterator[TraceJob]:
+        for j in jobs:
+            n = j.num_tasks
+            if j.requests is not None:
+                self.stated_jobs += 1
+                self.requests.extend(r for r in j.requests if r is not None)
+            if j.constraints is not None:
+                for cons in j.constraints:
+                    self.constraint_counts.append(len(cons))
+                    for attribute, op, _value in cons:
+                        self.operators[op] += 1
+                        self.attributes[attribute] += 1
+            else:
+                self.constraint_counts.extend([0] * n)
+            if j.user is not None:
+                self.users[j.user] += n
+            if j.priority is not None:
+                self.priorities[j.priority] += n
+            yield j
+
+    def summary(self, tasks: int) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.resources or self.requests:
+            names = list(self.resources) or [f"r{k}" for k in range(len(self.requests[0]))]
+            arr = np.asarray(self.requests, dtype=float).reshape(-1, len(names))
+            out["requests"] = {
+                "tasks_stated": len(self.requests),
+                "tasks_unstated": tasks - len(self.requests),
+                "per_resource": {r: distribution(arr[:, k]) for k, r in enumerate(names)},
+            }
+        constrained = sum(1 for c in self.constraint_counts if c)
+        if constrained:
+            out["constraints"] = {
+                "tasks_constrained": constrained,
+                "per_constrained_task": distribution(np.asarray([c for c in self.constraint_counts if c], dtype=float)),
+                "operators": dict(self.operators.most_common()),
+                "top_attributes": dict(self.attributes.most_common(10)),
+            }
+        if self.users:
+            out["users"] = {"users": len(self.users), "top_by_tasks": dict(self.users.most_common(5))}
+        if self.priorities:
+            out["priorities"] = {str(k): v for k, v in sorted(self.priorities.items())}
+        return out

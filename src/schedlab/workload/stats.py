@@ -99,7 +99,8 @@ def per_constraint_load(
     return rows
 
 
-def _dist(x: np.ndarray) -> dict[str, float]:
+def distribution(x: np.ndarray) -> dict[str, float]:
+    """min, mean, p50, p99 and max of ``x`` (zeros when empty)."""
     if len(x) == 0:
         return {"min": 0.0, "mean": 0.0, "p50": 0.0, "p99": 0.0, "max": 0.0}
     return {
@@ -145,8 +146,8 @@ def workload_summary(w: WorkloadArrays, cutoff: float = SHORT_JOB_CUTOFF) -> dic
         "tasks": len(w.task_duration),
         "first_arrival": float(w.job_arrival.min()) if len(w.job_arrival) else 0.0,
         "arrival_span": span,
-        "task_duration": _dist(w.task_duration),
-        "tasks_per_job": _dist(w.job_tasks.astype(float)),
+        "task_duration": distribution(w.task_duration),
+        "tasks_per_job": distribution(w.job_tasks.astype(float)),
         "short_jobs": short,
         "long_jobs": len(w.job_arrival) - short,
         "short_cutoff": cutoff,
