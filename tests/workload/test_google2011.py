@@ -7,15 +7,32 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import schedlab
 from schedlab.cli import main
 from schedlab.errors import InputError
-from schedlab.workload.columnar import read_columnar, read_metadata
+from schedlab.workload.columnar import ColumnarTraceWriter, read_columnar, read_metadata
 from schedlab.workload.convert import convert
 from schedlab.workload.converters import gather_tables
-from schedlab.workload.converters.google2011 import convert_google2011
+from schedlab.workload.converters.common import Drops
+from schedlab.workload.converters.google2011 import (
+    ENDED,
+    FINISH,
+    SCHEDULE,
+    SUBMIT,
+    UPDATE_PENDING,
+    Finished,
+    Tally,
+    TaskStates,
+    convert_google2011,
+    drop_unfinished,
+    fold_batch,
+    reference_events,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "google2011"
 ROWS = 299 + 296 + 30 + 29  # lines of the four fixture shards
@@ -87,11 +104,15 @@ def test_normalised_requests_are_kept_as_the_trace_gives_them(tmp_path):
 def test_bounded_memory_sorting_gives_the_same_trace(converted, tmp_path):
     out, _report, _rows = converted
     tables = gather_tables("google2011", [FIXTURES])
-    small = list(convert_google2011(tables["task_events"], tables["task_constraints"], run_rows=3, spill_dir=tmp_path))
-    assert [(j.job_id, j.arrival, j.durations, j.requests, j.constraints) for j in small] == [
-        (j.job_id, j.arrival, j.durations, j.requests, j.constraints) for j in read_columnar(out)
-    ]
-    assert not list(tmp_path.iterdir())  # the spilled runs are gone
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    small = tmp_path / "small.parquet"
+    ColumnarTraceWriter(small, ("cores", "memory_mb")).write_tables(
+        convert_google2011(tables["task_events"], tables["task_constraints"], run_rows=3, spill_dir=spill)
+    )
+    fields = [(j.job_id, j.arrival, j.durations, j.mean_duration, j.requests, j.constraints, j.user, j.priority) for j in read_columnar(small)]
+    assert fields == [(j.job_id, j.arrival, j.durations, j.mean_duration, j.requests, j.constraints, j.user, j.priority) for j in read_columnar(out)]
+    assert not list(spill.iterdir())  # the spilled runs are gone
 
 
 def test_a_converted_trace_runs_with_its_own_requests(converted):
@@ -172,3 +193,38 @@ def test_cli(tmp_path, capsys):
     assert "wrote 47 jobs (159 tasks)" in err and "killed and not run again: 1" in err
     assert main(["trace", "convert", "--format", "google2011", str(FIXTURES), "--out", str(tmp_path / "g.tr")]) == 2
     assert "converts to the columnar format only" in capsys.readouterr().err
+
+
+_EVENT = st.tuples(
+    st.integers(0, 4),  # task
+    st.sampled_from([SUBMIT, SUBMIT, SCHEDULE, SCHEDULE, FINISH, FINISH, *ENDED, UPDATE_PENDING]),
+    st.integers(0, 12),  # time step (0: before the window)
+    st.sampled_from([np.nan, 0.25, 0.5]),  # cpu
+    st.sampled_from([-1, 0, 1]),  # user code
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(events=st.lists(_EVENT, max_size=40), cuts=st.lists(st.integers(0, 40), max_size=4))
+def test_the_vectorized_fold_is_the_event_by_event_definition(events, cuts):
+    rows = [(t * 1_000_000 if t else 0, task, ev, user, float(task % 2), cpu, 0.125) for task, ev, t, cpu, user in events]
+    want_drops = Drops()
+    want, want_tally = reference_events(rows, want_drops)
+    states, out, drops = TaskStates(), Finished(), Drops()
+    tally = Tally(drops)
+    bounds = sorted({0, len(rows), *(c for c in cuts if c <= len(rows))})
+    for lo, hi in zip(bounds, bounds[1:], strict=False):
+        block = rows[lo:hi]
+        cols = list(zip(*block, strict=True)) if block else [[]] * 7
+        fold_batch(states, {"t": np.asarray(cols[0], np.int64), "key": np.asarray(cols[1], np.int64), "ev": np.asarray(cols[2], np.int64),
+                            "user": np.asarray(cols[3], np.int64), "prio": np.asarray(cols[4], float), "cpu": np.asarray(cols[5], float),
+                            "mem": np.asarray(cols[6], float)}, out, tally)  # fmt: skip
+    drop_unfinished(states, drops)
+    got = out.take()
+    got_rows = sorted(zip(*(got[c].tolist() for c in Finished.NAMES), strict=True))
+    norm = sorted((k, a, d, u, p, c, m) for k, a, d, u, p, c, m in want)
+    assert len(got_rows) == len(norm)
+    for g, w in zip(got_rows, norm, strict=True):
+        assert g[:4] == w[:4] and np.allclose(g[4:], w[4:], equal_nan=True)
+    assert drops.counts == want_drops.counts
+    assert (tally.ended_early, tally.out_of_order) == (want_tally.ended_early, want_tally.out_of_order)

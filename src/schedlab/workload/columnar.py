@@ -85,8 +85,10 @@ def _schema(resources: Sequence[str]) -> Any:
 class ColumnarTraceWriter:
     """Write jobs to a columnar trace, one row group per ``row_group_tasks`` tasks; atomic (temp file, rename).
 
-    Use as a context manager; :meth:`add` takes one :class:`TraceJob`. A job's
-    ``requests`` must have one value (or ``None``) per resource named here.
+    :meth:`write_all` takes :class:`TraceJob` records (a job's ``requests`` has one
+    value, or ``None``, per resource named here); :meth:`write_tables` takes Arrow
+    tables in the file's schema, already in arrival order with each job's rows
+    together (a converter's vectorized output).
     """
 
     def __init__(
@@ -190,6 +192,58 @@ class ColumnarTraceWriter:
                     raise InputError(str(self.path), "no jobs to write")
                 self._flush()
                 self._writer.add_key_value_metadata(self._meta())  # the counts are known only now
+            finally:
+                if self._writer is not None and self._writer.is_open:
+                    self._writer.close()
+
+        atomic_write(self.path, write)
+        return self.jobs
+
+
+    def write_tables(self, tables: Iterable[Any]) -> int:
+        """Write Arrow tables in this trace's schema (arrival order, a job's rows together), atomically."""
+        import pyarrow as pa
+
+        schema = _schema(self.resources)
+        pending: list[Any] = []
+        size = 0
+        last_job: int | None = None
+
+        def flush() -> None:
+            nonlocal pending, size
+            if pending:
+                table = pa.concat_tables(pending)
+                if self._writer is None:
+                    import pyarrow.parquet as pq
+
+                    assert self._tmp is not None
+                    self._writer = pq.ParquetWriter(self._tmp, schema, compression="zstd")
+                self._writer.write_table(table, row_group_size=len(table))
+                pending, size = [], 0
+
+        def write(tmp: str) -> None:
+            nonlocal last_job, size
+            self._tmp = tmp
+            try:
+                for t in tables:
+                    if len(t) == 0:
+                        continue
+                    t = t.select(schema.names).cast(schema)
+                    job = t["job"].to_numpy()
+                    arrival = t["arrival"].to_numpy()
+                    if arrival[0] < self._last or (np.diff(arrival) < 0).any():
+                        raise InputError(f"job {self.jobs + 1}", "rows out of arrival order")
+                    self.jobs += int((job[1:] != job[:-1]).sum()) + int(last_job is None or int(job[0]) != last_job)
+                    self.tasks += len(t)
+                    self._last, last_job = float(arrival[-1]), int(job[-1])
+                    pending.append(t)
+                    size += len(t)
+                    if size >= self.row_group_tasks:
+                        flush()
+                if self.jobs == 0:
+                    raise InputError(str(self.path), "no jobs to write")
+                flush()
+                self._writer.add_key_value_metadata(self._meta())
             finally:
                 if self._writer is not None and self._writer.is_open:
                     self._writer.close()

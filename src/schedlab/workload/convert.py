@@ -124,7 +124,7 @@ def _convert_raw(
     scale_requests: bool,
     progress: Callable[[int], None] | None,
 ) -> ConvertReport:
-    from schedlab.workload.columnar import ROW_GROUP_TASKS, write_columnar
+    from schedlab.workload.columnar import ROW_GROUP_TASKS, ColumnarTraceWriter
     from schedlab.workload.converters import gather_tables
     from schedlab.workload.converters.common import Drops
     from schedlab.workload.converters.google2011 import DEFAULT_SCALE, convert_google2011, resources
@@ -141,12 +141,14 @@ def _convert_raw(
             progress(n)
 
     scale = DEFAULT_SCALE if scale_requests else None
-    jobs = convert_google2011(
+    chunks = convert_google2011(
         tables["task_events"], tables["task_constraints"], scale=scale, skip_bad=skip_bad, drops=drops, bad_rows=bad, counts=report.counts, progress=rows
     )
     names, units = resources(scale)
+    writer = ColumnarTraceWriter(out, names, source=fmt, request_units=units, row_group_tasks=row_group_tasks or ROW_GROUP_TASKS)
     try:
-        write_columnar(out, _counted(jobs, report), names, source=fmt, request_units=units, row_group_tasks=row_group_tasks or ROW_GROUP_TASKS)
+        writer.write_tables(chunks)
+        report.jobs, report.tasks = writer.jobs, writer.tasks
     except InputError as e:
         if e.where == str(out) and report.jobs == 0:
             raise InputError(str(out), f"no task of the {fmt} input finished within the trace window ({_reasons(drops)})") from None

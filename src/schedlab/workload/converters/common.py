@@ -1,5 +1,5 @@
-"""What every raw-trace converter needs: reading CSV shards fast with ``file:line`` errors, counting
-what is dropped and why, and sorting more rows than memory holds.
+"""What every raw-trace converter needs: reading CSV shards fast with ``file:line`` errors, and counting
+what is dropped and why.
 
 * :func:`read_csv_shards` streams CSV shards (``.gz`` or plain) as column
   batches through pyarrow's CSV reader (typed columns, one block at a time).
@@ -9,21 +9,13 @@ what is dropped and why, and sorting more rows than memory holds.
   conversion failed on, so a shard with such a value is re-read from the
   failing block with Python's ``csv`` module (the slow path, for bad data only).
 * :class:`Drops` counts dropped items by reason, for the conversion's report.
-* :class:`ExternalSorter` sorts rows by a key with bounded memory: rows are
-  buffered up to ``run_rows``, each full buffer is sorted and spilled to a
-  Parquet run in a temporary folder, and the runs are merged (``heapq.merge``).
-  Keys must be unique (append a sequence number), so the merge never compares
-  payloads.
 """
 
 from __future__ import annotations
 
 import csv
 import gzip
-import heapq
 import io
-import os
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -86,13 +78,39 @@ def read_csv_shards(
     use: Sequence[str] | None = None,
     progress: Callable[[int], None] | None = None,
     block_bytes: int = 8 << 20,
+    as_arrays: bool = False,
 ) -> Iterator[Batch]:
     """Each shard's rows as batches of ``{column: values}`` (``None`` for an empty optional field).
 
-    Every column is parsed and checked; only those in ``use`` (default: all) are handed over.
+    Every column is parsed and checked; only those in ``use`` (default: all) are handed over, as
+    Python lists, or with ``as_arrays`` as numpy arrays (int64; float64 with NaN for an empty
+    optional number; object arrays with None for strings).
     """
+    kinds = dict(columns)
+    names = list(use) if use is not None else [n for n, _k in columns]
     for path in paths:
-        yield from _read_shard(path, columns, skip_bad, bad_rows, progress, block_bytes, list(use) if use is not None else [n for n, _k in columns])
+        for b in _read_shard(path, columns, skip_bad, bad_rows, progress, block_bytes, names):
+            cols = {n: b.cols[n] for n in names}
+            if as_arrays:
+                b.cols = {n: _as_array(v, kinds[n]) for n, v in cols.items()}
+            else:
+                b.cols = {n: v if isinstance(v, list) else v.to_pylist() for n, v in cols.items()}
+            yield b
+
+
+def _as_array(values: Any, kind: str) -> Any:
+    import numpy as np
+
+    base = kind.rstrip("?")
+    if base == "str":
+        return np.asarray(values if isinstance(values, list) else values.to_pylist(), dtype=object)
+    if isinstance(values, list):
+        if kind.endswith("?"):
+            return np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
+        return np.asarray(values, dtype=np.int64 if base in ("int", "bool") else np.float64)
+    if kind.endswith("?"):
+        return values.to_numpy(zero_copy_only=False).astype(np.float64)  # nulls become NaN
+    return values.to_numpy(zero_copy_only=False)
 
 
 def _read_shard(
@@ -160,7 +178,7 @@ def _read_shard(
         rows_done += batch.num_rows
         if progress is not None:
             progress(batch.num_rows)
-        yield Batch(path, {n: batch.column(n).to_pylist() for n in use}, line0, lines)
+        yield Batch(path, {n: batch.column(n) for n in use}, line0, lines)
 
 
 def _fallback(
@@ -243,74 +261,3 @@ def _parser(kind: str) -> Callable[[str, str], Any]:
         return text
 
     return parse
-
-
-class ExternalSorter:
-    """Sort rows (tuples whose first ``len(keys)`` fields are a unique key) with at most ``run_rows`` in memory."""
-
-    def __init__(self, names: Sequence[str], types: Sequence[Any], nkeys: int, run_rows: int = 2_000_000, folder: str | os.PathLike | None = None) -> None:
-        self.names = list(names)
-        self.types = list(types)
-        self.nkeys = nkeys
-        self.run_rows = max(1, run_rows)
-        self._buffer: list[tuple] = []
-        self._dir: tempfile.TemporaryDirectory | None = None
-        self._folder = folder
-        self._runs: list[Path] = []
-        self.rows = 0
-
-    def add(self, row: tuple) -> None:
-        self._buffer.append(row)
-        self.rows += 1
-        if len(self._buffer) >= self.run_rows:
-            self._spill()
-
-    def add_many(self, rows: list[tuple]) -> None:
-        self._buffer.extend(rows)
-        self.rows += len(rows)
-        if len(self._buffer) >= self.run_rows:
-            self._spill()
-
-    def _spill(self) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        if not self._buffer:
-            return
-        self._buffer.sort(key=lambda r: r[: self.nkeys])
-        if self._dir is None:
-            self._dir = tempfile.TemporaryDirectory(prefix="schedlab-sort-", dir=self._folder)
-        path = Path(self._dir.name) / f"run{len(self._runs):05d}.parquet"
-        cols = list(zip(*self._buffer, strict=True))
-        table = pa.Table.from_arrays([pa.array(c, type=t) for c, t in zip(cols, self.types, strict=True)], names=self.names)
-        pq.write_table(table, path, compression="lz4")
-        self._runs.append(path)
-        self._buffer = []
-
-    def sorted_rows(self) -> Iterator[tuple]:
-        """Every row added, in key order (the temporary runs are removed once read)."""
-        try:
-            if not self._runs:
-                self._buffer.sort(key=lambda r: r[: self.nkeys])
-                yield from self._buffer
-                self._buffer = []
-                return
-            self._spill()
-            k = self.nkeys
-            yield from heapq.merge(*(_run_rows(p) for p in self._runs), key=lambda r: r[:k])
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        self._buffer = []
-        if self._dir is not None:
-            self._dir.cleanup()
-            self._dir = None
-
-
-def _run_rows(path: Path) -> Iterator[tuple]:
-    import pyarrow.parquet as pq
-
-    f = pq.ParquetFile(path)
-    for batch in f.iter_batches(batch_size=65536):
-        yield from zip(*(c.to_pylist() for c in batch.columns), strict=True)

@@ -39,24 +39,34 @@ Interpretation (the schema leaves these to the reader; each is our choice):
   removed. An empty value with ``=`` means the machine must not have the
   attribute (``absent``), with ``!=`` that it must have it (``present``).
 
-Memory: what is held is the state of the tasks not finished yet (bounded by
-what is pending or running at once, not by the input's length) and up to
-``run_rows`` rows per sort. Finished tasks and constraints are spilled to
-sorted runs on disk (:class:`~.common.ExternalSorter`) and merged by task,
-which groups each job's tasks to find its arrival; the result is sorted again
-by arrival for the output.
+How (speed and memory): events are folded into the tasks' states a CSV block
+at a time with numpy (a task's events within a block reduce to a few
+aggregates: earliest SUBMIT, latest SCHEDULE, last stated request, FINISH);
+a task whose block holds anything unusual (two FINISHes, an event after its
+FINISH, a FINISH still waiting for its SCHEDULE) goes through the event-by-event
+reference instead (:func:`reference_events`, which also serves the tests as
+the definition). Held in memory: the state of tasks not finished yet (what is
+pending or running at once, not the input's length), one row per job (its
+arrival and mean duration), the constraint rows (dictionary-encoded, about 20
+bytes each), and up to ``run_rows`` finished tasks; beyond that they are
+spilled to Parquet runs, each sorted by arrival once the jobs' arrivals are
+known, and merged.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from itertools import repeat
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from schedlab.defaults import DEFAULT_CAPACITY, MULTI_RESOURCES
 from schedlab.errors import InputError
-from schedlab.workload.converters.common import Drops, ExternalSorter, read_csv_shards
-from schedlab.workload.trace import Constraint, TraceJob
+from schedlab.workload.converters.common import Batch, Drops, read_csv_shards
 
 TASK_EVENTS = [
     ("timestamp", "int"),
@@ -87,9 +97,8 @@ AFTER_WINDOW = 2**63 - 1
 OPERATORS = {0: "=", 1: "!=", 2: "<", 3: ">"}
 TASK_BITS = 24  # task indices below 2^24 (Google 2011's largest job has about 90,000 tasks)
 DEFAULT_SCALE = (DEFAULT_CAPACITY[0], DEFAULT_CAPACITY[1])
-
-# per live task: [arrival µs, start µs, cpu, memory, user, priority, last event, finish µs waiting for its SCHEDULE]
-_ARR, _START, _CPU, _MEM, _USER, _PRIO, _LAST, _FIN = range(8)
+NONE = -1  # "not seen yet" for a time, a user or an event
+NO_TIME = np.iinfo(np.int64).max
 
 
 def resources(scale: tuple[float, float] | None) -> tuple[tuple[str, ...], dict[str, str]]:
@@ -99,122 +108,296 @@ def resources(scale: tuple[float, float] | None) -> tuple[tuple[str, ...], dict[
     return tuple(MULTI_RESOURCES), {MULTI_RESOURCES[0]: f"cores ({scale[0]:g} = the largest machine)", MULTI_RESOURCES[1]: f"MB ({scale[1]:g} = the largest machine)"}
 
 
-def convert_google2011(
-    task_events: Sequence[Path],
-    task_constraints: Sequence[Path] = (),
-    *,
-    scale: tuple[float, float] | None = DEFAULT_SCALE,
-    skip_bad: bool = False,
-    drops: Drops | None = None,
-    bad_rows: Drops | None = None,
-    counts: dict[str, int] | None = None,
-    progress: Callable[[int], None] | None = None,
-    run_rows: int = 500_000,
-    spill_dir: str | os.PathLike | None = None,
-) -> Iterator[TraceJob]:
-    """Stream the trace's jobs in arrival order (as the columnar writer takes them)."""
-    drops = drops if drops is not None else Drops()
-    bad_rows = bad_rows if bad_rows is not None else Drops()
-    counts = counts if counts is not None else {}
-    finished = ExternalSorter(
-        ["key", "seq", "arrival", "duration", "user", "priority", "cpu", "memory"],
-        _types("int64", "int64", "int64", "int64", "string", "int64", "float64", "float64"),
-        nkeys=2,
-        run_rows=run_rows,
-        folder=spill_dir,
-    )
-    cons = ExternalSorter(["key", "seq", "constraint"], _types("int64", "int64", "string"), nkeys=2, run_rows=run_rows, folder=spill_dir)
-    by_arrival: ExternalSorter | None = None
-    try:
-        _events(task_events, finished, drops, bad_rows, counts, skip_bad, progress)
-        _constraints(task_constraints, cons, bad_rows, counts, skip_bad, progress)
-        by_arrival = ExternalSorter(
-            ["arrival", "job", "task", "duration", "user", "priority", "cpu", "memory", "constraints"],
-            _types("int64", "int64", "int64", "int64", "string", "int64", "float64", "float64", "string"),
-            nkeys=3,
-            run_rows=run_rows,
-            folder=spill_dir,
-        )
-        for row in _join(finished.sorted_rows(), cons.sorted_rows(), counts):
-            by_arrival.add(row)
-        yield from _jobs(by_arrival.sorted_rows(), scale)
-    finally:
-        finished.close()
-        cons.close()
-        if by_arrival is not None:
-            by_arrival.close()
+# -- the tasks' states -----------------------------------------------------------------------------
+class Tally:
+    """What the events pass counts besides the tasks it finishes."""
+
+    def __init__(self, drops: Drops) -> None:
+        self.drops = drops
+        self.ended_early = 0
+        self.out_of_order = 0
 
 
-def _types(*names: str) -> list:
-    import pyarrow as pa
+class Finished:
+    """Finished tasks, as growing numpy columns."""
 
-    return [getattr(pa, n)() for n in names]
+    NAMES = ("key", "arrival", "duration", "user", "priority", "cpu", "memory")
+    TYPES = (np.int64, np.int64, np.int64, np.int64, np.float64, np.float64, np.float64)
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[np.ndarray, ...]] = []
+        self.rows = 0
+
+    def add(self, *cols: np.ndarray) -> None:
+        if len(cols[0]):
+            self.parts.append(tuple(np.asarray(c) for c in cols))
+            self.rows += len(cols[0])
+
+    def take(self) -> dict[str, np.ndarray]:
+        out = {n: np.concatenate([p[k] for p in self.parts]).astype(t) if self.parts else np.zeros(0, t) for k, (n, t) in enumerate(zip(self.NAMES, self.TYPES, strict=True))}
+        self.parts, self.rows = [], 0
+        return out
 
 
-def _events(paths: Sequence[Path], out: ExternalSorter, drops: Drops, bad_rows: Drops, counts: dict[str, int], skip_bad: bool, progress: Callable[[int], None] | None) -> None:
+def _classify(arr: np.ndarray, start: np.ndarray, tf: np.ndarray, drops: Drops) -> np.ndarray:
+    """Which finished runs are kept; the others counted as dropped by reason (in the reference's order)."""
+    after = tf == AFTER_WINDOW
+    before = ~after & (arr <= 0)
+    started_before = ~after & ~before & (start == 0)
+    drops.add("finished after the trace window", int(after.sum()))
+    drops.add("submitted before the trace window", int((before & (arr == 0)).sum()))
+    drops.add("no SUBMIT event", int((before & (arr < 0)).sum()))
+    drops.add("started before the trace window", int(started_before.sum()))
+    return ~(after | before | started_before)
+
+
+class TaskStates:
+    """The state of every task seen and not finished: one slot per task, numpy columns.
+
+    Per task: arrival (its earliest SUBMIT), start (its latest SCHEDULE), the last stated CPU, memory,
+    priority and user, its last event, and a FINISH time waiting for its SCHEDULE.
+    """
+
+    def __init__(self) -> None:
+        self.slot_of: dict[int, int] = {}
+        self.free: list[int] = []
+        self.n = 0
+        cap = 1 << 12
+        self.arr = np.full(cap, NONE, np.int64)
+        self.start = np.full(cap, NONE, np.int64)
+        self.fin = np.full(cap, NONE, np.int64)
+        self.last = np.full(cap, NONE, np.int64)
+        self.user = np.full(cap, NONE, np.int64)
+        self.cpu = np.full(cap, np.nan)
+        self.mem = np.full(cap, np.nan)
+        self.prio = np.full(cap, np.nan)
+
+    _COLS = ("arr", "start", "fin", "last", "user", "cpu", "mem", "prio")
+
+    def slots(self, keys: np.ndarray) -> np.ndarray:
+        """The slot of each key; a key not seen yet gets a fresh one."""
+        slot = np.fromiter(map(self.slot_of.get, keys.tolist(), repeat(-1)), np.int64, len(keys))
+        new = np.flatnonzero(slot < 0)
+        if len(new):
+            reuse = min(len(new), len(self.free))
+            fresh = [self.free.pop() for _ in range(reuse)]
+            more = len(new) - reuse
+            if self.n + more > len(self.arr):
+                self._grow(self.n + more)
+            fresh.extend(range(self.n, self.n + more))
+            self.n += more
+            slot[new] = fresh
+            f = slot[new]
+            for name in ("arr", "start", "fin", "last", "user"):
+                getattr(self, name)[f] = NONE
+            for name in ("cpu", "mem", "prio"):
+                getattr(self, name)[f] = np.nan
+            self.slot_of.update(zip(keys[new].tolist(), fresh, strict=True))
+        return slot
+
+    def _grow(self, need: int) -> None:
+        cap = len(self.arr)
+        while cap < need:
+            cap *= 2
+        for name in self._COLS:
+            old = getattr(self, name)
+            a = np.full(cap, np.nan if old.dtype.kind == "f" else NONE, old.dtype)
+            a[: len(old)] = old
+            setattr(self, name, a)
+
+    def release(self, keys: np.ndarray, slots: np.ndarray) -> None:
+        d = self.slot_of
+        for k in keys.tolist():
+            del d[k]
+        self.free.extend(slots.tolist())
+
+    def live_slots(self) -> np.ndarray:
+        return np.fromiter(self.slot_of.values(), np.int64, len(self.slot_of))
+
+
+def fold_batch(states: TaskStates, b: dict[str, np.ndarray], out: Finished, tally: Tally) -> None:
+    """Fold one block of events (rows in file order) into the tasks' states; finished tasks go to ``out``."""
+    t, key, ev = b["t"], b["key"], b["ev"]
+    n = len(t)
+    if n == 0:
+        return
+    import pandas as pd
+
+    codes, ukeys = pd.factorize(key)
+    codes = codes.astype(np.int64)
+    ukeys = np.asarray(ukeys, dtype=np.int64)
+    u = len(ukeys)
+    slots = states.slots(ukeys)
+    idx = np.arange(n)
+    last_row = np.zeros(u, np.int64)
+    np.maximum.at(last_row, codes, idx)
+    is_fin = ev == FINISH
+    nfin = np.bincount(codes[is_fin], minlength=u)
+    ev_last = ev[last_row]
+    rare = (nfin > 1) | ((nfin == 1) & (ev_last != FINISH)) | (states.fin[slots] >= 0)
+    if rare.any():
+        rare_rows = rare[codes]
+        _fold_rare(states, {k: v[rare_rows] for k, v in b.items()}, out, tally)
+        keep_rows = ~rare_rows
+        if not keep_rows.any():
+            return
+        b = {k: v[keep_rows] for k, v in b.items()}
+        t, key, ev = b["t"], b["key"], b["ev"]
+        common = ~rare
+        remap = np.full(u, -1, np.int64)
+        remap[common] = np.arange(int(common.sum()))
+        codes = remap[codes[keep_rows]]
+        ukeys, slots = ukeys[common], slots[common]
+        u, n = len(ukeys), len(t)
+        idx = np.arange(n)
+        last_row = np.zeros(u, np.int64)
+        np.maximum.at(last_row, codes, idx)
+        ev_last = ev[last_row]
+    # per task: the block's aggregates
+    sub = ev == SUBMIT
+    sub_min = np.full(u, NO_TIME, np.int64)
+    np.minimum.at(sub_min, codes[sub], t[sub])
+    sched = ev == SCHEDULE
+    sched_max = np.full(u, NONE, np.int64)
+    np.maximum.at(sched_max, codes[sched], t[sched])
+    tally.ended_early += int(np.isin(ev, list(ENDED)).sum())
+    # SUBMITs earlier than the arrival recorded so far (the reference's count): new running minima
+    if sub.any():
+        tally.out_of_order += _new_minima(codes[sub], t[sub], states.arr[slots])
+    stated = sub | (ev == UPDATE_PENDING) | (ev == UPDATE_RUNNING)
+    for name, col in (("cpu", b["cpu"]), ("mem", b["mem"]), ("prio", b["prio"])):
+        m = stated & ~np.isnan(col)
+        if m.any():
+            li = np.full(u, -1, np.int64)
+            np.maximum.at(li, codes[m], idx[m])
+            has = li >= 0
+            getattr(states, name)[slots[has]] = col[li[has]]
+    m = sub & (b["user"] >= 0)
+    if m.any():
+        li = np.full(u, -1, np.int64)
+        np.maximum.at(li, codes[m], idx[m])
+        has = li >= 0
+        states.user[slots[has]] = b["user"][li[has]]
+    arr = states.arr[slots]
+    got = sub_min != NO_TIME
+    arr = np.where(got & ((arr < 0) | (sub_min < arr)), sub_min, arr)
+    states.arr[slots] = arr
+    start = np.maximum(states.start[slots], sched_max)
+    states.start[slots] = start
+    states.last[slots] = ev_last
+    # a FINISH (the task's last event in the block, its only one)
+    fin = ev_last == FINISH
+    if fin.any():
+        tf = t[last_row[fin]]
+        st = start[fin]
+        ready = (st >= 0) & (st <= tf)
+        fslots, fkeys = slots[fin], ukeys[fin]
+        states.fin[fslots[~ready]] = tf[~ready]  # waits for its SCHEDULE
+        if ready.any():
+            rs, rk = fslots[ready], fkeys[ready]
+            a, s0, tr = states.arr[rs], st[ready], tf[ready]
+            ok = _classify(a, s0, tr, tally.drops)
+            out.add(rk[ok], a[ok], (tr - s0)[ok], states.user[rs][ok], states.prio[rs][ok], states.cpu[rs][ok], states.mem[rs][ok])
+            states.release(rk, rs)
+
+
+def _new_minima(codes: np.ndarray, times: np.ndarray, before: np.ndarray) -> int:
+    """How many SUBMITs (in file order) come earlier than every earlier arrival of their task, the task's first
+    ever SUBMIT excepted (``before``: the task's arrival before the block, or -1)."""
+    import pandas as pd
+
+    s = pd.Series(times)
+    prev = s.groupby(codes).cummin().groupby(codes).shift(1).to_numpy()
+    base = before[codes].astype(np.float64)
+    base[base < 0] = np.inf
+    prev = np.where(np.isnan(prev), base, np.minimum(prev, base))
+    firsts = np.isinf(prev)  # no arrival before: the first SUBMIT sets it, uncounted
+    return int((~firsts & (times < prev)).sum())
+
+
+def _fold_rare(states: TaskStates, b: dict[str, np.ndarray], out: Finished, tally: Tally) -> None:
+    """The event-by-event reference for the tasks whose block holds anything unusual."""
+    keys = b["key"]
+    uk = np.unique(keys)
+    slots = states.slots(uk)
     live: dict[int, list] = {}
-    seq = 0
-    ended_early = out_of_order = 0
-    limit = 1 << TASK_BITS
-    use = ["timestamp", "job", "task", "event", "user", "priority", "cpu", "memory"]
-    for b in read_csv_shards(paths, TASK_EVENTS, skip_bad=skip_bad, bad_rows=bad_rows, use=use, progress=progress):
-        done: list[tuple] = []
-        get = live.get
-        for i, (t, job, idx, ev, user, prio, cpu, mem) in enumerate(zip(b["timestamp"], b["job"], b["task"], b["event"], b["user"], b["priority"], b["cpu"], b["memory"], strict=True)):
-            if not (0 <= idx < limit and job >= 0 and 0 <= ev <= UPDATE_RUNNING):
-                problem = f"unknown event type {ev}" if not 0 <= ev <= UPDATE_RUNNING else f"job IDs must be >= 0 and task indices in [0, 2^{TASK_BITS})"
-                if skip_bad:
-                    bad_rows.add("rows with an unknown event type" if "event" in problem else "rows with an impossible job ID or task index")
-                    continue
-                raise InputError(b.where(i), f"job {job} task {idx}: {problem}")
-            key = (job << TASK_BITS) | idx
-            st = get(key)
-            if ev == SUBMIT:
-                if st is None:
-                    live[key] = [t, -1, cpu, mem, user, prio, SUBMIT, -1]
-                    continue
-                if st[_ARR] < 0 or t < st[_ARR]:
-                    if st[_ARR] >= 0:
-                        out_of_order += 1
-                    st[_ARR] = t
-                _restate(st, cpu, mem, prio)
-                if user is not None:
-                    st[_USER] = user
-            else:
-                if st is None:
-                    st = live[key] = [-1, -1, None, None, None, None, -1, -1]
-                if ev == SCHEDULE:
-                    if t >= st[_START]:
-                        st[_START] = t
-                    fin = st[_FIN]
-                    if fin >= 0 and t <= fin:  # the FINISH came first in the file
-                        out_of_order += 1
-                        seq = _finish(key, st, fin, done, drops, seq)
-                        del live[key]
-                        continue
-                elif ev == FINISH:
-                    start = st[_START]
-                    if start < 0 or start > t:
-                        st[_FIN] = t  # wait for the SCHEDULE
-                    else:
-                        seq = _finish(key, st, t, done, drops, seq)
-                        del live[key]
-                        continue
-                elif ev in ENDED:
-                    ended_early += 1
-                else:  # UPDATE_PENDING, UPDATE_RUNNING
-                    _restate(st, cpu, mem, prio)
-            st[_LAST] = ev
-        out.add_many(done)
-    for st in live.values():
-        if st[_FIN] >= 0:
-            drops.add("FINISH without a SCHEDULE before it")
-        elif st[_LAST] in ENDED:
-            drops.add(f"{ENDED[st[_LAST]]} and not run again")
+    for k, s_ in zip(uk.tolist(), slots.tolist(), strict=True):
+        live[k] = [
+            int(states.arr[s_]), int(states.start[s_]), _opt(states.cpu[s_]), _opt(states.mem[s_]),
+            int(states.user[s_]), _opt_int(states.prio[s_]), int(states.last[s_]), int(states.fin[s_]),
+        ]  # fmt: skip
+    done: list[tuple] = []
+    for row in zip(b["t"].tolist(), keys.tolist(), b["ev"].tolist(), b["user"].tolist(), b["prio"].tolist(), b["cpu"].tolist(), b["mem"].tolist(), strict=True):
+        _step(live, row, done, tally)
+    gone = [k for k in uk.tolist() if k not in live]
+    for k, s_ in zip(uk.tolist(), slots.tolist(), strict=True):
+        st = live.get(k)
+        if st is None:
+            continue
+        states.arr[s_], states.start[s_], states.user[s_], states.last[s_], states.fin[s_] = st[0], st[1], st[4], st[6], st[7]
+        states.cpu[s_] = np.nan if st[2] is None else st[2]
+        states.mem[s_] = np.nan if st[3] is None else st[3]
+        states.prio[s_] = np.nan if st[5] is None else st[5]
+    if gone:
+        g = np.asarray(gone, np.int64)
+        states.release(g, slots[np.searchsorted(uk, g)])
+    if done:
+        cols = list(zip(*done, strict=True))
+        out.add(*(np.asarray(c) for c in cols))
+
+
+def _opt(x: float) -> float | None:
+    return None if np.isnan(x) else float(x)
+
+
+def _opt_int(x: float) -> int | None:
+    return None if np.isnan(x) else int(x)
+
+
+# per task in the reference: [arrival, start, cpu, memory, user, priority, last event, finish waiting]
+_ARR, _START, _CPU, _MEM, _USER, _PRIO, _LAST, _FIN = range(8)
+
+
+def _step(live: dict[int, list], row: tuple, done: list[tuple], tally: Tally) -> None:
+    """One event, the definition: what the vectorized fold computes for ordinary blocks."""
+    t, key, ev, user, prio, cpu, mem = row
+    cpu = None if cpu != cpu else cpu  # NaN: not stated
+    mem = None if mem != mem else mem
+    prio = None if prio != prio else int(prio)
+    user = None if user < 0 else user
+    st = live.get(key)
+    if st is None:
+        st = live[key] = [-1, -1, None, None, NONE, None, -1, -1]
+    if ev == SUBMIT:
+        if st[_ARR] < 0 or t < st[_ARR]:
+            if st[_ARR] >= 0:
+                tally.out_of_order += 1
+            st[_ARR] = t
+        _restate(st, cpu, mem, prio)
+        if user is not None:
+            st[_USER] = user
+    elif ev == SCHEDULE:
+        if t >= st[_START]:
+            st[_START] = t
+        fin = st[_FIN]
+        if fin >= 0 and t <= fin:  # the FINISH came first in the file
+            tally.out_of_order += 1
+            _finish_one(key, st, fin, done, tally)
+            del live[key]
+            return
+    elif ev == FINISH:
+        start = st[_START]
+        if start < 0 or start > t:
+            st[_FIN] = t  # wait for the SCHEDULE
         else:
-            drops.add("unfinished at the trace's end")
-    counts["runs_ended_early"] = ended_early
-    counts["events_out_of_order"] = out_of_order
+            _finish_one(key, st, t, done, tally)
+            del live[key]
+            return
+    elif ev in ENDED:
+        tally.ended_early += 1
+    else:  # UPDATE_PENDING, UPDATE_RUNNING
+        _restate(st, cpu, mem, prio)
+    st[_LAST] = ev
 
 
 def _restate(st: list, cpu: float | None, mem: float | None, prio: int | None) -> None:
@@ -227,111 +410,305 @@ def _restate(st: list, cpu: float | None, mem: float | None, prio: int | None) -
         st[_PRIO] = prio
 
 
-def _finish(key: int, st: list, t: int, done: list[tuple], drops: Drops, seq: int) -> int:
-    if t == AFTER_WINDOW:
-        drops.add("finished after the trace window")
-    elif st[_ARR] <= 0:
-        drops.add("submitted before the trace window" if st[_ARR] == 0 else "no SUBMIT event")
-    elif st[_START] == 0:
-        drops.add("started before the trace window")
-    else:
-        done.append((key, seq, st[_ARR], t - st[_START], st[_USER], st[_PRIO], st[_CPU], st[_MEM]))
-        return seq + 1
-    return seq
+def _finish_one(key: int, st: list, t: int, done: list[tuple], tally: Tally) -> None:
+    a, s0 = np.asarray([st[_ARR]]), np.asarray([st[_START]])
+    if _classify(a, s0, np.asarray([t]), tally.drops)[0]:
+        done.append((key, st[_ARR], t - st[_START], st[_USER], np.nan if st[_PRIO] is None else st[_PRIO],
+                     np.nan if st[_CPU] is None else st[_CPU], np.nan if st[_MEM] is None else st[_MEM]))  # fmt: skip
 
 
-def _constraints(paths: Sequence[Path], out: ExternalSorter, bad_rows: Drops, counts: dict[str, int], skip_bad: bool, progress: Callable[[int], None] | None) -> None:
-    seq = 0
-    limit = 1 << TASK_BITS
-    use = ["job", "task", "operator", "attribute", "value"]
-    for b in read_csv_shards(paths, TASK_CONSTRAINTS, skip_bad=skip_bad, bad_rows=bad_rows, use=use, progress=progress):
-        for i, (job, idx, op, attr, value) in enumerate(zip(b["job"], b["task"], b["operator"], b["attribute"], b["value"], strict=True)):
-            if op not in OPERATORS or not 0 <= idx < limit or job < 0:
-                if skip_bad:
-                    bad_rows.add("constraint rows with an unknown operator or impossible IDs")
-                    continue
-                what = f"unknown comparison operator {op}" if op not in OPERATORS else f"job IDs must be >= 0 and task indices in [0, 2^{TASK_BITS})"
-                raise InputError(b.where(i), f"job {job} task {idx}: {what}")
-            sym = OPERATORS[op]
-            if value is None or value == "":
-                if sym in ("<", ">"):
-                    if skip_bad:
-                        bad_rows.add("constraint rows comparing with an empty value")
-                        continue
-                    raise InputError(b.where(i), f"job {job} task {idx}: {attr} {sym} needs a value")
-                sym, value = ("absent" if sym == "=" else "present"), ""
-            out.add(((job << TASK_BITS) | idx, seq, _encode((attr, sym, value))))
-            seq += 1
-    counts["constraint_rows"] = seq
+def drop_unfinished(states: TaskStates, drops: Drops) -> None:
+    """What is left at the end of the trace, by reason (the reference's order of reasons)."""
+    s = states.live_slots()
+    waiting = states.fin[s] >= 0
+    drops.add("FINISH without a SCHEDULE before it", int(waiting.sum()))
+    last = states.last[s][~waiting]
+    for ev, what in ENDED.items():
+        drops.add(f"{what} and not run again", int((last == ev).sum()))
+    drops.add("unfinished at the trace's end", int((~np.isin(last, list(ENDED))).sum()))
 
 
-def _encode(c: Constraint) -> str:
-    return "\x1f".join(c)
-
-
-def _join(tasks: Iterator[tuple], constraints: Iterator[tuple], counts: dict[str, int]) -> Iterator[tuple]:
-    """Finished tasks (by key) with their constraints (by key), then each job's arrival: rows keyed by arrival."""
-    pending = next(constraints, None)
-    unmatched = 0
-    mask = (1 << TASK_BITS) - 1
-    group: list[tuple] = []
-    job = None
-    for key, _seq, arrival, duration, user, prio, cpu, mem in tasks:
-        while pending is not None and pending[0] < key:
-            unmatched += 1
-            pending = next(constraints, None)
-        seen: list[str] = []
-        while pending is not None and pending[0] == key:
-            if pending[2] not in seen:
-                seen.append(pending[2])
-            pending = next(constraints, None)
-        j = key >> TASK_BITS
-        if j != job:
-            yield from _job_rows(job, group)
-            group, job = [], j
-        group.append((key & mask, arrival, duration, user, prio, cpu, mem, "\x1e".join(seen)))
-    yield from _job_rows(job, group)
-    while pending is not None:
-        unmatched += 1
-        pending = next(constraints, None)
-    counts["constraint_rows_of_dropped_tasks"] = unmatched
-
-
-def _job_rows(job: int | None, group: list[tuple]) -> Iterator[tuple]:
-    if job is None or not group:
-        return
-    arrival = min(r[1] for r in group)
-    for idx, _a, duration, user, prio, cpu, mem, cons in group:
-        yield (arrival, job, idx, duration, user, prio, cpu, mem, cons)
-
-
-def _jobs(rows: Iterator[tuple], scale: tuple[float, float] | None) -> Iterator[TraceJob]:
-    cur: TraceJob | None = None
-    cur_job = None
-    for arrival, job, idx, duration, user, prio, cpu, mem, cons in rows:
-        if job != cur_job:
-            if cur is not None:
-                yield _close(cur)
-            cur = TraceJob(arrival / 1e6, 0.0, [], job_id=job, task_ids=[], user=user, priority=prio, requests=[], constraints=[])
-            cur_job = job
-        assert cur is not None and cur.task_ids is not None and cur.requests is not None and cur.constraints is not None
-        cur.durations.append(duration / 1e6)
-        cur.task_ids.append(idx)
-        if cpu is None or mem is None:
-            cur.requests.append(None)
-        elif scale is None:
-            cur.requests.append((cpu, mem))
+def reference_events(rows: Sequence[tuple], drops: Drops) -> tuple[list[tuple], Tally]:
+    """The definition, event by event over ``(t, key, ev, user, priority, cpu, memory)`` rows: finished
+    tasks as ``(key, arrival, duration, user, priority, cpu, memory)`` and the tally (for tests)."""
+    live: dict[int, list] = {}
+    done: list[tuple] = []
+    tally = Tally(drops)
+    for row in rows:
+        _step(live, row, done, tally)
+    for st in live.values():
+        if st[_FIN] >= 0:
+            drops.add("FINISH without a SCHEDULE before it")
+        elif st[_LAST] in ENDED:
+            drops.add(f"{ENDED[st[_LAST]]} and not run again")
         else:
-            cur.requests.append((cpu * scale[0], mem * scale[1]))
-        cur.constraints.append(tuple(tuple(c.split("\x1f")) for c in cons.split("\x1e")) if cons else ())  # type: ignore[misc]
-    if cur is not None:
-        yield _close(cur)
+            drops.add("unfinished at the trace's end")
+    return done, tally
 
 
-def _close(job: TraceJob) -> TraceJob:
-    job.mean_duration = sum(job.durations) / len(job.durations)
-    if job.requests is not None and all(r is None for r in job.requests):
-        job.requests = None
-    if job.constraints is not None and not any(job.constraints):
-        job.constraints = None
-    return job
+# -- the conversion --------------------------------------------------------------------------------
+def convert_google2011(
+    task_events: Sequence[Path],
+    task_constraints: Sequence[Path] = (),
+    *,
+    scale: tuple[float, float] | None = DEFAULT_SCALE,
+    skip_bad: bool = False,
+    drops: Drops | None = None,
+    bad_rows: Drops | None = None,
+    counts: dict[str, int] | None = None,
+    progress: Callable[[int], None] | None = None,
+    run_rows: int = 1_000_000,
+    spill_dir: str | os.PathLike | None = None,
+) -> Iterator[Any]:
+    """Stream the trace as Arrow tables in the columnar trace's schema, in arrival order (for
+    :meth:`~schedlab.workload.columnar.ColumnarTraceWriter.write_tables`)."""
+    drops = drops if drops is not None else Drops()
+    bad_rows = bad_rows if bad_rows is not None else Drops()
+    counts = counts if counts is not None else {}
+    with tempfile.TemporaryDirectory(prefix="schedlab-google2011-", dir=spill_dir) as tmp:
+        users: dict[str, int] = {}
+        runs, jobs = _events_pass(task_events, users, drops, bad_rows, counts, skip_bad, progress, run_rows, Path(tmp))
+        constraints = _constraints_pass(task_constraints, bad_rows, counts, skip_bad, progress)
+        user_names = np.asarray(sorted(users, key=users.__getitem__), dtype=object)
+        kept = 0
+        for chunk in _sorted_chunks(runs, jobs, Path(tmp)):
+            kept += _count_constrained(chunk["key"], constraints)
+            yield _table(chunk, user_names, constraints, scale)
+        counts["constraint_rows_of_dropped_tasks"] = len(constraints) - kept
+
+
+def _events_pass(
+    paths: Sequence[Path], users: dict[str, int], drops: Drops, bad_rows: Drops, counts: dict[str, int], skip_bad: bool,
+    progress: Callable[[int], None] | None, run_rows: int, tmp: Path,
+) -> tuple[list[Any], Any]:  # fmt: skip
+    import pandas as pd
+
+    states = TaskStates()
+    tally = Tally(drops)
+    out = Finished()
+    runs: list[Any] = []  # finished tasks: in memory (one dict of columns) or spilled Parquet paths
+    jobs = pd.DataFrame({"arrival": pd.Series(dtype=np.int64), "total": pd.Series(dtype=np.int64), "n": pd.Series(dtype=np.int64)})
+    use = ["timestamp", "job", "task", "event", "user", "priority", "cpu", "memory"]
+    for b in read_csv_shards(paths, TASK_EVENTS, skip_bad=skip_bad, bad_rows=bad_rows, use=use, progress=progress, as_arrays=True):
+        job, idx, ev = b["job"], b["task"], b["event"]
+        bad = (idx < 0) | (idx >= 1 << TASK_BITS) | (job < 0) | (ev < 0) | (ev > UPDATE_RUNNING)
+        if bad.any():
+            i = int(np.argmax(bad))
+            if not skip_bad:
+                what = f"unknown event type {ev[i]}" if not 0 <= ev[i] <= UPDATE_RUNNING else f"job IDs must be >= 0 and task indices in [0, 2^{TASK_BITS})"
+                raise InputError(b.where(i), f"job {job[i]} task {idx[i]}: {what}")
+            bad_ev = (ev < 0) | (ev > UPDATE_RUNNING)
+            bad_rows.add("rows with an unknown event type", int(bad_ev.sum()))
+            bad_rows.add("rows with an impossible job ID or task index", int((bad & ~bad_ev).sum()))
+            b = Batch(b.path, {k: v[~bad] for k, v in b.cols.items()}, b.line0)
+            job, idx, ev = b["job"], b["task"], b["event"]
+        fold_batch(states, {"t": b["timestamp"], "key": (job << TASK_BITS) | idx, "ev": ev, "user": _user_codes(b["user"], users),
+                            "prio": b["priority"], "cpu": b["cpu"], "mem": b["memory"]}, out, tally)  # fmt: skip
+        if out.rows >= run_rows:
+            jobs = _spill(out, runs, jobs, tmp)
+    drop_unfinished(states, drops)
+    if out.rows or not runs:
+        jobs = _spill(out, runs, jobs, tmp, keep=not runs)
+    counts["runs_ended_early"] = tally.ended_early
+    counts["events_out_of_order"] = tally.out_of_order
+    return runs, jobs
+
+
+def _user_codes(names: np.ndarray, users: dict[str, int]) -> np.ndarray:
+    import pandas as pd
+
+    codes, uniques = pd.factorize(names, use_na_sentinel=True)
+    table = np.asarray([users.setdefault(u, len(users)) for u in uniques.tolist()] + [NONE], dtype=np.int64)
+    return table[codes]  # -1 (no user) indexes the trailing NONE
+
+
+def _spill(out: Finished, runs: list[Any], jobs: Any, tmp: Path, keep: bool = False) -> Any:
+    """Move the finished tasks to a run (kept in memory when it is the only one) and fold them into the jobs."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    chunk = out.take()
+    job = chunk["key"] >> TASK_BITS
+    agg = pd.DataFrame({"arrival": chunk["arrival"], "total": chunk["duration"], "n": np.ones(len(job), np.int64)}, index=job)
+    agg = agg.groupby(level=0).agg({"arrival": "min", "total": "sum", "n": "sum"})
+    jobs = pd.concat([jobs, agg]).groupby(level=0).agg({"arrival": "min", "total": "sum", "n": "sum"}) if len(jobs) else agg
+    if keep:
+        runs.append(chunk)
+    else:
+        if runs and isinstance(runs[0], dict):  # the in-memory run becomes a file too
+            first = runs.pop(0)
+            pq.write_table(pa.table(first), tmp / "run-first.parquet", compression="lz4")
+            runs.insert(0, tmp / "run-first.parquet")
+        path = tmp / f"run{len(runs):05d}.parquet"
+        pq.write_table(pa.table(chunk), path, compression="lz4")
+        runs.append(path)
+    return jobs
+
+
+def _constraints_pass(paths: Sequence[Path], bad_rows: Drops, counts: dict[str, int], skip_bad: bool, progress: Callable[[int], None] | None) -> Any:
+    """Every constraint row, validated, deduplicated per task, sorted by task (file order within a task)."""
+    import pandas as pd
+
+    parts = []
+    use = ["job", "task", "operator", "attribute", "value"]
+    for b in read_csv_shards(paths, TASK_CONSTRAINTS, skip_bad=skip_bad, bad_rows=bad_rows, use=use, progress=progress, as_arrays=True):
+        job, idx, op = b["job"], b["task"], b["operator"]
+        value = np.asarray(["" if v is None else v for v in b["value"].tolist()], dtype=object)
+        bad_id = (op < 0) | (op > 3) | (idx < 0) | (idx >= 1 << TASK_BITS) | (job < 0)
+        empty = (value == "") & ((op == 2) | (op == 3)) & ~bad_id
+        for mask, reason in ((bad_id, "constraint rows with an unknown operator or impossible IDs"), (empty, "constraint rows comparing with an empty value")):
+            if mask.any():
+                i = int(np.argmax(bad_id | empty))
+                if not skip_bad:
+                    what = (
+                        f"unknown comparison operator {op[i]}" if not 0 <= op[i] <= 3
+                        else f"job IDs must be >= 0 and task indices in [0, 2^{TASK_BITS})" if bad_id[i]
+                        else f"{b['attribute'][i]} {OPERATORS[int(op[i])]} needs a value"
+                    )  # fmt: skip
+                    raise InputError(b.where(i), f"job {job[i]} task {idx[i]}: {what}")
+                bad_rows.add(reason, int(mask.sum()))
+        ok = ~(bad_id | empty)
+        sym = np.asarray(["=", "!=", "<", ">"], dtype=object)[np.where(ok, op, 0)]
+        blank = value == ""
+        sym = np.where(blank & (op == 0), "absent", np.where(blank & (op == 1), "present", sym))
+        parts.append(pd.DataFrame({"key": ((job << TASK_BITS) | idx)[ok], "attribute": b["attribute"][ok], "operator": sym[ok], "value": value[ok]}))
+    if not parts:
+        counts["constraint_rows"] = 0
+        return pd.DataFrame({"key": np.zeros(0, np.int64), "attribute": [], "operator": [], "value": []})
+    df = pd.concat(parts, ignore_index=True)
+    counts["constraint_rows"] = len(df)
+    df = df.drop_duplicates(["key", "attribute", "operator", "value"]).sort_values("key", kind="stable").reset_index(drop=True)
+    counts["constraint_rows_repeated"] = counts["constraint_rows"] - len(df)
+    for c in ("attribute", "operator", "value"):
+        df[c] = df[c].astype("category")
+    return df
+
+
+def _count_constrained(keys: np.ndarray, constraints: Any) -> int:
+    """Constraint rows (deduplicated) that belong to these kept tasks."""
+    if not len(constraints):
+        return 0
+    ck = constraints["key"].to_numpy()
+    return int((np.searchsorted(ck, keys, side="right") - np.searchsorted(ck, keys, side="left")).sum())
+
+
+def _sorted_chunks(runs: list[Any], jobs: Any, tmp: Path, chunk_rows: int = 262_144) -> Iterator[dict[str, np.ndarray]]:
+    """The finished tasks in (job arrival, job, task) order, in chunks, each run sorted then merged."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    jobs_index = jobs.index
+    job_arrival = jobs["arrival"].to_numpy()
+    job_mean = jobs["total"].to_numpy() / jobs["n"].to_numpy()
+
+    def keyed(chunk: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        job = chunk["key"] >> TASK_BITS
+        where = jobs_index.get_indexer(job)
+        chunk["job_arrival"] = job_arrival[where]
+        chunk["mean"] = job_mean[where]
+        order = np.lexsort((chunk["key"] & ((1 << TASK_BITS) - 1), job, chunk["job_arrival"]))
+        return {k: v[order] for k, v in chunk.items()}
+
+    if len(runs) == 1 and isinstance(runs[0], dict):
+        whole = keyed(runs[0])
+        n = len(whole["key"])
+        for s in range(0, n, chunk_rows):
+            yield {k: v[s : s + chunk_rows] for k, v in whole.items()}
+        return
+    sorted_paths = []
+    for k, r in enumerate(runs):
+        chunk = keyed({c: col.to_numpy() for c, col in zip(pq.read_table(r).column_names, pq.read_table(r).columns, strict=True)})
+        path = tmp / f"sorted{k:05d}.parquet"
+        pq.write_table(pa.table(chunk), path, compression="lz4", row_group_size=max(4096, chunk_rows // len(runs)))
+        os.unlink(r)
+        sorted_paths.append(path)
+    yield from _merge(sorted_paths, chunk_rows)
+
+
+def _merge(paths: list[Path], chunk_rows: int) -> Iterator[dict[str, np.ndarray]]:
+    """k-way merge of runs sorted by (job arrival, job, key), a block at a time: every row up to the smallest of
+    the runs' last buffered keys is final."""
+    import pyarrow.parquet as pq
+
+    per_run = max(4096, chunk_rows // len(paths))  # the buffers together hold about chunk_rows rows, however many runs
+    readers = [pq.ParquetFile(p).iter_batches(batch_size=per_run) for p in paths]
+    bufs: list[dict[str, np.ndarray] | None] = [None] * len(paths)
+
+    def refill(i: int) -> None:
+        while bufs[i] is None or len(bufs[i]["key"]) == 0:  # type: ignore[index]
+            nxt = next(readers[i], None)
+            if nxt is None:
+                bufs[i] = None
+                return
+            bufs[i] = {c: nxt.column(c).to_numpy() for c in nxt.schema.names}
+
+    for i in range(len(paths)):
+        refill(i)
+    while any(b is not None for b in bufs):
+        live = [b for b in bufs if b is not None]
+        lasts = [(b["job_arrival"][-1], b["key"][-1] >> TASK_BITS, b["key"][-1]) for b in live]
+        ta, tj, tk = min(lasts)
+        pieces = []
+        for i, b in enumerate(bufs):
+            if b is None:
+                continue
+            a, j, k = b["job_arrival"], b["key"] >> TASK_BITS, b["key"]
+            upto = (a < ta) | ((a == ta) & ((j < tj) | ((j == tj) & (k <= tk))))
+            m = int(upto.sum())  # a prefix: the run is sorted
+            if m:
+                pieces.append({c: v[:m] for c, v in b.items()})
+                bufs[i] = {c: v[m:] for c, v in b.items()}
+                refill(i)
+        merged = {c: np.concatenate([p[c] for p in pieces]) for c in pieces[0]}
+        order = np.lexsort((merged["key"], merged["key"] >> TASK_BITS, merged["job_arrival"]))
+        yield {c: v[order] for c, v in merged.items()}
+
+
+def _table(chunk: dict[str, np.ndarray], user_names: np.ndarray, constraints: Any, scale: tuple[float, float] | None) -> Any:
+    """One sorted chunk as an Arrow table in the columnar trace's schema."""
+    import pyarrow as pa
+
+    key = chunk["key"]
+    n = len(key)
+    cpu, mem = chunk["cpu"], chunk["memory"]
+    missing = np.isnan(cpu) | np.isnan(mem)  # a task states both or is taken as stating none
+    names, _units = resources(scale)
+    f = (1.0, 1.0) if scale is None else scale
+    user = chunk["user"]
+    prio = chunk["priority"]
+    cols = {
+        "job": pa.array(key >> TASK_BITS, pa.int64()),
+        "arrival": pa.array(chunk["job_arrival"] / 1e6, pa.float64()),
+        "duration": pa.array(chunk["duration"] / 1e6, pa.float64()),
+        "mean_duration": pa.array(chunk["mean"] / 1e6, pa.float64()),
+        "task": pa.array(key & ((1 << TASK_BITS) - 1), pa.int32()),
+        "user": pa.DictionaryArray.from_arrays(
+            pa.array(np.where(user < 0, 0, user), pa.int32(), mask=user < 0), pa.array(user_names.tolist() or [""], pa.string())
+        ),
+        "priority": pa.array(np.nan_to_num(prio).astype(np.int32), pa.int32(), mask=np.isnan(prio)),
+        f"request_{names[0]}": pa.array(cpu * f[0], pa.float64(), mask=missing),
+        f"request_{names[1]}": pa.array(mem * f[1], pa.float64(), mask=missing),
+        "constraints": _constraint_column(key, constraints, n),
+    }
+    return pa.table(cols)
+
+
+def _constraint_column(keys: np.ndarray, constraints: Any, n: int) -> Any:
+    import pyarrow as pa
+
+    struct = pa.struct([("attribute", pa.string()), ("operator", pa.string()), ("value", pa.string())])
+    if not len(constraints):
+        return pa.nulls(n, pa.list_(struct))
+    ck = constraints["key"].to_numpy()
+    lo = np.searchsorted(ck, keys, side="left")
+    hi = np.searchsorted(ck, keys, side="right")
+    count = hi - lo
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(count, out=offsets[1:])
+    rows = np.repeat(lo, count) + (np.arange(offsets[-1]) - np.repeat(offsets[:-1], count))
+    values = pa.StructArray.from_arrays(
+        [pa.array(constraints[c].to_numpy()[rows].astype(str).tolist() if len(rows) else [], pa.string()) for c in ("attribute", "operator", "value")],
+        fields=list(struct),
+    )
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values, mask=pa.array(count == 0))
