@@ -361,7 +361,7 @@ def trace_sample(
 def trace_convert(
     inputs: Annotated[list[Path], typer.Argument(help="Input trace file(s), read in order as one trace; for a raw trace, its root folder, table folders or shards.")],
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Output: .parquet for a columnar trace (requests, constraints, users), else the Sparrow .tr format (.gz to compress).", callback=output_file)],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="Input format: google2011 (raw Google 2011 tables), tr, columnar, or auto (tr/columnar by suffix).")] = "auto",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="Input format: google2011 (raw Google 2011 tables), swf (Parallel Workloads Archive), tr, columnar, or auto (tr/columnar by suffix).")] = "auto",
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Raw traces: count and skip malformed rows instead of stopping at the first.")] = False,
     scale_requests: Annotated[bool, typer.Option("--scale-requests/--normalised-requests", help="Raw traces: scale normalised requests to the default 64-core, 16 GB worker (cores, memory_mb), or keep them normalised (cpus, memory).")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the conversion report as JSON.")] = False,

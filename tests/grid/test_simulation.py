@@ -14,7 +14,7 @@ from schedlab.grid import (
     simulate_with_ideal,
 )
 from schedlab.grid.simulation import build_workload, config_from
-from schedlab.grid.swf import read_swf
+from schedlab.workload.swf import read_swf
 
 SMALL = dict(local_jobs=1500, global_jobs=1500)
 

@@ -5,7 +5,7 @@ Workload on Computing Grids":
 
 * :mod:`~schedlab.grid.profile`, :mod:`~schedlab.grid.site` — sites and their
   queues under conservative backfilling (the paper's), EASY or FCFS;
-* :mod:`~schedlab.grid.workload`, :mod:`~schedlab.grid.swf` — local and global
+* :mod:`~schedlab.grid.workload`, :mod:`~schedlab.workload.swf` — local and global
   job streams: generated (Poisson or MMPP-2 arrivals) or read from SWF traces;
 * :mod:`~schedlab.grid.selection` — the decentralized schedulers Rand, Qlen,
   Util, Est.QT, Act.QT, Hybrid-1 and Hybrid-2 with submission delay and

@@ -42,7 +42,7 @@ actual runtime are generated randomly". Our readings, all overridable:
 Randomness: each site's local stream draws from the named stream
 ``grid:local:<site>`` and the global stream from ``grid:global``, so a workload
 is a pure function of the seed and every scheduler of a comparison sees the
-very same jobs. SWF traces (:mod:`schedlab.grid.swf`) can replace either.
+very same jobs. SWF traces (:mod:`schedlab.workload.swf`) can replace either.
 """
 
 from __future__ import annotations
@@ -55,11 +55,11 @@ from typing import Any
 import numpy as np
 
 from schedlab.errors import InputError
-from schedlab.grid.swf import read_swf
 from schedlab.memory import BYTES_PER_GRID_JOB, check_fits
 from schedlab.sim.rng import RngStreams
 from schedlab.workload.arrivals import index_of_dispersion, scv_of
 from schedlab.workload.distributions import Dist
+from schedlab.workload.swf import read_swf
 from schedlab.workload.synthetic import ArrivalSpec
 
 DEFAULT_SIZE = "pow2:1,32"

@@ -20,12 +20,13 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from schedlab.errors import InputError
 from schedlab.workload.trace import TraceJob, read_raw, resolve_trace, write_trace
 
-INPUT_FORMATS = ("auto", "tr", "columnar", "google2011")
-RAW_FORMATS = ("google2011",)
+INPUT_FORMATS = ("auto", "tr", "columnar", "google2011", "swf")
+RAW_FORMATS = ("google2011", "swf")
 
 
 @dataclass
@@ -129,11 +130,13 @@ def _convert_raw(
     from schedlab.workload.converters.common import Drops
     from schedlab.workload.converters.google2011 import DEFAULT_SCALE, convert_google2011, resources
 
+    report = ConvertReport()
+    drops, bad = Drops(), Drops()
+    if fmt == "swf":
+        return _convert_swf(inputs, out, report, drops, row_group_tasks)
     if not _is_columnar(out):
         raise InputError(str(out), f"a {fmt} trace converts to the columnar format only (give a .parquet output)")
     tables = gather_tables(fmt, inputs)
-    report = ConvertReport()
-    drops, bad = Drops(), Drops()
 
     def rows(n: int) -> None:
         report.rows_read += n
@@ -155,6 +158,21 @@ def _convert_raw(
         raise
     report.tasks_dropped = dict(drops.counts)
     report.bad_rows = dict(bad.counts)
+    return report
+
+
+def _convert_swf(inputs: Sequence[str | os.PathLike], out: Path, report: ConvertReport, drops: Any, row_group_tasks: int | None) -> ConvertReport:
+    from schedlab.workload.columnar import ROW_GROUP_TASKS, write_columnar
+    from schedlab.workload.converters.swf import convert_swf
+
+    if len(inputs) != 1:
+        raise InputError("INPUT", f"an SWF trace is one file (its arrivals start at its first job), got {len(inputs)}")
+    jobs = _counted(convert_swf(Path(inputs[0]), drops), report)
+    if _is_columnar(out):
+        write_columnar(out, jobs, (), source="swf", row_group_tasks=row_group_tasks or ROW_GROUP_TASKS)
+    else:
+        write_trace(out, jobs)
+    report.tasks_dropped = dict(drops.counts)
     return report
 
 
