@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from schedlab.errors import InputError
+from schedlab.workload.trace import is_number
 
 SWF_FIELDS = 18
 
@@ -82,7 +83,7 @@ def read_swf(path: str | os.PathLike, max_processors: int | None = None, limit: 
             try:
                 v = [float(x) for x in parts]
             except ValueError:
-                bad = next(x for x in parts if not _is_number(x))
+                bad = next(x for x in parts if not is_number(x))
                 raise InputError(where, f"field {parts.index(bad) + 1} is not a number: {bad!r}") from None
             if not all(math.isfinite(x) for x in v):
                 raise InputError(where, "fields must be finite numbers")
@@ -119,11 +120,3 @@ def read_swf(path: str | os.PathLike, max_processors: int | None = None, limit: 
         np.asarray(estimate, dtype=float),
         skipped,
     )
-
-
-def _is_number(x: str) -> bool:
-    try:
-        float(x)
-    except ValueError:
-        return False
-    return True

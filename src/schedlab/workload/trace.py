@@ -139,7 +139,7 @@ def parse_line(text: str, where: str) -> tuple[float, float, list[float]] | None
     try:
         durations = list(map(float, toks))
     except ValueError:
-        bad = next(t for t in toks if not _is_float(t))
+        bad = next(t for t in toks if not is_number(t))
         raise InputError(where, f"task duration is not a number: {bad!r}") from None
     # min/max run in C; NaN makes either comparison false, so it is caught too.
     if not (min(durations) >= 0 and max(durations) < math.inf):
@@ -148,7 +148,8 @@ def parse_line(text: str, where: str) -> tuple[float, float, list[float]] | None
     return arrival, mean, durations
 
 
-def _is_float(t: str) -> bool:
+def is_number(t: str) -> bool:
+    """Whether ``t`` reads as a float (to name the bad field once a whole line failed to parse)."""
     try:
         float(t)
     except ValueError:
