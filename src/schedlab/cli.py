@@ -253,8 +253,9 @@ def trace_info(
     constraint_seed: Annotated[int, typer.Option("--constraint-seed")] = 42,
     exact_durations: Annotated[bool, typer.Option("--exact-durations", help="No truncation or dephasing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Also draw the load over time, duration and request CDFs, tasks per job and constraints (PNG).", callback=output_file)] = None,
 ) -> None:
-    """Jobs, tasks, durations; with --workers or --config, per-second load (median, mean, p99) and per-constraint load."""
+    """Jobs, tasks, durations (and a columnar trace's requests, constraints, users); with --workers or --config, per-second load (median, mean, p99) and per-constraint load."""
     from schedlab.workload.info import trace_report
     from schedlab.workload.trace import TraceConventions
 
@@ -265,6 +266,7 @@ def trace_info(
         constraints=constraints,
         constraint_seed=constraint_seed,
         conventions=TraceConventions.exact() if exact_durations else None,
+        plot=plot,
     )
     if as_json:
         print(json.dumps(report, indent=2))

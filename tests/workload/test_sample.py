@@ -3,6 +3,7 @@ columnar trace carries beyond durations."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from schedlab.cli import main
@@ -107,3 +108,21 @@ def test_cli(columnar, tmp_path, capsys):
     assert main(["trace", "info", str(columnar)]) == 0
     out = capsys.readouterr().out
     assert "request cores" in out and "constraint operators" in out and "users" in out
+
+
+def test_trace_info_draws_its_figure(columnar, tmp_path):
+    png = tmp_path / "info.png"
+    trace_report(columnar, plot=png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    trace_report("syn_250", plot=tmp_path / "plain.png")  # no requests or constraints: the panels say so
+    assert (tmp_path / "plain.png").stat().st_size > 0
+
+
+def test_the_requested_load_over_time_is_the_brute_force_integral():
+    from schedlab.workload.info import _weighted_integral_at
+
+    rng = np.random.default_rng(5)
+    starts, durs, w = rng.uniform(0, 50, 40), rng.uniform(0, 20, 40), rng.uniform(0.5, 4, 40)
+    points = np.linspace(-5, 80, 33)
+    brute = [(w * np.clip(t - starts, 0, durs)).sum() for t in points]
+    assert np.allclose(_weighted_integral_at(points, starts, durs, w), brute)

@@ -52,7 +52,9 @@ def trace_report(
     constraints: bool = True,
     constraint_seed: int = PAPER_CONSTRAINT_SEED,
     conventions: TraceConventions | None = None,
+    plot: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
+    """The trace's report; with ``plot``, also a PNG of its load over time, requests and constraints."""
     extras = _Extras()
     if isinstance(trace, str | os.PathLike):
         extras.resources = request_resources(trace)
@@ -64,6 +66,8 @@ def trace_report(
         raise InputError(label or "trace", "the trace has no jobs")
     report: dict[str, Any] = {"trace": label or "custom", "workload": workload_summary(w)}
     report.update(extras.summary(len(w.task_duration)))
+    if plot is not None:
+        plot_trace(w, extras, report, plot)
     supply = None
     if config is not None:
         cl = load_config(config)
@@ -91,6 +95,7 @@ class _Extras:
     def __init__(self) -> None:
         self.resources: tuple[str, ...] = ()
         self.requests: list[tuple[float, ...]] = []
+        self.first_request: list[float] = []  # per task, in trace order: its first resource's request (NaN: none)
         self.stated_jobs = 0
         self.constraint_counts: list[int] = []
         self.operators: Counter[str] = Counter()
@@ -104,6 +109,9 @@ class _Extras:
             if j.requests is not None:
                 self.stated_jobs += 1
                 self.requests.extend(r for r in j.requests if r is not None)
+                self.first_request.extend(np.nan if r is None else r[0] for r in j.requests)
+            else:
+                self.first_request.extend([np.nan] * n)
             if j.constraints is not None:
                 for cons in j.constraints:
                     self.constraint_counts.append(len(cons))
@@ -141,3 +149,69 @@ class _Extras:
         if self.priorities:
             out["priorities"] = {str(k): v for k, v in sorted(self.priorities.items())}
         return out
+
+
+def _weighted_integral_at(points: np.ndarray, starts: np.ndarray, durations: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """F(t) = Σ_i w_i · clamp(t − a_i, 0, d_i) at each t of ``points``."""
+    out = np.zeros(len(points))
+    for ends, sign in ((starts, 1.0), (starts + durations, -1.0)):
+        order = np.argsort(ends, kind="stable")
+        e, wt = ends[order], weights[order]
+        cw = np.concatenate(([0.0], np.cumsum(wt)))
+        cwe = np.concatenate(([0.0], np.cumsum(wt * e)))
+        k = np.searchsorted(e, points, side="left")
+        out += sign * (cw[k] * points - cwe[k])
+    return out
+
+
+def plot_trace(w: WorkloadArrays, extras: _Extras, report: dict[str, Any], path: str | os.PathLike, bins: int = 300) -> None:
+    """Four panels: tasks running (and the first resource requested) over time; task durations and, for a
+    trace with requests, each resource's request as CDFs; tasks per job; constraint attributes or priorities."""
+    from matplotlib.figure import Figure
+
+    from schedlab.atomic import atomic_write
+
+    fig = Figure(figsize=(12, 8), layout="constrained")
+    (ax_load, ax_cdf), (ax_jobs, ax_bar) = fig.subplots(2, 2)
+    starts, durs = w.task_start, w.task_duration
+    lo, hi = float(starts.min()), float((starts + durs).max())
+    edges = np.linspace(lo, max(hi, lo + 1.0), bins + 1)
+    width = edges[1] - edges[0]
+    ones = np.ones(len(starts))
+    running = np.diff(_weighted_integral_at(edges, starts, durs, ones)) / width
+    mid = (edges[:-1] + edges[1:]) / 2
+    ax_load.plot(mid, running, label="tasks running (mean per bin)")
+    req = np.asarray(extras.first_request, dtype=float)
+    if "requests" in report and len(req) == len(starts):
+        name = next(iter(report["requests"]["per_resource"]))
+        stated = ~np.isnan(req)
+        ax2 = ax_load.twinx()
+        ax2.plot(mid, np.diff(_weighted_integral_at(edges, starts[stated], durs[stated], req[stated])) / width, color="tab:orange", label=f"{name} requested")
+        ax2.set_ylabel(f"{name} requested by running tasks")
+        ax2.legend(loc="upper right", fontsize="small")
+    ax_load.set(title="load over time", xlabel="time (s)", ylabel="tasks running")
+    ax_load.legend(loc="upper left", fontsize="small")
+    series = [("task duration (s)", durs)]
+    if "requests" in report:
+        arr = np.asarray(extras.requests, dtype=float)
+        series += [(f"request {r}", arr[:, k]) for k, r in enumerate(report["requests"]["per_resource"])]
+    for label, x in series:
+        x = np.sort(x[x > 0]) if (x > 0).any() else np.sort(x)
+        ax_cdf.plot(x, np.arange(1, len(x) + 1) / len(x), label=label)
+    ax_cdf.set(title="CDFs", xscale="log", ylabel="fraction of tasks")
+    ax_cdf.legend(fontsize="small")
+    ax_jobs.hist(w.job_tasks, bins=np.unique(np.geomspace(1, max(2, int(w.job_tasks.max()) + 1), 30).astype(int)))
+    ax_jobs.set(title="tasks per job", xscale="log", yscale="log", xlabel="tasks", ylabel="jobs")
+    if "constraints" in report:
+        top = report["constraints"]["top_attributes"]
+        ax_bar.barh(list(top)[::-1], list(top.values())[::-1])
+        ax_bar.set(title=f"constraint attributes ({report['constraints']['tasks_constrained']:,} constrained tasks)", xlabel="constraints")
+    elif "priorities" in report:
+        pr = report["priorities"]
+        ax_bar.bar(list(pr), list(pr.values()))
+        ax_bar.set(title="tasks per priority", xlabel="priority", ylabel="tasks")
+    else:
+        ax_bar.set_axis_off()
+        ax_bar.text(0.5, 0.5, "no constraints or priorities in this trace", ha="center", va="center")
+    fig.suptitle(f"trace {report['trace']}: {report['workload']['jobs']:,} jobs, {report['workload']['tasks']:,} tasks")
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
