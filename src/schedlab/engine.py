@@ -168,6 +168,7 @@ class JobPreparer:
         sampler: TaskConstraintSampler | None,
         requests: RequestModel | None,
         req_rng: np.random.Generator,
+        trace_states_requests: bool = False,
     ) -> None:
         self.sampler = sampler
         self.requests = requests
@@ -178,7 +179,7 @@ class JobPreparer:
         self.trace_tasks = 0
         self.dropped_tasks = 0
         self.unschedulable_jobs = 0
-        self.stated_requests = False  # the trace carries requests (a columnar trace's, or a job stated some)
+        self.stated_requests = trace_states_requests  # the trace carries requests (a columnar trace's, or a job stated some)
         # a columnar trace's own (attribute, operator, value) constraints need machines with attributes, which
         # generated and config data centers do not have: such tasks run with the run's usual constraints, counted
         self.trace_constraints_unused = 0
@@ -385,7 +386,6 @@ def run(
         stated = request_resources(cfg.trace)
         if stated and stated != tuple(cluster.resources):
             raise InputError(cfg.trace, f"the trace's requests are in ({', '.join(stated)}) but the data center's resources are ({', '.join(cluster.resources)})")
-    trace_requests = multi and jobs is None and bool(stated)
 
     runtime = SimRuntime(cfg.seed, NetworkModel(cfg.latency, dict(cfg.processing_costs)))
     recorder = Recorder()
@@ -394,8 +394,7 @@ def run(
     ctx = SchedulerContext(runtime, cluster, tasks, recorder, pool)
     sched = cls(ctx, sched_params)
     sampler = TaskConstraintSampler(cfg.constraint_seed) if cfg.constraints else None
-    preparer = JobPreparer(cluster, sampler, req_model, runtime.streams.np_rng("requests"))
-    preparer.stated_requests = trace_requests
+    preparer = JobPreparer(cluster, sampler, req_model, runtime.streams.np_rng("requests"), trace_states_requests=bool(stated))
     feeder = _Feeder(job_iter, runtime, tasks, recorder, sched.submit, preparer)
     ctx.more_jobs = lambda: not feeder.exhausted
     feeder.start()

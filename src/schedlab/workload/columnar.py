@@ -50,7 +50,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,9 @@ FORMAT_VERSION = 1
 META_KEY = b"schedlab.trace"
 OPERATORS = ("=", "!=", "<", ">", "<=", ">=", "present", "absent")
 ROW_GROUP_TASKS = 1_000_000
+NO_JOBS = "no jobs to write"
+
+
 def _schema(resources: Sequence[str]) -> Any:
     import pyarrow as pa
 
@@ -120,8 +123,8 @@ class ColumnarTraceWriter:
         names += [f"request_{r}" for r in self.resources] + ["constraints"]
         self._cols = {n: [] for n in names}
 
-    def add(self, job: TraceJob, job_id: int | None = None) -> None:
-        """Append one job (its id: ``job_id``, else ``job.job_id``, else its position)."""
+    def add(self, job: TraceJob) -> None:
+        """Append one job (its id: ``job.job_id``, else its position)."""
         n = job.num_tasks
         where = f"job {self.jobs + 1}"
         if n < 1:
@@ -129,9 +132,8 @@ class ColumnarTraceWriter:
         if not job.arrival >= self._last:
             raise InputError(where, f"arrival {job.arrival} is earlier than the previous job's {self._last}")
         self._last = job.arrival
-        jid = job_id if job_id is not None else (job.job_id if job.job_id is not None else self.jobs)
         c = self._cols
-        c["job"].extend([jid] * n)
+        c["job"].extend([job.job_id if job.job_id is not None else self.jobs] * n)
         c["arrival"].extend([job.arrival] * n)
         c["duration"].extend(job.durations)
         c["mean_duration"].extend([job.mean_duration] * n)
@@ -157,17 +159,19 @@ class ColumnarTraceWriter:
 
     def _flush(self) -> None:
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
-        if not self._cols["job"]:
-            return
-        schema = _schema(self.resources)
-        table = pa.Table.from_pydict(self._cols, schema=schema)
+        if self._cols["job"]:
+            self._emit(pa.Table.from_pydict(self._cols, schema=_schema(self.resources)))
+            self._reset()
+
+    def _emit(self, table: Any) -> None:
+        """Write ``table`` as one row group (the file is opened on the first)."""
         if self._writer is None:
+            import pyarrow.parquet as pq
+
             assert self._tmp is not None
-            self._writer = pq.ParquetWriter(self._tmp, schema, compression="zstd")
+            self._writer = pq.ParquetWriter(self._tmp, _schema(self.resources), compression="zstd")
         self._writer.write_table(table, row_group_size=len(table))
-        self._reset()
 
     def _meta(self) -> dict[bytes, bytes]:
         meta = {
@@ -180,17 +184,15 @@ class ColumnarTraceWriter:
         }
         return {META_KEY: json.dumps(meta).encode()}
 
-    def write_all(self, jobs: Iterable[TraceJob]) -> int:
-        """Write every job, atomically; returns the job count."""
+    def _write(self, fill: Callable[[], None]) -> int:
+        """Run ``fill`` (which emits the rows) into a temporary file, stamp the counts, rename; returns the job count."""
 
         def write(tmp: str) -> None:
             self._tmp = tmp
             try:
-                for job in jobs:
-                    self.add(job)
+                fill()
                 if self.jobs == 0:
-                    raise InputError(str(self.path), "no jobs to write")
-                self._flush()
+                    raise InputError(str(self.path), NO_JOBS)
                 self._writer.add_key_value_metadata(self._meta())  # the counts are known only now
             finally:
                 if self._writer is not None and self._writer.is_open:
@@ -199,60 +201,49 @@ class ColumnarTraceWriter:
         atomic_write(self.path, write)
         return self.jobs
 
+    def write_all(self, jobs: Iterable[TraceJob]) -> int:
+        """Write every job, atomically; returns the job count."""
+
+        def fill() -> None:
+            for job in jobs:
+                self.add(job)
+            self._flush()
+
+        return self._write(fill)
 
     def write_tables(self, tables: Iterable[Any]) -> int:
         """Write Arrow tables in this trace's schema (arrival order, a job's rows together), atomically."""
         import pyarrow as pa
 
         schema = _schema(self.resources)
-        pending: list[Any] = []
-        size = 0
-        last_job: int | None = None
 
-        def flush() -> None:
-            nonlocal pending, size
+        def fill() -> None:
+            pending: list[Any] = []
+            size = 0
+            last_job: int | None = None
+            for t in tables:
+                if len(t) == 0:
+                    continue
+                t = t.select(schema.names).cast(schema)
+                job = t["job"].to_numpy()
+                arrival = t["arrival"].to_numpy()
+                if arrival[0] < self._last or (np.diff(arrival) < 0).any():
+                    raise InputError(f"job {self.jobs + 1}", "rows out of arrival order")
+                self.jobs += int((job[1:] != job[:-1]).sum()) + int(last_job is None or int(job[0]) != last_job)
+                self.tasks += len(t)
+                self._last, last_job = float(arrival[-1]), int(job[-1])
+                pending.append(t)
+                size += len(t)
+                if size >= self.row_group_tasks:
+                    self._emit(pa.concat_tables(pending))
+                    pending, size = [], 0
             if pending:
-                table = pa.concat_tables(pending)
-                if self._writer is None:
-                    import pyarrow.parquet as pq
+                self._emit(pa.concat_tables(pending))
 
-                    assert self._tmp is not None
-                    self._writer = pq.ParquetWriter(self._tmp, schema, compression="zstd")
-                self._writer.write_table(table, row_group_size=len(table))
-                pending, size = [], 0
-
-        def write(tmp: str) -> None:
-            nonlocal last_job, size
-            self._tmp = tmp
-            try:
-                for t in tables:
-                    if len(t) == 0:
-                        continue
-                    t = t.select(schema.names).cast(schema)
-                    job = t["job"].to_numpy()
-                    arrival = t["arrival"].to_numpy()
-                    if arrival[0] < self._last or (np.diff(arrival) < 0).any():
-                        raise InputError(f"job {self.jobs + 1}", "rows out of arrival order")
-                    self.jobs += int((job[1:] != job[:-1]).sum()) + int(last_job is None or int(job[0]) != last_job)
-                    self.tasks += len(t)
-                    self._last, last_job = float(arrival[-1]), int(job[-1])
-                    pending.append(t)
-                    size += len(t)
-                    if size >= self.row_group_tasks:
-                        flush()
-                if self.jobs == 0:
-                    raise InputError(str(self.path), "no jobs to write")
-                flush()
-                self._writer.add_key_value_metadata(self._meta())
-            finally:
-                if self._writer is not None and self._writer.is_open:
-                    self._writer.close()
-
-        atomic_write(self.path, write)
-        return self.jobs
+        return self._write(fill)
 
 
-def _constraint_rows(cons: Sequence[Constraint] | None) -> list[dict[str, str]] | None:
+def _constraint_rows(cons: Sequence[Constraint] | None) -> list[dict[str, str]]:
     if not cons:
         return []
     return [{"attribute": a, "operator": op, "value": v} for a, op, v in cons]

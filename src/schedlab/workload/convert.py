@@ -20,10 +20,13 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from schedlab.errors import InputError
-from schedlab.workload.trace import TraceJob, read_raw, resolve_trace, write_trace
+from schedlab.workload.trace import TraceJob, is_columnar, read_raw, resolve_trace, write_trace
+
+if TYPE_CHECKING:
+    from schedlab.workload.converters.common import Drops
 
 INPUT_FORMATS = ("auto", "tr", "columnar", "google2011", "swf")
 RAW_FORMATS = ("google2011", "swf")
@@ -53,16 +56,12 @@ class ConvertReport:
         }
 
 
-def _is_columnar(path: Path) -> bool:
-    return path.suffix.lower() in (".parquet", ".pq")
-
-
 def _input_format(fmt: str, inputs: Sequence[Path]) -> str:
     if fmt not in INPUT_FORMATS:
         raise InputError("--format", f"unknown input format {fmt!r} (one of {', '.join(INPUT_FORMATS)})")
     if fmt != "auto":
         return fmt
-    kinds = {"columnar" if _is_columnar(p) else "tr" for p in inputs}
+    kinds = {"columnar" if is_columnar(p) else "tr" for p in inputs}
     if len(kinds) != 1:
         raise InputError("--format", "the inputs mix columnar and .tr traces; convert them one format at a time")
     return kinds.pop()
@@ -107,7 +106,7 @@ def convert(
         raise InputError(str(paths[0]), "no jobs in the input")
     jobs = itertools.chain([first], jobs)
     out_path = Path(out)
-    if _is_columnar(out_path):
+    if is_columnar(out_path):
         from schedlab.workload.columnar import ROW_GROUP_TASKS, write_columnar
 
         write_columnar(out_path, jobs, resources, source=source, request_units=units, row_group_tasks=row_group_tasks or ROW_GROUP_TASKS)
@@ -125,7 +124,7 @@ def _convert_raw(
     scale_requests: bool,
     progress: Callable[[int], None] | None,
 ) -> ConvertReport:
-    from schedlab.workload.columnar import ROW_GROUP_TASKS, ColumnarTraceWriter
+    from schedlab.workload.columnar import NO_JOBS, ROW_GROUP_TASKS, ColumnarTraceWriter
     from schedlab.workload.converters import gather_tables
     from schedlab.workload.converters.common import Drops
     from schedlab.workload.converters.google2011 import DEFAULT_SCALE, convert_google2011, resources
@@ -134,7 +133,7 @@ def _convert_raw(
     drops, bad = Drops(), Drops()
     if fmt == "swf":
         return _convert_swf(inputs, out, report, drops, row_group_tasks)
-    if not _is_columnar(out):
+    if not is_columnar(out):
         raise InputError(str(out), f"a {fmt} trace converts to the columnar format only (give a .parquet output)")
     tables = gather_tables(fmt, inputs)
 
@@ -153,7 +152,7 @@ def _convert_raw(
         writer.write_tables(chunks)
         report.jobs, report.tasks = writer.jobs, writer.tasks
     except InputError as e:
-        if e.where == str(out) and report.jobs == 0:
+        if e.problem == NO_JOBS:
             raise InputError(str(out), f"no task of the {fmt} input finished within the trace window ({_reasons(drops)})") from None
         raise
     report.tasks_dropped = dict(drops.counts)
@@ -161,14 +160,14 @@ def _convert_raw(
     return report
 
 
-def _convert_swf(inputs: Sequence[str | os.PathLike], out: Path, report: ConvertReport, drops: Any, row_group_tasks: int | None) -> ConvertReport:
+def _convert_swf(inputs: Sequence[str | os.PathLike], out: Path, report: ConvertReport, drops: Drops, row_group_tasks: int | None) -> ConvertReport:
     from schedlab.workload.columnar import ROW_GROUP_TASKS, write_columnar
     from schedlab.workload.converters.swf import convert_swf
 
     if len(inputs) != 1:
         raise InputError("INPUT", f"an SWF trace is one file (its arrivals start at its first job), got {len(inputs)}")
     jobs = _counted(convert_swf(Path(inputs[0]), drops), report)
-    if _is_columnar(out):
+    if is_columnar(out):
         write_columnar(out, jobs, (), source="swf", row_group_tasks=row_group_tasks or ROW_GROUP_TASKS)
     else:
         write_trace(out, jobs)
@@ -176,9 +175,8 @@ def _convert_swf(inputs: Sequence[str | os.PathLike], out: Path, report: Convert
     return report
 
 
-def _reasons(drops: object) -> str:
-    counts = getattr(drops, "counts", {})
-    return "; ".join(f"{k}: {v}" for k, v in counts.items()) or "no tasks at all"
+def _reasons(drops: Drops) -> str:
+    return "; ".join(f"{k}: {v}" for k, v in drops.counts.items()) or "no tasks at all"
 
 
 def _read(kind: str, paths: Sequence[Path]) -> Iterator[TraceJob]:

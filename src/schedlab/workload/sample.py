@@ -32,8 +32,10 @@ from schedlab.errors import InputError
 from schedlab.workload.trace import (
     TraceConventions,
     TraceJob,
+    is_columnar,
     read_trace,
     request_resources,
+    resolve_trace,
     write_trace,
 )
 
@@ -77,9 +79,9 @@ def sample_trace(
     if window is not None and not (0 <= window[0] < window[1]):
         raise InputError("--window", f"expected START,END with 0 <= START < END, got {window[0]:g},{window[1]:g}")
     out_path = Path(out)
-    label, src = _source(trace)
-    columnar_in = src.suffix.lower() in (".parquet", ".pq")
-    if columnar_in and out_path.suffix.lower() not in (".parquet", ".pq"):
+    label, src = resolve_trace(trace)
+    columnar_in = is_columnar(src)
+    if columnar_in and not is_columnar(out_path):
         raise InputError(str(out_path), "a sample of a columnar trace is columnar (.parquet): the .tr format would lose its requests and constraints (`schedlab trace convert` does that, saying what it drops)")
     exact = TraceConventions.exact()
     # pass 1: sizes of the jobs in the window, and a random order over them
@@ -91,12 +93,8 @@ def sample_trace(
     if jobs is not None:
         keep[order[:jobs]] = True
     elif tasks is not None:
-        taken = 0
-        for i in order.tolist():
-            if taken >= tasks:
-                break
-            keep[i] = True
-            taken += int(sizes[i])
+        # jobs in the draw's order up to the first whose running total reaches ``tasks``
+        keep[order[: int(np.searchsorted(np.cumsum(sizes[order]), tasks)) + 1]] = True
     else:
         keep[:] = True
     # pass 2: the chosen jobs, in arrival order
@@ -115,7 +113,7 @@ def sample_trace(
                 j.arrival -= shift
             yield j
 
-    if out_path.suffix.lower() in (".parquet", ".pq"):
+    if is_columnar(out_path):
         from schedlab.workload.columnar import read_metadata, write_columnar
 
         meta = read_metadata(src, label) if columnar_in else {}
@@ -123,9 +121,3 @@ def sample_trace(
     else:
         write_trace(out_path, (TraceJob(j.arrival, j.mean_duration, j.durations, j.line) for j in chosen()))
     return report
-
-
-def _source(trace: str | os.PathLike) -> tuple[str, Path]:
-    from schedlab.workload.trace import resolve_trace
-
-    return resolve_trace(trace)

@@ -220,21 +220,22 @@ def read_trace(
     """Stream a trace (bundled name or path) with ``conventions`` applied (default: the papers')."""
     label, path = resolve_trace(spec)
     conv = conventions if conventions is not None else TraceConventions()
-    if _columnar(path):
+    if is_columnar(path):
         from schedlab.workload.columnar import read_columnar
 
         return apply_conventions(read_columnar(path, label), conv)
     return apply_conventions(read_raw(path, label), conv)
 
 
-def _columnar(path: Path) -> bool:
-    return path.suffix.lower() in (".parquet", ".pq")
+def is_columnar(path: str | os.PathLike) -> bool:
+    """Whether ``path`` names a columnar trace (a ``.parquet`` or ``.pq`` file) rather than a ``.tr`` one."""
+    return Path(path).suffix.lower() in (".parquet", ".pq")
 
 
 def request_resources(spec: str | os.PathLike) -> tuple[str, ...]:
     """The resources a trace's requests are stated in (a columnar trace's; none for a ``.tr`` trace)."""
     label, path = resolve_trace(spec)
-    if not _columnar(path):
+    if not is_columnar(path):
         return ()
     from schedlab.workload.columnar import read_metadata
 
@@ -249,7 +250,7 @@ def count_jobs(spec: str | os.PathLike) -> int:
     counted like any other; the reader refuses it when the run gets there.
     """
     label, path = resolve_trace(spec)
-    if _columnar(path):
+    if is_columnar(path):
         from schedlab.workload.columnar import count_columnar_jobs
 
         return count_columnar_jobs(path, label)

@@ -339,3 +339,19 @@ def test_lm_workers_down_relaunches_their_tasks_and_up_brings_them_back_empty():
     lm.heartbeat()
     sent = rt.take()
     assert any(isinstance(m, StateUpdate) and 0 in m.bits and m.bits[0][0] >> 1 & 1 for _d, m in sent)
+
+
+def test_gm_matches_waiting_tasks_to_a_freed_worker_by_what_is_left_after_each_match():
+    # one 5-core worker; tasks of 2, 2, 2 and 1 cores wait; an update frees the worker: after two 2-core
+    # tasks 1 core is left, so the third waits and the 1-core task behind it goes (each match replaces the
+    # worker's free vector in the view, and the next match must read the new one)
+    rt, _obs, tasks, _layout, shared = megha([0], gms=1, lms=1, capacity=(5.0, 4096.0))
+    tasks.add_job(0.0, [5.0] * 4, requests=[(2.0, 512.0)] * 3 + [(1.0, 512.0)])
+    gm = GlobalMaster(0, shared, rt.rng("gm0"))
+    deliver(gm, StateUpdate(0, False, free={0: {0: (0.0, 0.0)}}))
+    gm.submit([0, 1, 2, 3])
+    assert rt.take() == [] and gm.waiting_count() == 4
+    deliver(gm, StateUpdate(0, False, free={0: {0: (5.0, 4096.0)}}))
+    ((dst, req),) = rt.take()
+    assert dst == ("lm", 0) and [tid for tid, _p, _pos in req.items] == [0, 1, 3]
+    assert gm.waiting_count() == 1 and gm.free[0][0] == (0.0, 2560.0)

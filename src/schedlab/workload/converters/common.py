@@ -142,24 +142,27 @@ def _read_shard(
     )
     rows_done = 0
     len_passed = 0  # skipped lines before the next batch
+
+    def slow_path() -> Iterator[Batch]:
+        """From the first line not yet handed over, with Python's csv module: it names (or skips) the bad line."""
+        bad_rows.add("rows with the wrong number of fields", -len(skipped))  # the re-read counts these again
+        return _fallback(path, columns, rows_done + len_passed, skip_bad, bad_rows, progress, invalid)
+
     try:
         reader = pacsv.open_csv(str(path), read_options=read, parse_options=parse, convert_options=convert)
-    except (pa.ArrowInvalid, OSError, EOFError, gzip.BadGzipFile) as e:
-        bad_rows.add("rows with the wrong number of fields", -len(skipped))  # the re-read counts them
-        yield from _fallback(path, columns, 0, skip_bad, bad_rows, progress, invalid, e)
+    except (pa.ArrowInvalid, OSError, EOFError, gzip.BadGzipFile):
+        yield from slow_path()
         return
     while True:
         try:
             batch = reader.read_next_batch()
         except StopIteration:
             break
-        except (pa.ArrowInvalid, OSError, EOFError, gzip.BadGzipFile) as e:
-            bad_rows.add("rows with the wrong number of fields", -len(skipped))  # the re-read counts them
-            yield from _fallback(path, columns, rows_done + len_passed, skip_bad, bad_rows, progress, invalid, e)
+        except (pa.ArrowInvalid, OSError, EOFError, gzip.BadGzipFile):
+            yield from slow_path()
             return
-        if any(batch.column(n).null_count for n, k in columns if not k.endswith("?")):  # an empty required field: the slow path names (or skips) it
-            bad_rows.add("rows with the wrong number of fields", -len(skipped))  # the re-read counts them
-            yield from _fallback(path, columns, rows_done + len_passed, skip_bad, bad_rows, progress, invalid, None)
+        if any(batch.column(n).null_count for n, k in columns if not k.endswith("?")):  # an empty required field
+            yield from slow_path()
             return
         line0 = rows_done + len_passed + 1
         lines = None
@@ -189,7 +192,6 @@ def _fallback(
     bad_rows: Drops,
     progress: Callable[[int], None] | None,
     invalid: list[tuple[int | None, str]],
-    error: BaseException | None,
 ) -> Iterator[Batch]:
     """Re-read the shard from line ``lines_done + 1`` with Python's csv module, to name the bad line.
 
@@ -231,7 +233,6 @@ def _fallback(
         if progress is not None:
             progress(len(lines))
         yield Batch(path, out, lines[0], lines)
-    del error  # pyarrow's message has no line number; the re-read above names the line instead
 
 
 def _open_text(path: Path) -> IO[str]:

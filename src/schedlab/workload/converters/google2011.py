@@ -158,21 +158,18 @@ class TaskStates:
     priority and user, its last event, and a FINISH time waiting for its SCHEDULE.
     """
 
+    _INTS = ("arr", "start", "fin", "last", "user")  # NONE when unknown
+    _FLOATS = ("cpu", "mem", "prio")  # NaN when not stated
+
     def __init__(self) -> None:
         self.slot_of: dict[int, int] = {}
         self.free: list[int] = []
         self.n = 0
-        cap = 1 << 12
-        self.arr = np.full(cap, NONE, np.int64)
-        self.start = np.full(cap, NONE, np.int64)
-        self.fin = np.full(cap, NONE, np.int64)
-        self.last = np.full(cap, NONE, np.int64)
-        self.user = np.full(cap, NONE, np.int64)
-        self.cpu = np.full(cap, np.nan)
-        self.mem = np.full(cap, np.nan)
-        self.prio = np.full(cap, np.nan)
-
-    _COLS = ("arr", "start", "fin", "last", "user", "cpu", "mem", "prio")
+        for name in self._INTS:
+            setattr(self, name, np.zeros(0, np.int64))
+        for name in self._FLOATS:
+            setattr(self, name, np.zeros(0))
+        self._grow(1 << 12)
 
     def slots(self, keys: np.ndarray) -> np.ndarray:
         """The slot of each key; a key not seen yet gets a fresh one."""
@@ -188,20 +185,20 @@ class TaskStates:
             self.n += more
             slot[new] = fresh
             f = slot[new]
-            for name in ("arr", "start", "fin", "last", "user"):
+            for name in self._INTS:
                 getattr(self, name)[f] = NONE
-            for name in ("cpu", "mem", "prio"):
+            for name in self._FLOATS:
                 getattr(self, name)[f] = np.nan
             self.slot_of.update(zip(keys[new].tolist(), fresh, strict=True))
         return slot
 
     def _grow(self, need: int) -> None:
-        cap = len(self.arr)
+        cap = max(len(self.arr), 1)
         while cap < need:
             cap *= 2
-        for name in self._COLS:
+        for name in (*self._INTS, *self._FLOATS):
             old = getattr(self, name)
-            a = np.full(cap, np.nan if old.dtype.kind == "f" else NONE, old.dtype)
+            a = np.empty(cap, old.dtype)  # slots are filled when they are handed out
             a[: len(old)] = old
             setattr(self, name, a)
 
@@ -523,7 +520,8 @@ def _user_codes(names: np.ndarray, users: dict[str, int]) -> np.ndarray:
 
 
 def _spill(out: Finished, runs: list[Any], jobs: Any, tmp: Path, keep: bool = False) -> Any:
-    """Move the finished tasks to a run (kept in memory when it is the only one) and fold them into the jobs."""
+    """Move the finished tasks to a run and fold them into the jobs; ``keep``: the run stays in memory (the
+    last spill, when it is the only run)."""
     import pandas as pd
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -536,10 +534,6 @@ def _spill(out: Finished, runs: list[Any], jobs: Any, tmp: Path, keep: bool = Fa
     if keep:
         runs.append(chunk)
     else:
-        if runs and isinstance(runs[0], dict):  # the in-memory run becomes a file too
-            first = runs.pop(0)
-            pq.write_table(pa.table(first), tmp / "run-first.parquet", compression="lz4")
-            runs.insert(0, tmp / "run-first.parquet")
         path = tmp / f"run{len(runs):05d}.parquet"
         pq.write_table(pa.table(chunk), path, compression="lz4")
         runs.append(path)
@@ -618,7 +612,8 @@ def _sorted_chunks(runs: list[Any], jobs: Any, tmp: Path, chunk_rows: int = 262_
         return
     sorted_paths = []
     for k, r in enumerate(runs):
-        chunk = keyed({c: col.to_numpy() for c, col in zip(pq.read_table(r).column_names, pq.read_table(r).columns, strict=True)})
+        table = pq.read_table(r)
+        chunk = keyed({c: col.to_numpy() for c, col in zip(table.column_names, table.columns, strict=True)})
         path = tmp / f"sorted{k:05d}.parquet"
         pq.write_table(pa.table(chunk), path, compression="lz4", row_group_size=max(4096, chunk_rows // len(runs)))
         os.unlink(r)
