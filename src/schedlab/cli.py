@@ -359,6 +359,19 @@ def trace_sample(
     err.print(f"wrote {r.jobs} of {r.jobs_read} jobs ({r.tasks} tasks{span}) to {out_path}")
 
 
+def _format_options(items: list[str] | None) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        try:
+            if not sep or not name:
+                raise ValueError
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise InputError("--format-option", f"expected NAME=NUMBER, got {item!r}") from None
+    return out
+
+
 @trace_app.command("convert")
 def trace_convert(
     inputs: Annotated[list[Path], typer.Argument(help="Input trace file(s), read in order as one trace; for a raw trace, its root folder, table folders or shards.")],
@@ -366,6 +379,7 @@ def trace_convert(
     fmt: Annotated[str, typer.Option("--format", "-f", help="Input format: google2011 (raw Google 2011 tables), swf (Parallel Workloads Archive), tr, columnar, or auto (tr/columnar by suffix).")] = "auto",
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Raw traces: count and skip malformed rows instead of stopping at the first.")] = False,
     scale_requests: Annotated[bool, typer.Option("--scale-requests/--normalised-requests", help="Raw traces: scale normalised requests to the default 64-core, 16 GB worker (cores, memory_mb), or keep them normalised (cpus, memory).")] = True,
+    format_option: Annotated[list[str] | None, typer.Option("--format-option", help="A raw format's own option, NAME=VALUE (repeatable; e.g. swim's block_mb=64).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the conversion report as JSON.")] = False,
 ) -> None:
     """Convert a trace: raw production traces and .tr traces to the columnar (Parquet) format, or back to .tr; reports what was left out and why."""
@@ -386,7 +400,7 @@ def trace_convert(
 
         bar.start()
     try:
-        report = convert(fmt, inputs, out_path, skip_bad=skip_bad, scale_requests=scale_requests, progress=progress)
+        report = convert(fmt, inputs, out_path, skip_bad=skip_bad, scale_requests=scale_requests, progress=progress, options=_format_options(format_option))
     finally:
         if bar is not None:
             bar.stop()

@@ -172,8 +172,16 @@ def test_inputs_are_sorted_into_tables_or_refused(tmp_path):
     loose.write_bytes(gzip.compress(b"1\n"))
     with pytest.raises(InputError, match="cannot tell which google2011 table this is"):
         gather_tables("google2011", [loose])
-    with pytest.raises(InputError, match="no google2011 table folders"):
+    with pytest.raises(InputError, match="no google2011 tables"):
         gather_tables("google2011", [tmp_path])
+    named = tmp_path / "named"
+    named.mkdir()
+    (named / "task_events-000.csv.gz").write_bytes(gzip.compress(b"1\n"))
+    (named / "task_constraints.csv").write_text("")
+    (named / "schema.csv").write_text("")  # the trace's own schema file is not a table
+    assert {t: [p.name for p in ps] for t, ps in gather_tables("google2011", [named]).items()} == {
+        "task_events": ["task_events-000.csv.gz"], "task_constraints": ["task_constraints.csv"]
+    }
     with pytest.raises(InputError, match="no task_events shards"):
         gather_tables("google2011", [FIXTURES / "task_constraints"])
     shards = gather_tables("google2011", [FIXTURES / "task_events" / "part-00001-of-00002.csv.gz", FIXTURES / "task_events"])
@@ -182,7 +190,7 @@ def test_inputs_are_sorted_into_tables_or_refused(tmp_path):
 
 def test_nothing_finished_is_one_clear_error(tmp_path):
     _shard(tmp_path / "t", "task_events", [GOOD_EVENT])
-    with pytest.raises(InputError, match=r"no task of the google2011 input finished within the trace window \(unfinished at the trace's end: 1\)"):
+    with pytest.raises(InputError, match=r"no task of the google2011 input could be kept \(unfinished at the trace's end: 1\)"):
         convert("google2011", [tmp_path / "t"], tmp_path / "o.parquet")
 
 

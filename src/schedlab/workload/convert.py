@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,8 +28,10 @@ from schedlab.workload.trace import TraceJob, is_columnar, read_raw, resolve_tra
 if TYPE_CHECKING:
     from schedlab.workload.converters.common import Drops
 
-INPUT_FORMATS = ("auto", "tr", "columnar", "google2011", "swf")
-RAW_FORMATS = ("google2011", "swf")
+from schedlab.workload.converters import FORMATS as _RAW
+
+RAW_FORMATS = (*_RAW, "swf")
+INPUT_FORMATS = ("auto", "tr", "columnar", *RAW_FORMATS)
 
 
 @dataclass
@@ -76,17 +78,20 @@ def convert(
     skip_bad: bool = False,
     scale_requests: bool = True,
     progress: Callable[[int], None] | None = None,
+    options: Mapping[str, float] | None = None,
 ) -> ConvertReport:
     """Convert ``inputs`` (read in order, as one trace) to ``out``; the output appears only if all went well.
 
     Raw formats (``google2011``): ``skip_bad`` counts and skips malformed rows instead of stopping at the
     first; ``scale_requests`` scales normalised requests to the default worker; ``progress(rows)`` is told
-    of every block of input rows read.
+    of every block of input rows read; ``options`` are the format's own (:data:`.converters.FORMATS`).
     """
     if not inputs:
         raise InputError("INPUT", "no input trace given")
     if fmt in RAW_FORMATS:
-        return _convert_raw(fmt, inputs, Path(out), row_group_tasks, skip_bad, scale_requests, progress)
+        return _convert_raw(fmt, inputs, Path(out), row_group_tasks, skip_bad, scale_requests, progress, options or {})
+    if options:
+        raise InputError("--format-option", f"only raw trace formats take options, not {fmt}")
     paths = [resolve_trace(p)[1] for p in inputs]  # a bundled trace's name, or a file
     kind = _input_format(fmt, paths)
     resources: tuple[str, ...] = ()
@@ -123,40 +128,40 @@ def _convert_raw(
     skip_bad: bool,
     scale_requests: bool,
     progress: Callable[[int], None] | None,
+    options: Mapping[str, float],
 ) -> ConvertReport:
     from schedlab.workload.columnar import NO_JOBS, ROW_GROUP_TASKS, ColumnarTraceWriter
-    from schedlab.workload.converters import gather_tables
+    from schedlab.workload.converters import RawJob, format_options, gather_tables, run_converter
     from schedlab.workload.converters.common import Drops
-    from schedlab.workload.converters.google2011 import DEFAULT_SCALE, convert_google2011, resources
 
     report = ConvertReport()
-    drops, bad = Drops(), Drops()
     if fmt == "swf":
-        return _convert_swf(inputs, out, report, drops, row_group_tasks)
+        if options:
+            raise InputError("--format-option", "the swf format has no options")
+        return _convert_swf(inputs, out, report, Drops(), row_group_tasks)
+    raw = _RAW[fmt]
+    opts = format_options(raw, options)
     if not is_columnar(out):
         raise InputError(str(out), f"a {fmt} trace converts to the columnar format only (give a .parquet output)")
-    tables = gather_tables(fmt, inputs)
+    tables = gather_tables(raw, inputs)
 
     def rows(n: int) -> None:
         report.rows_read += n
         if progress is not None:
             progress(n)
 
-    scale = DEFAULT_SCALE if scale_requests else None
-    chunks = convert_google2011(
-        tables["task_events"], tables["task_constraints"], scale=scale, skip_bad=skip_bad, drops=drops, bad_rows=bad, counts=report.counts, progress=rows
-    )
-    names, units = resources(scale)
-    writer = ColumnarTraceWriter(out, names, source=fmt, request_units=units, row_group_tasks=row_group_tasks or ROW_GROUP_TASKS)
+    job = RawJob(tables, skip_bad=skip_bad, scale_requests=scale_requests, counts=report.counts, progress=rows, options=opts)
+    trace = run_converter(raw, job)
+    writer = ColumnarTraceWriter(out, trace.resources, source=fmt, request_units=trace.request_units, row_group_tasks=row_group_tasks or ROW_GROUP_TASKS)
     try:
-        writer.write_tables(chunks)
+        writer.write_tables(trace.tables)
         report.jobs, report.tasks = writer.jobs, writer.tasks
     except InputError as e:
         if e.problem == NO_JOBS:
-            raise InputError(str(out), f"no task of the {fmt} input finished within the trace window ({_reasons(drops)})") from None
+            raise InputError(str(out), f"no task of the {fmt} input could be kept ({_reasons(job.drops)})") from None
         raise
-    report.tasks_dropped = dict(drops.counts)
-    report.bad_rows = dict(bad.counts)
+    report.tasks_dropped = dict(job.drops.counts)
+    report.bad_rows = dict(job.bad_rows.counts)
     return report
 
 

@@ -66,6 +66,7 @@ import numpy as np
 
 from schedlab.defaults import DEFAULT_CAPACITY, MULTI_RESOURCES
 from schedlab.errors import InputError
+from schedlab.workload.converters import RawJob, RawTrace
 from schedlab.workload.converters.common import Batch, Drops, read_csv_shards
 
 TASK_EVENTS = [
@@ -472,6 +473,17 @@ def convert_google2011(
             kept += _count_constrained(chunk["key"], constraints)
             yield _table(chunk, user_names, constraints, scale)
         counts["constraint_rows_of_dropped_tasks"] = len(constraints) - kept
+
+
+def convert(job: RawJob) -> RawTrace:
+    """The :data:`~schedlab.workload.converters.FORMATS` entry point."""
+    scale = DEFAULT_SCALE if job.scale_requests else None
+    names, units = resources(scale)
+    tables = convert_google2011(
+        job.tables["task_events"], job.tables["task_constraints"], scale=scale, skip_bad=job.skip_bad, drops=job.drops,
+        bad_rows=job.bad_rows, counts=job.counts, progress=job.progress, spill_dir=job.spill_dir,
+    )  # fmt: skip
+    return RawTrace(names, units, tables)
 
 
 def _events_pass(
