@@ -34,7 +34,7 @@ class Batch:
     def __init__(self, path: Path, cols: dict[str, list], line0: int, lines: list[int] | None = None) -> None:
         self.path, self.cols, self.line0, self.lines = path, cols, line0, lines
 
-    def __getitem__(self, name: str) -> list:
+    def __getitem__(self, name: str) -> Any:  # a list, or a numpy array (as_arrays)
         return self.cols[name]
 
     def line(self, i: int) -> int:
@@ -165,7 +165,7 @@ def _read_shard(
             yield from slow_path()
             return
         line0 = rows_done + len_passed + 1
-        lines = None
+        lines: list[int] | None = None
         if skipped:  # the batch's rows are the lines from line0 on, less those skipped
             lines, line = [], line0
             skipped.sort()

@@ -68,6 +68,15 @@ from schedlab.defaults import DEFAULT_CAPACITY, MULTI_RESOURCES
 from schedlab.errors import InputError
 from schedlab.workload.converters import RawJob, RawTrace
 from schedlab.workload.converters.common import Batch, Drops, read_csv_shards
+from schedlab.workload.converters.tasks import (
+    TASK_BITS,
+    Finished,
+    count_constrained,
+    new_jobs,
+    sorted_chunks,
+    spill,
+    to_table,
+)
 
 TASK_EVENTS = [
     ("timestamp", "int"),
@@ -96,7 +105,6 @@ SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL, LOST, UPDATE_PENDING, UPDATE_RUNNIN
 ENDED = {EVICT: "evicted", FAIL: "failed", KILL: "killed", LOST: "lost"}
 AFTER_WINDOW = 2**63 - 1
 OPERATORS = {0: "=", 1: "!=", 2: "<", 3: ">"}
-TASK_BITS = 24  # task indices below 2^24 (Google 2011's largest job has about 90,000 tasks)
 DEFAULT_SCALE = (DEFAULT_CAPACITY[0], DEFAULT_CAPACITY[1])
 NONE = -1  # "not seen yet" for a time, a user or an event
 NO_TIME = np.iinfo(np.int64).max
@@ -117,27 +125,6 @@ class Tally:
         self.drops = drops
         self.ended_early = 0
         self.out_of_order = 0
-
-
-class Finished:
-    """Finished tasks, as growing numpy columns."""
-
-    NAMES = ("key", "arrival", "duration", "user", "priority", "cpu", "memory")
-    TYPES = (np.int64, np.int64, np.int64, np.int64, np.float64, np.float64, np.float64)
-
-    def __init__(self) -> None:
-        self.parts: list[tuple[np.ndarray, ...]] = []
-        self.rows = 0
-
-    def add(self, *cols: np.ndarray) -> None:
-        if len(cols[0]):
-            self.parts.append(tuple(np.asarray(c) for c in cols))
-            self.rows += len(cols[0])
-
-    def take(self) -> dict[str, np.ndarray]:
-        out = {n: np.concatenate([p[k] for p in self.parts]).astype(t) if self.parts else np.zeros(0, t) for k, (n, t) in enumerate(zip(self.NAMES, self.TYPES, strict=True))}
-        self.parts, self.rows = [], 0
-        return out
 
 
 def _classify(arr: np.ndarray, start: np.ndarray, tf: np.ndarray, drops: Drops) -> np.ndarray:
@@ -161,6 +148,14 @@ class TaskStates:
 
     _INTS = ("arr", "start", "fin", "last", "user")  # NONE when unknown
     _FLOATS = ("cpu", "mem", "prio")  # NaN when not stated
+    arr: np.ndarray
+    start: np.ndarray
+    fin: np.ndarray
+    last: np.ndarray
+    user: np.ndarray
+    cpu: np.ndarray
+    mem: np.ndarray
+    prio: np.ndarray
 
     def __init__(self) -> None:
         self.slot_of: dict[int, int] = {}
@@ -468,10 +463,13 @@ def convert_google2011(
         runs, jobs = _events_pass(task_events, users, drops, bad_rows, counts, skip_bad, progress, run_rows, Path(tmp))
         constraints = _constraints_pass(task_constraints, bad_rows, counts, skip_bad, progress)
         user_names = np.asarray(sorted(users, key=users.__getitem__), dtype=object)
+        names = resources(scale)[0]
+        assert len(names) == 2
+        factors = (1.0, 1.0) if scale is None else scale
         kept = 0
-        for chunk in _sorted_chunks(runs, jobs, Path(tmp)):
-            kept += _count_constrained(chunk["key"], constraints)
-            yield _table(chunk, user_names, constraints, scale)
+        for chunk in sorted_chunks(runs, jobs, Path(tmp)):
+            kept += count_constrained(chunk["key"], constraints)
+            yield to_table(chunk, resources=names, factors=factors, seconds_per_unit=1e-6, user_names=user_names, constraints=constraints)
         counts["constraint_rows_of_dropped_tasks"] = len(constraints) - kept
 
 
@@ -490,13 +488,12 @@ def _events_pass(
     paths: Sequence[Path], users: dict[str, int], drops: Drops, bad_rows: Drops, counts: dict[str, int], skip_bad: bool,
     progress: Callable[[int], None] | None, run_rows: int, tmp: Path,
 ) -> tuple[list[Any], Any]:  # fmt: skip
-    import pandas as pd
 
     states = TaskStates()
     tally = Tally(drops)
     out = Finished()
     runs: list[Any] = []  # finished tasks: in memory (one dict of columns) or spilled Parquet paths
-    jobs = pd.DataFrame({"arrival": pd.Series(dtype=np.int64), "total": pd.Series(dtype=np.int64), "n": pd.Series(dtype=np.int64)})
+    jobs = new_jobs()
     use = ["timestamp", "job", "task", "event", "user", "priority", "cpu", "memory"]
     for b in read_csv_shards(paths, TASK_EVENTS, skip_bad=skip_bad, bad_rows=bad_rows, use=use, progress=progress, as_arrays=True):
         job, idx, ev = b["job"], b["task"], b["event"]
@@ -514,10 +511,10 @@ def _events_pass(
         fold_batch(states, {"t": b["timestamp"], "key": (job << TASK_BITS) | idx, "ev": ev, "user": _user_codes(b["user"], users),
                             "prio": b["priority"], "cpu": b["cpu"], "mem": b["memory"]}, out, tally)  # fmt: skip
         if out.rows >= run_rows:
-            jobs = _spill(out, runs, jobs, tmp)
+            jobs = spill(out, runs, jobs, tmp)
     drop_unfinished(states, drops)
     if out.rows or not runs:
-        jobs = _spill(out, runs, jobs, tmp, keep=not runs)
+        jobs = spill(out, runs, jobs, tmp, keep=not runs)
     counts["runs_ended_early"] = tally.ended_early
     counts["events_out_of_order"] = tally.out_of_order
     return runs, jobs
@@ -529,27 +526,6 @@ def _user_codes(names: np.ndarray, users: dict[str, int]) -> np.ndarray:
     codes, uniques = pd.factorize(names, use_na_sentinel=True)
     table = np.asarray([users.setdefault(u, len(users)) for u in uniques.tolist()] + [NONE], dtype=np.int64)
     return table[codes]  # -1 (no user) indexes the trailing NONE
-
-
-def _spill(out: Finished, runs: list[Any], jobs: Any, tmp: Path, keep: bool = False) -> Any:
-    """Move the finished tasks to a run and fold them into the jobs; ``keep``: the run stays in memory (the
-    last spill, when it is the only run)."""
-    import pandas as pd
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    chunk = out.take()
-    job = chunk["key"] >> TASK_BITS
-    agg = pd.DataFrame({"arrival": chunk["arrival"], "total": chunk["duration"], "n": np.ones(len(job), np.int64)}, index=job)
-    agg = agg.groupby(level=0).agg({"arrival": "min", "total": "sum", "n": "sum"})
-    jobs = pd.concat([jobs, agg]).groupby(level=0).agg({"arrival": "min", "total": "sum", "n": "sum"}) if len(jobs) else agg
-    if keep:
-        runs.append(chunk)
-    else:
-        path = tmp / f"run{len(runs):05d}.parquet"
-        pq.write_table(pa.table(chunk), path, compression="lz4")
-        runs.append(path)
-    return jobs
 
 
 def _constraints_pass(paths: Sequence[Path], bad_rows: Drops, counts: dict[str, int], skip_bad: bool, progress: Callable[[int], None] | None) -> Any:
@@ -591,131 +567,3 @@ def _constraints_pass(paths: Sequence[Path], bad_rows: Drops, counts: dict[str, 
     return df
 
 
-def _count_constrained(keys: np.ndarray, constraints: Any) -> int:
-    """Constraint rows (deduplicated) that belong to these kept tasks."""
-    if not len(constraints):
-        return 0
-    ck = constraints["key"].to_numpy()
-    return int((np.searchsorted(ck, keys, side="right") - np.searchsorted(ck, keys, side="left")).sum())
-
-
-def _sorted_chunks(runs: list[Any], jobs: Any, tmp: Path, chunk_rows: int = 262_144) -> Iterator[dict[str, np.ndarray]]:
-    """The finished tasks in (job arrival, job, task) order, in chunks, each run sorted then merged."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    jobs_index = jobs.index
-    job_arrival = jobs["arrival"].to_numpy()
-    job_mean = jobs["total"].to_numpy() / jobs["n"].to_numpy()
-
-    def keyed(chunk: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        job = chunk["key"] >> TASK_BITS
-        where = jobs_index.get_indexer(job)
-        chunk["job_arrival"] = job_arrival[where]
-        chunk["mean"] = job_mean[where]
-        order = np.lexsort((chunk["key"] & ((1 << TASK_BITS) - 1), job, chunk["job_arrival"]))
-        return {k: v[order] for k, v in chunk.items()}
-
-    if len(runs) == 1 and isinstance(runs[0], dict):
-        whole = keyed(runs[0])
-        n = len(whole["key"])
-        for s in range(0, n, chunk_rows):
-            yield {k: v[s : s + chunk_rows] for k, v in whole.items()}
-        return
-    sorted_paths = []
-    for k, r in enumerate(runs):
-        table = pq.read_table(r)
-        chunk = keyed({c: col.to_numpy() for c, col in zip(table.column_names, table.columns, strict=True)})
-        path = tmp / f"sorted{k:05d}.parquet"
-        pq.write_table(pa.table(chunk), path, compression="lz4", row_group_size=max(4096, chunk_rows // len(runs)))
-        os.unlink(r)
-        sorted_paths.append(path)
-    yield from _merge(sorted_paths, chunk_rows)
-
-
-def _merge(paths: list[Path], chunk_rows: int) -> Iterator[dict[str, np.ndarray]]:
-    """k-way merge of runs sorted by (job arrival, job, key), a block at a time: every row up to the smallest of
-    the runs' last buffered keys is final."""
-    import pyarrow.parquet as pq
-
-    per_run = max(4096, chunk_rows // len(paths))  # the buffers together hold about chunk_rows rows, however many runs
-    readers = [pq.ParquetFile(p).iter_batches(batch_size=per_run) for p in paths]
-    bufs: list[dict[str, np.ndarray] | None] = [None] * len(paths)
-
-    def refill(i: int) -> None:
-        while bufs[i] is None or len(bufs[i]["key"]) == 0:  # type: ignore[index]
-            nxt = next(readers[i], None)
-            if nxt is None:
-                bufs[i] = None
-                return
-            bufs[i] = {c: nxt.column(c).to_numpy() for c in nxt.schema.names}
-
-    for i in range(len(paths)):
-        refill(i)
-    while any(b is not None for b in bufs):
-        live = [b for b in bufs if b is not None]
-        lasts = [(b["job_arrival"][-1], b["key"][-1] >> TASK_BITS, b["key"][-1]) for b in live]
-        ta, tj, tk = min(lasts)
-        pieces = []
-        for i, b in enumerate(bufs):
-            if b is None:
-                continue
-            a, j, k = b["job_arrival"], b["key"] >> TASK_BITS, b["key"]
-            upto = (a < ta) | ((a == ta) & ((j < tj) | ((j == tj) & (k <= tk))))
-            m = int(upto.sum())  # a prefix: the run is sorted
-            if m:
-                pieces.append({c: v[:m] for c, v in b.items()})
-                bufs[i] = {c: v[m:] for c, v in b.items()}
-                refill(i)
-        merged = {c: np.concatenate([p[c] for p in pieces]) for c in pieces[0]}
-        order = np.lexsort((merged["key"], merged["key"] >> TASK_BITS, merged["job_arrival"]))
-        yield {c: v[order] for c, v in merged.items()}
-
-
-def _table(chunk: dict[str, np.ndarray], user_names: np.ndarray, constraints: Any, scale: tuple[float, float] | None) -> Any:
-    """One sorted chunk as an Arrow table in the columnar trace's schema."""
-    import pyarrow as pa
-
-    key = chunk["key"]
-    n = len(key)
-    cpu, mem = chunk["cpu"], chunk["memory"]
-    missing = np.isnan(cpu) | np.isnan(mem)  # a task states both or is taken as stating none
-    names, _units = resources(scale)
-    f = (1.0, 1.0) if scale is None else scale
-    user = chunk["user"]
-    prio = chunk["priority"]
-    cols = {
-        "job": pa.array(key >> TASK_BITS, pa.int64()),
-        "arrival": pa.array(chunk["job_arrival"] / 1e6, pa.float64()),
-        "duration": pa.array(chunk["duration"] / 1e6, pa.float64()),
-        "mean_duration": pa.array(chunk["mean"] / 1e6, pa.float64()),
-        "task": pa.array(key & ((1 << TASK_BITS) - 1), pa.int32()),
-        "user": pa.DictionaryArray.from_arrays(
-            pa.array(np.where(user < 0, 0, user), pa.int32(), mask=user < 0), pa.array(user_names.tolist() or [""], pa.string())
-        ),
-        "priority": pa.array(np.nan_to_num(prio).astype(np.int32), pa.int32(), mask=np.isnan(prio)),
-        f"request_{names[0]}": pa.array(cpu * f[0], pa.float64(), mask=missing),
-        f"request_{names[1]}": pa.array(mem * f[1], pa.float64(), mask=missing),
-        "constraints": _constraint_column(key, constraints, n),
-    }
-    return pa.table(cols)
-
-
-def _constraint_column(keys: np.ndarray, constraints: Any, n: int) -> Any:
-    import pyarrow as pa
-
-    struct = pa.struct([("attribute", pa.string()), ("operator", pa.string()), ("value", pa.string())])
-    if not len(constraints):
-        return pa.nulls(n, pa.list_(struct))
-    ck = constraints["key"].to_numpy()
-    lo = np.searchsorted(ck, keys, side="left")
-    hi = np.searchsorted(ck, keys, side="right")
-    count = hi - lo
-    offsets = np.zeros(n + 1, np.int32)
-    np.cumsum(count, out=offsets[1:])
-    rows = np.repeat(lo, count) + (np.arange(offsets[-1]) - np.repeat(offsets[:-1], count))
-    values = pa.StructArray.from_arrays(
-        [pa.array(constraints[c].to_numpy()[rows].astype(str).tolist() if len(rows) else [], pa.string()) for c in ("attribute", "operator", "value")],
-        fields=list(struct),
-    )
-    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values, mask=pa.array(count == 0))

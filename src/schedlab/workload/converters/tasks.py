@@ -1,0 +1,264 @@
+"""Finished tasks on their way out of a raw-trace converter: buffered, spilled to sorted runs, merged in
+arrival order and written as Arrow tables in the columnar trace's schema.
+
+A converter reads its events in file order, which is not the output's order
+(jobs by arrival), and a job's arrival and mean duration are known only once
+all its tasks are. So finished tasks go to a :class:`Finished` buffer, keyed
+``job code << TASK_BITS | task index``, with their own arrival, duration,
+user code, priority and the two requests; every ``run_rows`` rows the buffer
+is :func:`spill`-ed to a Parquet run and folded into one row per job
+(earliest arrival, total duration, task count). :func:`sorted_chunks` then
+sorts each run by (job arrival, job, task) and merges the runs a block at a
+time; :func:`to_table` turns a block into the columnar schema. Memory: one row
+per job, plus the merge's buffers (about ``chunk_rows`` rows however many
+runs). Times stay integers in the trace's own unit until :func:`to_table`.
+
+Constraints are a pandas frame of (key, attribute, operator, value) sorted by
+key (categorical columns keep it small), attached per task by
+:func:`constraint_column`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+TASK_BITS = 24  # task indices below 2^24 (Google 2011's largest job has about 90,000 tasks)
+
+
+def new_jobs() -> Any:
+    """The per-job fold before any task finished: arrival (earliest), total duration, task count."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        {
+            "arrival": pd.Series(dtype=np.int64),
+            "total": pd.Series(dtype=np.int64),
+            "n": pd.Series(dtype=np.int64),
+        }
+    )
+
+
+class Finished:
+    """Finished tasks, as growing numpy columns."""
+
+    NAMES = ("key", "arrival", "duration", "user", "priority", "cpu", "memory")
+    TYPES = (np.int64, np.int64, np.int64, np.int64, np.float64, np.float64, np.float64)
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[np.ndarray, ...]] = []
+        self.rows = 0
+
+    def add(self, *cols: np.ndarray) -> None:
+        if len(cols[0]):
+            self.parts.append(tuple(np.asarray(c) for c in cols))
+            self.rows += len(cols[0])
+
+    def take(self) -> dict[str, np.ndarray]:
+        out = {
+            n: np.concatenate([p[k] for p in self.parts]).astype(t)
+            if self.parts
+            else np.zeros(0, t)
+            for k, (n, t) in enumerate(zip(self.NAMES, self.TYPES, strict=True))
+        }
+        self.parts, self.rows = [], 0
+        return out
+
+
+def spill(out: Finished, runs: list[Any], jobs: Any, tmp: Path, keep: bool = False) -> Any:
+    """Move the finished tasks to a run and fold them into the jobs; ``keep``: the run stays in memory (the
+    last spill, when it is the only run)."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    chunk = out.take()
+    job = chunk["key"] >> TASK_BITS
+    agg = pd.DataFrame(
+        {"arrival": chunk["arrival"], "total": chunk["duration"], "n": np.ones(len(job), np.int64)},
+        index=job,
+    )
+    agg = agg.groupby(level=0).agg({"arrival": "min", "total": "sum", "n": "sum"})
+    jobs = (
+        pd.concat([jobs, agg]).groupby(level=0).agg({"arrival": "min", "total": "sum", "n": "sum"})
+        if len(jobs)
+        else agg
+    )
+    if keep:
+        runs.append(chunk)
+    else:
+        path = tmp / f"run{len(runs):05d}.parquet"
+        pq.write_table(pa.table(chunk), path, compression="lz4")
+        runs.append(path)
+    return jobs
+
+
+def count_constrained(keys: np.ndarray, constraints: Any) -> int:
+    """Constraint rows (deduplicated) that belong to these kept tasks."""
+    if not len(constraints):
+        return 0
+    ck = constraints["key"].to_numpy()
+    return int(
+        (np.searchsorted(ck, keys, side="right") - np.searchsorted(ck, keys, side="left")).sum()
+    )
+
+
+def sorted_chunks(
+    runs: list[Any], jobs: Any, tmp: Path, chunk_rows: int = 262_144
+) -> Iterator[dict[str, np.ndarray]]:
+    """The finished tasks in (job arrival, job, task) order, in chunks, each run sorted then merged."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    jobs_index = jobs.index
+    job_arrival = jobs["arrival"].to_numpy()
+    job_mean = jobs["total"].to_numpy() / jobs["n"].to_numpy()
+
+    def keyed(chunk: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        job = chunk["key"] >> TASK_BITS
+        where = jobs_index.get_indexer(job)
+        chunk["job_arrival"] = job_arrival[where]
+        chunk["mean"] = job_mean[where]
+        order = np.lexsort((chunk["key"] & ((1 << TASK_BITS) - 1), job, chunk["job_arrival"]))
+        return {k: v[order] for k, v in chunk.items()}
+
+    if len(runs) == 1 and isinstance(runs[0], dict):
+        whole = keyed(runs[0])
+        n = len(whole["key"])
+        for s in range(0, n, chunk_rows):
+            yield {k: v[s : s + chunk_rows] for k, v in whole.items()}
+        return
+    sorted_paths = []
+    for k, r in enumerate(runs):
+        table = pq.read_table(r)
+        chunk = keyed(
+            {c: col.to_numpy() for c, col in zip(table.column_names, table.columns, strict=True)}
+        )
+        path = tmp / f"sorted{k:05d}.parquet"
+        pq.write_table(
+            pa.table(chunk),
+            path,
+            compression="lz4",
+            row_group_size=max(4096, chunk_rows // len(runs)),
+        )
+        os.unlink(r)
+        sorted_paths.append(path)
+    yield from _merge(sorted_paths, chunk_rows)
+
+
+def _merge(paths: list[Path], chunk_rows: int) -> Iterator[dict[str, np.ndarray]]:
+    """k-way merge of runs sorted by (job arrival, job, key), a block at a time: every row up to the smallest of
+    the runs' last buffered keys is final."""
+    import pyarrow.parquet as pq
+
+    per_run = max(
+        4096, chunk_rows // len(paths)
+    )  # the buffers together hold about chunk_rows rows, however many runs
+    readers = [pq.ParquetFile(p).iter_batches(batch_size=per_run) for p in paths]
+    bufs: list[dict[str, np.ndarray] | None] = [None] * len(paths)
+
+    def refill(i: int) -> None:
+        while bufs[i] is None or len(bufs[i]["key"]) == 0:  # type: ignore[index]
+            nxt = next(readers[i], None)
+            if nxt is None:
+                bufs[i] = None
+                return
+            bufs[i] = {c: nxt.column(c).to_numpy() for c in nxt.schema.names}
+
+    for i in range(len(paths)):
+        refill(i)
+    while any(b is not None for b in bufs):
+        live = [b for b in bufs if b is not None]
+        lasts = [(b["job_arrival"][-1], b["key"][-1] >> TASK_BITS, b["key"][-1]) for b in live]
+        ta, tj, tk = min(lasts)
+        pieces = []
+        for i, b in enumerate(bufs):
+            if b is None:
+                continue
+            a, j, k = b["job_arrival"], b["key"] >> TASK_BITS, b["key"]
+            upto = (a < ta) | ((a == ta) & ((j < tj) | ((j == tj) & (k <= tk))))
+            m = int(upto.sum())  # a prefix: the run is sorted
+            if m:
+                pieces.append({c: v[:m] for c, v in b.items()})
+                bufs[i] = {c: v[m:] for c, v in b.items()}
+                refill(i)
+        merged = {c: np.concatenate([p[c] for p in pieces]) for c in pieces[0]}
+        order = np.lexsort((merged["key"], merged["key"] >> TASK_BITS, merged["job_arrival"]))
+        yield {c: v[order] for c, v in merged.items()}
+
+
+def to_table(
+    chunk: dict[str, np.ndarray],
+    *,
+    resources: tuple[str, ...],
+    factors: tuple[float, float],
+    seconds_per_unit: float,
+    user_names: np.ndarray,
+    constraints: Any,
+    job_ids: np.ndarray | None = None,
+) -> Any:
+    """One sorted chunk as an Arrow table in the columnar trace's schema.
+
+    ``resources`` names the two request columns, ``factors`` scales the ``cpu`` and ``memory`` values into
+    them; times are in units of ``seconds_per_unit`` seconds; ``job_ids[code]`` is the job ID written for
+    a job code (default: the code itself); ``constraints`` as :func:`constraint_column` takes them."""
+    import pyarrow as pa
+
+    key = chunk["key"]
+    n = len(key)
+    cpu, mem = chunk["cpu"], chunk["memory"]
+    missing = np.isnan(cpu) | np.isnan(mem)  # a task states both or is taken as stating none
+    names, f = resources, factors
+    job = key >> TASK_BITS
+    user = chunk["user"]
+    prio = chunk["priority"]
+    cols = {
+        "job": pa.array(job if job_ids is None else job_ids[job], pa.int64()),
+        "arrival": pa.array(chunk["job_arrival"] * seconds_per_unit, pa.float64()),
+        "duration": pa.array(chunk["duration"] * seconds_per_unit, pa.float64()),
+        "mean_duration": pa.array(chunk["mean"] * seconds_per_unit, pa.float64()),
+        "task": pa.array(key & ((1 << TASK_BITS) - 1), pa.int32()),
+        "user": pa.DictionaryArray.from_arrays(
+            pa.array(np.where(user < 0, 0, user), pa.int32(), mask=user < 0),
+            pa.array(user_names.tolist() or [""], pa.string()),
+        ),
+        "priority": pa.array(np.nan_to_num(prio).astype(np.int32), pa.int32(), mask=np.isnan(prio)),
+        f"request_{names[0]}": pa.array(cpu * f[0], pa.float64(), mask=missing),
+        f"request_{names[1]}": pa.array(mem * f[1], pa.float64(), mask=missing),
+        "constraints": constraint_column(key, constraints, n),
+    }
+    return pa.table(cols)
+
+
+def constraint_column(keys: np.ndarray, constraints: Any, n: int) -> Any:
+    import pyarrow as pa
+
+    struct = pa.struct(
+        [("attribute", pa.string()), ("operator", pa.string()), ("value", pa.string())]
+    )
+    if not len(constraints):
+        return pa.nulls(n, pa.list_(struct))
+    ck = constraints["key"].to_numpy()
+    lo = np.searchsorted(ck, keys, side="left")
+    hi = np.searchsorted(ck, keys, side="right")
+    count = hi - lo
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(count, out=offsets[1:])
+    rows = np.repeat(lo, count) + (np.arange(offsets[-1]) - np.repeat(offsets[:-1], count))
+    values = pa.StructArray.from_arrays(
+        [
+            pa.array(
+                constraints[c].to_numpy()[rows].astype(str).tolist() if len(rows) else [],
+                pa.string(),
+            )
+            for c in ("attribute", "operator", "value")
+        ],
+        fields=list(struct),
+    )
+    return pa.ListArray.from_arrays(
+        pa.array(offsets, pa.int32()), values, mask=pa.array(count == 0)
+    )
