@@ -147,6 +147,7 @@ def simulate(
     workers: Annotated[int | None, _run_option("workers", "--workers", "-w")] = _D("workers"),
     seed: Annotated[int, _run_option("seed")] = _D("seed"),
     config: Annotated[str | None, _run_option("config")] = _D("config"),
+    data_center_from: Annotated[str | None, _run_option("data_center_from", "--data-center-from")] = _D("data_center_from"),
     param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Scheduler parameter KEY=VALUE (repeatable; each also has a flag of its own, listed below).")] = None,
     constraints: Annotated[bool, _run_option("constraints", "--constraints/--no-constraints")] = _D("constraints"),
     constraint_seed: Annotated[int, _run_option("constraint_seed")] = _D("constraint_seed"),
@@ -184,6 +185,7 @@ def simulate(
         "workers": workers,
         "seed": seed,
         "config": config,
+        "data_center_from": data_center_from,
         "constraints": constraints,
         "constraint_seed": constraint_seed,
         "machine_model": machine_model,
@@ -411,6 +413,27 @@ def trace_convert(
     for title, table in (("tasks left out", report.tasks_dropped), ("malformed rows skipped", report.bad_rows)):
         if table:
             err.print(f"{title}: " + "; ".join(f"{k}: {v:,}" for k, v in table.items()))
+
+
+@trace_app.command("machines")
+def trace_machines(
+    inputs: Annotated[list[Path], typer.Argument(help="The raw trace: its root folder, table folders or machine table shards.")],
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="The machines file to write (.parquet), for simulate --data-center-from.", callback=output_file)],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="Raw trace format with machine tables (google2011).")] = "google2011",
+    at: Annotated[float, typer.Option("--at", help="Trace time in seconds of the snapshot (0: the machines the trace starts with).")] = 0.0,
+    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Count and skip malformed rows instead of stopping at the first.")] = False,
+    scale_requests: Annotated[bool, typer.Option("--scale-requests/--normalised-requests", help="Capacities in cores and MB (the largest machine = 64 cores, 16 GB, as trace convert scales requests), or normalised.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Write a raw trace's machines (capacities and attributes at one instant) as the data center of simulate --data-center-from."""
+    from schedlab.workload.convert import convert_machines
+
+    report = convert_machines(fmt, inputs, out_path, at=at, skip_bad=skip_bad, scale_requests=scale_requests)
+    if as_json:
+        print(json.dumps(report.as_dict(), indent=2))
+    err.print(f"wrote {report.machines} machines ({report.attributes} attribute names) to {out_path}")
+    if report.bad_rows:
+        err.print("malformed rows skipped: " + "; ".join(f"{k}: {v:,}" for k, v in report.bad_rows.items()))
 
 
 # -- experiments ---------------------------------------------------------------------------------

@@ -43,6 +43,12 @@ import pandas as pd
 from schedlab.cluster.bitsets import ConstraintBitsets
 from schedlab.cluster.config import load_config
 from schedlab.cluster.generate import MACHINE_MODELS, generate_machine_masks
+from schedlab.cluster.machines import (
+    ConstraintCatalog,
+    cluster_from_machines,
+    read_machines,
+    trace_constraints,
+)
 from schedlab.cluster.model import Cluster
 from schedlab.datafiles import BUNDLED_TRACES, DEFAULT_WORKERS, PAPER_WORKERS
 from schedlab.defaults import DEFAULT_CAPACITY, MULTI_RESOURCES
@@ -67,7 +73,13 @@ from schedlab.workers.simulated import WorkerPool
 from schedlab.workload.constraints import TaskConstraintSampler
 from schedlab.workload.model import TaskTable
 from schedlab.workload.requests import RequestModel
-from schedlab.workload.trace import TraceJob, read_trace, request_resources
+from schedlab.workload.trace import (
+    TraceJob,
+    is_columnar,
+    read_trace,
+    request_resources,
+    resolve_trace,
+)
 
 
 class Result:
@@ -116,10 +128,19 @@ def build_cluster(
     resource_mode: str = "slots",
     capacity: tuple[float, ...] = DEFAULT_CAPACITY,
     resources: tuple[str, ...] = MULTI_RESOURCES,
+    data_center_from: str | os.PathLike | None = None,
+    catalog: ConstraintCatalog | None = None,
 ) -> Cluster:
-    """The data center of a run (see the module docstring)."""
+    """The data center of a run (see the module docstring); from a machines file, ``catalog`` numbers the
+    trace's constraints (``None``: no constraints)."""
     if resource_mode not in RESOURCE_MODES:
         raise InputError("resource_mode", f"unknown mode {resource_mode!r} (choose from {', '.join(RESOURCE_MODES)})")
+    if data_center_from is not None:
+        if config is not None:
+            raise InputError("--data-center-from", "give a data-center config or a machines file, not both")
+        path = str(data_center_from)
+        cl: Cluster = cluster_from_machines(read_machines(path), catalog if constraints else None, resource_mode, source=path, workers=workers)
+        return cl
     if config is not None:
         cl = load_config(config)
         if workers is not None and workers != cl.n:
@@ -169,8 +190,11 @@ class JobPreparer:
         requests: RequestModel | None,
         req_rng: np.random.Generator,
         trace_states_requests: bool = False,
+        catalog: ConstraintCatalog | None = None,
     ) -> None:
         self.sampler = sampler
+        self.catalog = catalog  # the trace's own constraints as constraint bits (a data center from the trace)
+        self.trace_constrained = 0  # tasks with constraints of their own, matched against the machines
         self.requests = requests
         self.req_rng = req_rng
         self.satisfiable = _Satisfiable(cluster.bitsets())
@@ -220,7 +244,13 @@ class JobPreparer:
                 self.stated_requests = True
                 self.drawn_requests += sum(r is None for r in tj.requests)
         if tj.constraints is not None:
-            self.trace_constraints_unused += sum(1 for c in tj.constraints if c)
+            if self.catalog is not None:
+                if len(tj.constraints) != n:
+                    raise InputError(f"job {self.trace_jobs}", f"{len(tj.constraints)} constraint sets for {n} tasks")
+                masks = [self.catalog.mask(c) for c in tj.constraints]
+                self.trace_constrained += sum(1 for c in tj.constraints if c)
+            else:
+                self.trace_constraints_unused += sum(1 for c in tj.constraints if c)
         keep = self._runnable(masks, reqs, n)
         if keep is not None:
             self.dropped_tasks += n - len(keep)
@@ -243,6 +273,9 @@ class JobPreparer:
             out["tasks_request_drawn"] = self.drawn_requests
         if self.trace_constraints_unused:
             out["tasks_trace_constraints_unused"] = self.trace_constraints_unused
+        if self.catalog is not None:  # only runs on a trace's own machines have these
+            out["tasks_trace_constrained"] = self.trace_constrained
+            out["trace_constraint_bits"] = len(self.catalog)
         return out
 
     def _runnable(self, masks: list[int] | None, reqs: list[tuple[float, ...]] | None, n: int) -> list[int] | None:
@@ -357,6 +390,12 @@ def simulate(
     return run(cfg, jobs, progress=progress, cluster=cluster)
 
 
+def _trace_constraints(trace: str) -> set[tuple[str, str, str]]:
+    """A columnar trace's distinct constraints (other traces state none)."""
+    path = resolve_trace(trace)[1]
+    return trace_constraints(path) if is_columnar(path) else set()
+
+
 def run(
     cfg: RunConfig,
     jobs: Iterable[TraceJob] | None = None,
@@ -377,8 +416,17 @@ def run(
         if workers is None and cfg.config is None:
             workers = DEFAULT_WORKERS
         job_iter = iter(jobs)
+    catalog = None
+    if cfg.data_center_from is not None:
+        if cfg.constraints:
+            catalog = ConstraintCatalog(_trace_constraints(cfg.trace) if jobs is None else ())
+        if cfg.workers is None:
+            workers = None  # the machines file decides
     if cluster is None:
-        cluster = build_cluster(workers, cfg.config, cfg.seed, cfg.machine_model, cfg.constraints, cfg.resource_mode, cfg.capacity)
+        cluster = build_cluster(
+            workers, cfg.config, cfg.seed, cfg.machine_model, cfg.constraints, cfg.resource_mode, cfg.capacity,
+            data_center_from=cfg.data_center_from, catalog=catalog,
+        )  # fmt: skip
     multi = not cluster.slot_mode
     req_model = RequestModel.parse(cfg.requests, len(cluster.resources)) if multi else None
     stated: tuple[str, ...] = ()
@@ -393,8 +441,9 @@ def run(
     pool = WorkerPool(runtime, cluster, tasks, recorder)
     ctx = SchedulerContext(runtime, cluster, tasks, recorder, pool)
     sched = cls(ctx, sched_params)
-    sampler = TaskConstraintSampler(cfg.constraint_seed) if cfg.constraints else None
-    preparer = JobPreparer(cluster, sampler, req_model, runtime.streams.np_rng("requests"), trace_states_requests=bool(stated))
+    # machines from a trace have attributes, not Sharma's constraints: their tasks bring their own
+    sampler = TaskConstraintSampler(cfg.constraint_seed) if cfg.constraints and cfg.data_center_from is None else None
+    preparer = JobPreparer(cluster, sampler, req_model, runtime.streams.np_rng("requests"), trace_states_requests=bool(stated), catalog=catalog)
     feeder = _Feeder(job_iter, runtime, tasks, recorder, sched.submit, preparer)
     ctx.more_jobs = lambda: not feeder.exhausted
     feeder.start()
@@ -413,7 +462,10 @@ def run(
 
     messages = runtime.message_counts()
     head = {"scheduler": cfg.scheduler, "trace": cfg.trace, "seed": cfg.seed}
-    tdf, jdf, udf, summary = summarize_run(recorder, tasks, cluster, head, preparer.counters(), messages, sched.counters())
+    counters = preparer.counters()
+    if "machines_without_capacity" in cluster.extra:  # a data center from a trace: machines a multi-resource run left out
+        counters["machines_without_capacity"] = cluster.extra["machines_without_capacity"]
+    tdf, jdf, udf, summary = summarize_run(recorder, tasks, cluster, head, counters, messages, sched.counters())
     summary.update(
         {
             "wall_seconds": wall,

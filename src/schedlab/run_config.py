@@ -51,6 +51,11 @@ class RunConfig(BaseModel):
     workers: int | None = Field(None, description="Data-center size (default: the paper's size for a bundled trace, else 10000).")
     seed: int = Field(0, description="Run seed: generated data center and schedulers' random choices.")
     config: str | None = Field(None, description="Data-center config file (*_config_*.json) or 'reference' / 'reference-pigeon'.")
+    data_center_from: str | None = Field(
+        None,
+        description="Machines file (`schedlab trace machines`): the trace's own machines as the workers, with their capacities; "
+        "the trace's own constraints are matched against their attributes.",
+    )
     params: dict[str, Any] = Field(default_factory=dict, description="The scheduler's own parameters (its Params model).")
     constraints: bool = Field(True, description="Placement constraints (Sharma et al.) on tasks and workers.")
     constraint_seed: int = Field(PAPER_CONSTRAINT_SEED, description=f"Seed of the task-constraint draws ({PAPER_CONSTRAINT_SEED} = the papers').")
@@ -129,7 +134,7 @@ class RunConfig(BaseModel):
             "resources": list(resources),
             "constraints": self.constraints,
             "constraint_seed": self.constraint_seed if self.constraints else None,
-            "machine_model": self.machine_model if self.config is None else None,
+            "machine_model": self.machine_model if self.config is None and self.data_center_from is None else None,
             "latency": self.latency,
             "processing_costs": dict(self.processing_costs),
             "truncate_durations": conv.truncate_durations,

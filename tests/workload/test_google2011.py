@@ -180,7 +180,7 @@ def test_inputs_are_sorted_into_tables_or_refused(tmp_path):
     (named / "task_constraints.csv").write_text("")
     (named / "schema.csv").write_text("")  # the trace's own schema file is not a table
     assert {t: [p.name for p in ps] for t, ps in gather_tables("google2011", [named]).items()} == {
-        "task_events": ["task_events-000.csv.gz"], "task_constraints": ["task_constraints.csv"]
+        "task_events": ["task_events-000.csv.gz"], "task_constraints": ["task_constraints.csv"], "machine_events": [], "machine_attributes": []
     }
     with pytest.raises(InputError, match="no task_events shards"):
         gather_tables("google2011", [FIXTURES / "task_constraints"])

@@ -202,6 +202,12 @@ def highest_set_bit(x: int) -> int:
     return x.bit_length() - 1
 
 
+def constraint_count(masks: Iterable[int]) -> int:
+    """How many constraint bits ``masks`` need: Sharma's 21, or more for a trace's own constraints
+    (:mod:`schedlab.cluster.machines` numbers them from 0, as many as the trace has)."""
+    return max(NUM_CONSTRAINTS, max((m.bit_length() for m in masks), default=0))
+
+
 def _bitsets_by_constraint(masks: Sequence[int], num_constraints: int) -> list[int]:
     """For each constraint, the int whose bit ``i`` says whether ``masks[i]`` has it (vectorised)."""
     if not masks:
@@ -210,7 +216,8 @@ def _bitsets_by_constraint(masks: Sequence[int], num_constraints: int) -> list[i
         out = [0] * num_constraints
         for i, m in enumerate(masks):
             for c in iter_set_bits(m):
-                out[c] |= 1 << i
+                if c < num_constraints:
+                    out[c] |= 1 << i
         return out
     arr = np.asarray(masks, dtype=np.int64)
     out = []
@@ -241,7 +248,7 @@ class ConstraintBitsets:
         masks: Sequence[int],
         *,
         min_constraints_order: bool = False,
-        num_constraints: int = NUM_CONSTRAINTS,
+        num_constraints: int | None = None,
     ) -> None:
         ranked = list(workers)
         if min_constraints_order:
@@ -252,7 +259,8 @@ class ConstraintBitsets:
         self.position: dict[int, int] = {w: i for i, w in enumerate(order)}
         self.masks: list[int] = [masks[w] for w in order]
         self.all = (1 << self.size) - 1
-        self.by_constraint = _bitsets_by_constraint(self.masks, num_constraints)
+        # default: as many as the group's masks use (groups that must line up pass the cluster's count)
+        self.by_constraint = _bitsets_by_constraint(self.masks, constraint_count(self.masks) if num_constraints is None else num_constraints)
         self._eligible = MaskCache(pinned={0: self.all})
         self._entry_bytes = (self.size + 7) // 8
 

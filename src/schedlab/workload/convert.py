@@ -215,3 +215,57 @@ def _to_tr(jobs: Iterator[TraceJob], report: ConvertReport) -> Iterator[TraceJob
             if present:
                 d[what] = d.get(what, 0) + 1
         yield TraceJob(j.arrival, j.mean_duration, j.durations, j.line)
+
+
+@dataclass
+class MachinesReport:
+    """What ``trace machines`` read and wrote."""
+
+    machines: int = 0
+    attributes: int = 0  # distinct attribute names
+    rows_read: int = 0
+    bad_rows: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {"machines": self.machines, "attributes": self.attributes, "rows_read": self.rows_read, "bad_rows": dict(self.bad_rows), "counts": dict(self.counts)}
+
+
+def convert_machines(
+    fmt: str,
+    inputs: Sequence[str | os.PathLike],
+    out: str | os.PathLike,
+    *,
+    at: float = 0.0,
+    skip_bad: bool = False,
+    scale_requests: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> MachinesReport:
+    """The machines of a raw trace at trace time ``at`` seconds, written as a machines file
+    (:mod:`schedlab.cluster.machines`) for ``simulate --data-center-from``."""
+    from schedlab.cluster.machines import write_machines
+    from schedlab.workload.converters import gather_tables, machine_builder
+    from schedlab.workload.converters.common import Drops
+    from schedlab.workload.converters.google2011 import DEFAULT_SCALE
+
+    if fmt not in _RAW:
+        raise InputError("--format", f"machines come from a raw trace format ({', '.join(_RAW)}), not {fmt!r}")
+    raw = _RAW[fmt]
+    build = machine_builder(raw)
+    if not at >= 0:
+        raise InputError("--at", f"must be a time >= 0 in seconds, got {at}")
+    tables = gather_tables(raw, inputs, needed=raw.machine_tables)
+    report = MachinesReport()
+    bad = Drops()
+
+    def rows(n: int) -> None:
+        report.rows_read += n
+        if progress is not None:
+            progress(n)
+
+    machines = build(tables, at=at, scale=DEFAULT_SCALE if scale_requests else None, skip_bad=skip_bad, bad_rows=bad, counts=report.counts, progress=rows)
+    write_machines(out, machines)
+    report.machines = machines.n
+    report.attributes = len({k for a in machines.attributes for k in a})
+    report.bad_rows = dict(bad.counts)
+    return report

@@ -14,7 +14,7 @@ is shared by the GMs and LMs of a run (it holds no state).
 
 from __future__ import annotations
 
-from schedlab.cluster.bitsets import ConstraintBitsets, MaskCache, iter_set_bits
+from schedlab.cluster.bitsets import ConstraintBitsets, MaskCache, constraint_count, iter_set_bits
 from schedlab.cluster.model import Cluster, Topology, split_federated
 from schedlab.errors import InputError
 
@@ -35,11 +35,12 @@ class Layout:
         self.owner: list[int] = []  # GM whose internal partition it is
         self.where: dict[int, tuple[int, int]] = {}  # worker -> (p, pos)
         masks = cluster.machine_masks
+        num_constraints = constraint_count(masks)  # the same for every partition: their bitsets line up per constraint
         for lm, parts in enumerate(topology.partitions):
             for gm, workers in enumerate(parts):
                 if not workers:
                     raise InputError("topology", f"partition {gm + 1} of LM {lm + 1} has no workers")
-                idx = ConstraintBitsets(workers, masks, min_constraints_order=True)
+                idx = ConstraintBitsets(workers, masks, min_constraints_order=True, num_constraints=num_constraints)
                 p = len(self.index)
                 self.index.append(idx)
                 self.lm_of.append(lm)

@@ -40,13 +40,17 @@ class RawFormat:
     suffixes: tuple[str, ...] = CSV
     options: Mapping[str, float] = field(default_factory=dict)  # format-specific options -> defaults
     describe: str = ""
+    machines: str | None = None  # "module:function" building the machines at one instant, if the format has machine tables
+    machine_tables: tuple[str, ...] = ()  # the tables that function needs
 
 
 FORMATS: dict[str, RawFormat] = {
     f.name: f
     for f in (
-        RawFormat("google2011", "schedlab.workload.converters.google2011", ("task_events", "task_constraints"), ("task_events",),
-                  describe="Google clusterdata-2011-2 (task_events, task_constraints CSV shards)"),
+        RawFormat("google2011", "schedlab.workload.converters.google2011",
+                  ("task_events", "task_constraints", "machine_events", "machine_attributes"), ("task_events",),
+                  describe="Google clusterdata-2011-2 (task_events, task_constraints; machine_events, machine_attributes CSV shards)",
+                  machines="schedlab.workload.converters.google2011_machines:machines_google2011", machine_tables=("machine_events",)),
     )
 }  # fmt: skip
 
@@ -79,6 +83,16 @@ def raw_format(name: str) -> RawFormat:
     return FORMATS[name]
 
 
+def machine_builder(fmt: RawFormat) -> Callable[..., Any]:
+    """The format's function building its machines at one instant (an error if it has none)."""
+    if fmt.machines is None:
+        with_machines = ", ".join(f.name for f in FORMATS.values() if f.machines) or "none"
+        raise InputError("--format", f"the {fmt.name} format has no machine tables schedlab reads (formats with them: {with_machines})")
+    module, _, func = fmt.machines.partition(":")
+    fn: Callable[..., Any] = getattr(importlib.import_module(module), func)
+    return fn
+
+
 def run_converter(fmt: RawFormat, job: RawJob) -> RawTrace:
     """The format's module's ``convert(job)``."""
     module = importlib.import_module(fmt.module)
@@ -95,11 +109,12 @@ def format_options(fmt: RawFormat, given: Mapping[str, float]) -> dict[str, floa
     return {**fmt.options, **given}
 
 
-def gather_tables(fmt: str | RawFormat, inputs: Sequence[str | os.PathLike]) -> dict[str, list[Path]]:
+def gather_tables(fmt: str | RawFormat, inputs: Sequence[str | os.PathLike], needed: Sequence[str] | None = None) -> dict[str, list[Path]]:
     """The shards of each table the format reads, from root folders, table folders or shard files (sorted by name).
 
     A shard belongs to a table when it lies in a folder named after the table, or when its own name is the
-    table's (``batch_task.csv``) or starts with it and a dash (``instance_events-000000000001.json.gz``)."""
+    table's (``batch_task.csv``) or starts with it and a dash (``instance_events-000000000001.json.gz``).
+    ``needed`` (default: the format's) are the tables that must have shards."""
     f = FORMATS[fmt] if isinstance(fmt, str) else fmt
     tables = f.tables
     found: dict[str, list[Path]] = {t: [] for t in tables}
@@ -130,7 +145,7 @@ def gather_tables(fmt: str | RawFormat, inputs: Sequence[str | os.PathLike]) -> 
             found[t].append(p)
         else:
             raise InputError(str(p), "no such file or folder")
-    for t in f.needed:
+    for t in f.needed if needed is None else needed:
         if not found[t]:
             raise InputError(t, f"no {t} shards among the inputs")
     return {t: sorted(set(ps), key=lambda q: (str(q.parent), q.name)) for t, ps in found.items()}
