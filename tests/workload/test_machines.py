@@ -181,7 +181,7 @@ def test_without_constraints_every_task_runs(files):
 
 def test_bad_machines_files_and_combinations(tmp_path, files):
     trace, machines = files
-    with pytest.raises(InputError, match="not a schedlab machines file"):  # a trace is not a machines file
+    with pytest.raises(InputError, match="without schedlab machines metadata"):  # a trace is not a machines file
         read_machines(trace)
     text = tmp_path / "t.parquet"
     text.write_text("no")

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from schedlab.errors import InputError
+from schedlab.parquet_meta import check_described, open_parquet
 
 MACHINES_VERSION = 1
 META_KEY = b"schedlab.machines"
@@ -87,30 +88,12 @@ def write_machines(path: str | os.PathLike, m: Machines) -> None:
 
 def read_machines(path: str | os.PathLike) -> Machines:
     """The machines file at ``path``, checked: every problem names the file (and row)."""
-    import pyarrow.parquet as pq
-
     name = str(path)
-    try:
-        f = pq.ParquetFile(path)
-    except (OSError, ValueError) as e:
-        raise InputError(name, f"not a readable Parquet file: {e}") from None
-    raw = (f.metadata.metadata or {}).get(META_KEY)
-    if raw is None:
-        raise InputError(name, "not a schedlab machines file (write one with `schedlab trace machines`)")
-    try:
-        meta = json.loads(raw)
-    except ValueError:
-        raise InputError(name, "the machines metadata is not JSON") from None
-    if not isinstance(meta, dict) or meta.get("version") != MACHINES_VERSION:
-        got = meta.get("version") if isinstance(meta, dict) else meta
-        raise InputError(name, f"machines file version {got!r}; this schedlab reads version {MACHINES_VERSION}")
-    resources = meta.get("resources")
-    if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
-        raise InputError(name, "the machines metadata's 'resources' must be a list of names")
-    need = ["machine", "attributes"] + [f"capacity_{r}" for r in resources]
-    missing = [c for c in need if c not in f.schema_arrow.names]
-    if missing:
-        raise InputError(name, f"missing column(s) {', '.join(missing)}")
+    f = open_parquet(path, name)
+    need = ["machine", "attributes"]
+    meta = check_described(f, name, key=META_KEY, kind="machines", version=MACHINES_VERSION, writer="schedlab trace machines", columns=need, per_resource="capacity_")
+    resources = meta["resources"]
+    need += [f"capacity_{r}" for r in resources]
     t = f.read(columns=need)
     if t.num_rows == 0:
         raise InputError(name, "no machines")

@@ -58,6 +58,7 @@ import numpy as np
 
 from schedlab.atomic import atomic_write
 from schedlab.errors import InputError
+from schedlab.parquet_meta import check_described, open_parquet
 from schedlab.workload.trace import Constraint, TraceJob
 
 FORMAT_VERSION = 1
@@ -271,34 +272,14 @@ def read_metadata(path: str | os.PathLike, label: str | None = None) -> dict[str
 
 
 def _open(path: str | os.PathLike, name: str) -> Any:
-    import pyarrow.parquet as pq
-
-    try:
-        return pq.ParquetFile(path)
-    except (OSError, ValueError) as e:
-        raise InputError(name, f"not a readable Parquet file: {e}") from None
+    return open_parquet(path, name)
 
 
 def _check_file(f: Any, name: str) -> dict[str, Any]:
-    raw = (f.metadata.metadata or {}).get(META_KEY)
-    if raw is None:
-        raise InputError(name, "a Parquet file without schedlab trace metadata (write one with `schedlab trace convert`)")
-    try:
-        meta = json.loads(raw)
-    except ValueError:
-        raise InputError(name, "the schedlab trace metadata is not JSON") from None
-    if not isinstance(meta, dict) or meta.get("version") != FORMAT_VERSION:
-        got = meta.get("version") if isinstance(meta, dict) else meta
-        raise InputError(name, f"trace format version {got!r}; this schedlab reads version {FORMAT_VERSION}")
-    resources = meta.get("resources")
-    if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
-        raise InputError(name, "the trace metadata's 'resources' must be a list of names")
-    names = set(f.schema_arrow.names)
-    need = ["job", "arrival", "duration", "mean_duration"] + [f"request_{r}" for r in resources]
-    missing = [c for c in need if c not in names]
-    if missing:
-        raise InputError(name, f"missing column(s) {', '.join(missing)}")
-    return meta
+    return check_described(
+        f, name, key=META_KEY, kind="trace", version=FORMAT_VERSION, writer="schedlab trace convert",
+        columns=("job", "arrival", "duration", "mean_duration"), per_resource="request_",
+    )  # fmt: skip
 
 
 def read_columnar(path: str | os.PathLike, label: str | None = None, batch_tasks: int = 262_144) -> Iterator[TraceJob]:
