@@ -154,7 +154,10 @@ def _convert_raw(
     trace = run_converter(raw, job)
     writer = ColumnarTraceWriter(out, trace.resources, source=fmt, request_units=trace.request_units, row_group_tasks=row_group_tasks or ROW_GROUP_TASKS)
     try:
-        writer.write_tables(trace.tables)
+        if trace.tables is not None:
+            writer.write_tables(trace.tables)
+        else:
+            writer.write_all(trace.jobs or iter(()))
         report.jobs, report.tasks = writer.jobs, writer.tasks
     except InputError as e:
         if e.problem == NO_JOBS:

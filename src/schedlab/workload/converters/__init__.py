@@ -23,6 +23,7 @@ from typing import Any
 
 from schedlab.errors import InputError
 from schedlab.workload.converters.common import Drops
+from schedlab.workload.trace import TraceJob
 
 CSV = (".csv", ".csv.gz")
 JSON = (".json", ".json.gz", ".jsonl", ".jsonl.gz")
@@ -42,6 +43,7 @@ class RawFormat:
     describe: str = ""
     machines: str | None = None  # "module:function" building the machines at one instant, if the format has machine tables
     machine_tables: tuple[str, ...] = ()  # the tables that function needs
+    single_file: bool = False  # the trace is one file of any name (its one table), not shards named after tables
 
 
 FORMATS: dict[str, RawFormat] = {
@@ -51,6 +53,9 @@ FORMATS: dict[str, RawFormat] = {
                   ("task_events", "task_constraints", "machine_events", "machine_attributes"), ("task_events",),
                   describe="Google clusterdata-2011-2 (task_events, task_constraints; machine_events, machine_attributes CSV shards)",
                   machines="schedlab.workload.converters.google2011_machines:machines_google2011", machine_tables=("machine_events",)),
+        RawFormat("swim", "schedlab.workload.converters.swim", ("workload",), ("workload",), TSV, single_file=True,
+                  options={"block_mb": 128.0, "reduce_mb": 1024.0, "map_mb_per_s": 10.0, "reduce_mb_per_s": 10.0, "task_overhead_s": 1.0},
+                  describe="SWIM MapReduce workload (Facebook/Cloudera; one tab-separated file, one job per line)"),
     )
 }  # fmt: skip
 
@@ -72,11 +77,13 @@ class RawJob:
 
 @dataclass
 class RawTrace:
-    """A converter's output: request columns with their units, and the tasks as Arrow tables in arrival order."""
+    """A converter's output: request columns with their units, and the tasks in arrival order, as Arrow
+    tables in the columnar schema (large traces) or as jobs (small ones)."""
 
     resources: tuple[str, ...]
     request_units: dict[str, str] | None
-    tables: Iterator[Any]
+    tables: Iterator[Any] | None = None
+    jobs: Iterator[TraceJob] | None = None
 
 
 def raw_format(name: str) -> RawFormat:
@@ -117,6 +124,10 @@ def gather_tables(fmt: str | RawFormat, inputs: Sequence[str | os.PathLike], nee
     ``needed`` (default: the format's) are the tables that must have shards."""
     f = FORMATS[fmt] if isinstance(fmt, str) else fmt
     tables = f.tables
+    if f.single_file:
+        if len(inputs) != 1 or not Path(inputs[0]).is_file():
+            raise InputError("INPUT", f"a {f.name} trace is one file, got {', '.join(map(str, inputs)) or 'none'}")
+        return {tables[0]: [Path(inputs[0])]}
     found: dict[str, list[Path]] = {t: [] for t in tables}
     for item in inputs:
         p = Path(item)

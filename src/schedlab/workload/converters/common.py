@@ -79,6 +79,7 @@ def read_csv_shards(
     progress: Callable[[int], None] | None = None,
     block_bytes: int = 8 << 20,
     as_arrays: bool = False,
+    delimiter: str = ",",
 ) -> Iterator[Batch]:
     """Each shard's rows as batches of ``{column: values}`` (``None`` for an empty optional field).
 
@@ -89,7 +90,7 @@ def read_csv_shards(
     kinds = dict(columns)
     names = list(use) if use is not None else [n for n, _k in columns]
     for path in paths:
-        for b in _read_shard(path, columns, skip_bad, bad_rows, progress, block_bytes, names):
+        for b in _read_shard(path, columns, skip_bad, bad_rows, progress, block_bytes, names, delimiter):
             cols = {n: b.cols[n] for n in names}
             if as_arrays:
                 b.cols = {n: _as_array(v, kinds[n]) for n, v in cols.items()}
@@ -114,8 +115,9 @@ def _as_array(values: Any, kind: str) -> Any:
 
 
 def _read_shard(
-    path: Path, columns: Sequence[tuple[str, str]], skip_bad: bool, bad_rows: Drops, progress: Callable[[int], None] | None, block_bytes: int, use: list[str]
-) -> Iterator[Batch]:
+    path: Path, columns: Sequence[tuple[str, str]], skip_bad: bool, bad_rows: Drops, progress: Callable[[int], None] | None, block_bytes: int, use: list[str],
+    delimiter: str = ",",
+) -> Iterator[Batch]:  # fmt: skip
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -133,7 +135,7 @@ def _read_shard(
         return "error"
 
     read = pacsv.ReadOptions(column_names=names, block_size=block_bytes, use_threads=False)
-    parse = pacsv.ParseOptions(invalid_row_handler=on_invalid)
+    parse = pacsv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid)
     convert = pacsv.ConvertOptions(
         column_types={n: _arrow_type(k) for n, k in columns},
         null_values=[""],
@@ -146,7 +148,7 @@ def _read_shard(
     def slow_path() -> Iterator[Batch]:
         """From the first line not yet handed over, with Python's csv module: it names (or skips) the bad line."""
         bad_rows.add("rows with the wrong number of fields", -len(skipped))  # the re-read counts these again
-        return _fallback(path, columns, rows_done + len_passed, skip_bad, bad_rows, progress, invalid)
+        return _fallback(path, columns, rows_done + len_passed, skip_bad, bad_rows, progress, invalid, delimiter)
 
     try:
         reader = pacsv.open_csv(str(path), read_options=read, parse_options=parse, convert_options=convert)
@@ -192,6 +194,7 @@ def _fallback(
     bad_rows: Drops,
     progress: Callable[[int], None] | None,
     invalid: list[tuple[int | None, str]],
+    delimiter: str = ",",
 ) -> Iterator[Batch]:
     """Re-read the shard from line ``lines_done + 1`` with Python's csv module, to name the bad line.
 
@@ -205,7 +208,7 @@ def _fallback(
     lines: list[int] = []
     try:
         with _open_text(path) as f:
-            for lineno, row in enumerate(csv.reader(f), start=1):
+            for lineno, row in enumerate(csv.reader(f, delimiter=delimiter), start=1):
                 if lineno <= lines_done:
                     continue
                 if not row:
