@@ -48,7 +48,9 @@ reference instead (:func:`reference_events`, which also serves the tests as
 the definition). Held in memory: the state of tasks not finished yet (what is
 pending or running at once, not the input's length), one row per job (its
 arrival and mean duration), the constraint rows (dictionary-encoded, about 20
-bytes each), and up to ``run_rows`` finished tasks; beyond that they are
+bytes each), and up to ``run_rows`` finished tasks (250,000: larger runs made
+larger transient copies when sorted and written, which raised the peak with
+the input's size); beyond that they are
 spilled to Parquet runs, each sorted by arrival once the jobs' arrivals are
 known, and merged.
 """
@@ -450,7 +452,7 @@ def convert_google2011(
     bad_rows: Drops | None = None,
     counts: dict[str, int] | None = None,
     progress: Callable[[int], None] | None = None,
-    run_rows: int = 1_000_000,
+    run_rows: int = 250_000,
     spill_dir: str | os.PathLike | None = None,
 ) -> Iterator[Any]:
     """Stream the trace as Arrow tables in the columnar trace's schema, in arrival order (for
