@@ -251,6 +251,7 @@ def trace_info(
     path: Annotated[str, typer.Argument(help="Trace file or bundled name (google, syn_250, …).")],
     workers: Annotated[int | None, typer.Option("--workers", "-w", help="Data-center size for load figures.")] = None,
     config: Annotated[str | None, typer.Option("--config", help="Config whose workers give per-constraint supply.")] = None,
+    machines: Annotated[str | None, typer.Option("--machines", help="Machines file (trace machines): the trace's own constraints against those machines (tasks none can run, per-constraint load).")] = None,
     constraints: Annotated[bool, typer.Option("--constraints/--no-constraints", help="Synthesize task constraints and report per-constraint load.")] = True,
     constraint_seed: Annotated[int, typer.Option("--constraint-seed")] = 42,
     exact_durations: Annotated[bool, typer.Option("--exact-durations", help="No truncation or dephasing.")] = False,
@@ -269,6 +270,7 @@ def trace_info(
         constraint_seed=constraint_seed,
         conventions=TraceConventions.exact() if exact_durations else None,
         plot=plot,
+        machines=machines,
     )
     if as_json:
         print(json.dumps(report, indent=2))
@@ -300,7 +302,17 @@ def trace_info(
     if "load" in report:
         ld = report["load"]
         t.add_row(f"load vs {report['workers']} workers", f"median {fmt(ld['median'])}  mean {fmt(ld['mean'])}  p99 {fmt(ld['p99'])}")
+    if "machines" in report:
+        mr = report["machines"]
+        t.add_row("machines", f"{mr['machines']} ({mr['constraints']} distinct constraints in the trace)")
+        t.add_row("tasks no machine can run", f"{mr['tasks_unsatisfiable']} of {mr['tasks_constrained']} constrained" + (
+            " (most: " + "; ".join(f"{k}: {v}" for k, v in mr["top_unsatisfiable"].items()) + ")" if mr["top_unsatisfiable"] else ""))
     out.print(t)
+    if "machines" in report and report["machines"]["top_constraints"]:
+        mc = Table("constraint", "machines", "tasks", "mean load", "p99 load", title="the trace's commonest constraints on its machines", title_justify="left")
+        for row in report["machines"]["top_constraints"]:
+            mc.add_row(row["constraint"], str(row["machines"]), str(row["tasks"]), fmt(row.get("mean", 0.0)), fmt(row.get("p99", 0.0)))
+        out.print(mc)
     if "per_constraint_load" in report:
         pc = Table("constraint", "workers", "tasks", "mean", "p50", "p95", "p99", title="per-constraint load", title_justify="left")
         for row in report["per_constraint_load"]:

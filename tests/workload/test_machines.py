@@ -230,3 +230,25 @@ def test_cli(tmp_path, files):
     assert res.exit_code == 0, res.output
     s = json.loads(summary.read_text())
     assert s["config"]["data_center"] == f"machines:{out}" and s["config"]["machine_model"] is None
+
+
+def test_trace_info_counts_the_tasks_no_machine_can_run(files):
+    from schedlab.workload.info import trace_report
+
+    trace, machines = files
+    m = read_machines(machines)
+    total, runnable = _expected_runnable(trace, m)
+    r = trace_report(str(trace), machines=str(machines))
+    mr = r["machines"]
+    assert r["workers"] == m.n and "per_constraint_load" not in r  # the trace's own constraints, not Sharma's
+    assert mr["tasks_unsatisfiable"] == total - runnable
+    assert mr["constraints"] == len(trace_constraints(trace))
+    # each listed constraint: the machines satisfying it, by brute force
+    cat = ConstraintCatalog(trace_constraints(trace))
+    by_text = {" ".join(p).strip(): p for p in cat.predicates}
+    for row in mr["top_constraints"]:
+        assert row["machines"] == sum(satisfied(a, by_text[row["constraint"]]) for a in m.attributes)
+    with pytest.raises(InputError, match="a config or a machines file, not both"):
+        trace_report(str(trace), machines=str(machines), config="reference")
+    res = CliRunner().invoke(app, ["trace", "info", str(trace), "--machines", str(machines)])
+    assert res.exit_code == 0 and "tasks no machine can run" in res.output

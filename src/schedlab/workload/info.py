@@ -27,9 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.cluster.bitsets import NUM_CONSTRAINTS
+from schedlab.cluster.bitsets import NUM_CONSTRAINTS, ConstraintBitsets
 from schedlab.cluster.config import load_config
 from schedlab.cluster.generate import machine_constraint_percent
+from schedlab.cluster.machines import ConstraintCatalog, Machines, Predicate, read_machines
 from schedlab.errors import InputError
 from schedlab.workload.constraints import PAPER_CONSTRAINT_SEED, TaskConstraintSampler
 from schedlab.workload.stats import (
@@ -40,7 +41,13 @@ from schedlab.workload.stats import (
     per_second_load,
     workload_summary,
 )
-from schedlab.workload.trace import TraceConventions, TraceJob, read_trace, request_resources
+from schedlab.workload.trace import (
+    Constraint,
+    TraceConventions,
+    TraceJob,
+    read_trace,
+    request_resources,
+)
 
 
 def trace_report(
@@ -53,8 +60,10 @@ def trace_report(
     constraint_seed: int = PAPER_CONSTRAINT_SEED,
     conventions: TraceConventions | None = None,
     plot: str | os.PathLike | None = None,
+    machines: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
-    """The trace's report; with ``plot``, also a PNG of its load over time, requests and constraints."""
+    """The trace's report; with ``plot``, also a PNG of its load over time, requests and constraints; with
+    ``machines`` (a machines file), the trace's own constraints against those machines."""
     extras = _Extras()
     if isinstance(trace, str | os.PathLike):
         extras.resources = request_resources(trace)
@@ -68,6 +77,15 @@ def trace_report(
     report.update(extras.summary(len(w.task_duration)))
     if plot is not None:
         plot_trace(w, extras, report, plot)
+    if machines is not None:
+        if config is not None:
+            raise InputError("--machines", "give a config or a machines file, not both")
+        m = read_machines(machines)
+        if workers is not None and workers != m.n:
+            raise InputError("--workers", f"{workers} workers requested but the machines file {machines} has {m.n}")
+        workers = m.n
+        report["machines"] = machines_report(m, extras.constraint_sets, extras.task_set, w)
+        constraints = False  # the trace's own constraints replace the synthesised ones
     supply = None
     if config is not None:
         cl = load_config(config)
@@ -89,6 +107,38 @@ def trace_report(
     return report
 
 
+def machines_report(m: Machines, sets: dict[tuple[Constraint, ...], int], task_set: list[int], w: WorkloadArrays, top: int = 10) -> dict[str, Any]:
+    """The trace's own constraints against machines ``m``: tasks no machine can run, and for the constraints
+    most tasks carry, the machines satisfying each and its load (tasks needing it over those machines)."""
+    catalog = ConstraintCatalog(p for s in sets for p in s)
+    index = ConstraintBitsets(range(m.n), catalog.machine_masks(m.attributes))
+    ts = np.asarray(task_set, dtype=np.int64)
+    per_set = np.bincount(ts, minlength=len(sets))
+    runnable = np.array([index.eligible(catalog.mask(s)) != 0 for s in sets])
+    unsat = Counter({s: int(per_set[k]) for s, k in sets.items() if not runnable[k]})
+    tasks_with: Counter[Predicate] = Counter()
+    for s, k in sets.items():
+        for p in s:
+            tasks_with[p] += int(per_set[k])
+    rows = []
+    for p, n in tasks_with.most_common(top):
+        sel = np.isin(ts, [k for s, k in sets.items() if p in s])
+        supply = index.eligible(catalog.mask([p])).bit_count()
+        row: dict[str, Any] = {"constraint": " ".join(p).strip(), "machines": supply, "tasks": n}
+        if supply:
+            load = per_second_load(w.task_start[sel], w.task_duration[sel], supply)
+            row.update(mean=float(load.mean()), p99=float(np.percentile(load, 99)))
+        rows.append(row)
+    return {
+        "machines": m.n,
+        "constraints": len(catalog),
+        "tasks_constrained": int(len(ts) - per_set[0]),
+        "tasks_unsatisfiable": int(sum(unsat.values())),
+        "top_unsatisfiable": {" & ".join(" ".join(p).strip() for p in s): n for s, n in unsat.most_common(5)},
+        "top_constraints": rows,
+    }
+
+
 class _Extras:
     """What a trace carries beyond durations, gathered as its jobs stream past."""
 
@@ -98,6 +148,8 @@ class _Extras:
         self.first_request: list[float] = []  # per task, in trace order: its first resource's request (NaN: none)
         self.stated_jobs = 0
         self.constraint_counts: list[int] = []
+        self.constraint_sets: dict[tuple[Constraint, ...], int] = {(): 0}  # each distinct set -> its number
+        self.task_set: list[int] = []  # per task, in trace order: its set's number
         self.operators: Counter[str] = Counter()
         self.attributes: Counter[str] = Counter()
         self.users: Counter[str] = Counter()
@@ -113,13 +165,16 @@ class _Extras:
             else:
                 self.first_request.extend([np.nan] * n)
             if j.constraints is not None:
+                sets = self.constraint_sets
                 for cons in j.constraints:
                     self.constraint_counts.append(len(cons))
+                    self.task_set.append(sets.setdefault(cons, len(sets)))
                     for attribute, op, _value in cons:
                         self.operators[op] += 1
                         self.attributes[attribute] += 1
             else:
                 self.constraint_counts.extend([0] * n)
+                self.task_set.extend([0] * n)
             if j.user is not None:
                 self.users[j.user] += n
             if j.priority is not None:
