@@ -47,6 +47,10 @@ FORMATS: dict[str, RawFormat] = {
     for f in (
         RawFormat("google2011", "schedlab.workload.converters.google2011", ("task_events", "task_constraints"), ("task_events",),
                   describe="Google clusterdata-2011-2 (task_events, task_constraints CSV shards)"),
+        RawFormat("google2019", "schedlab.workload.converters.google2019",
+                  ("collection_events", "instance_events", "machine_events", "machine_attributes"), ("collection_events", "instance_events"),
+                  suffixes=JSON, describe="Google ClusterData 2019 (collection_events, instance_events JSON-lines shards as BigQuery exports them; "
+                  "machine_events and machine_attributes accepted, not read)"),
     )
 }  # fmt: skip
 
