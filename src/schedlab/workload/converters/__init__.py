@@ -56,6 +56,10 @@ FORMATS: dict[str, RawFormat] = {
         RawFormat("swim", "schedlab.workload.converters.swim", ("workload",), ("workload",), TSV, single_file=True,
                   options={"block_mb": 128.0, "reduce_mb": 1024.0, "map_mb_per_s": 10.0, "reduce_mb_per_s": 10.0, "task_overhead_s": 1.0},
                   describe="SWIM MapReduce workload (Facebook/Cloudera; one tab-separated file, one job per line)"),
+        RawFormat("google2019", "schedlab.workload.converters.google2019",
+                  ("collection_events", "instance_events", "machine_events", "machine_attributes"), ("collection_events", "instance_events"),
+                  suffixes=JSON, describe="Google ClusterData 2019 (collection_events, instance_events JSON-lines shards as BigQuery exports them; "
+                  "machine_events and machine_attributes accepted, not read)"),
     )
 }  # fmt: skip
 

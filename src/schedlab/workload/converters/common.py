@@ -1,5 +1,5 @@
-"""What every raw-trace converter needs: reading CSV shards fast with ``file:line`` errors, and counting
-what is dropped and why.
+"""What every raw-trace converter needs: reading CSV and JSON-lines shards fast with ``file:line`` errors,
+and counting what is dropped and why.
 
 * :func:`read_csv_shards` streams CSV shards (``.gz`` or plain) as column
   batches through pyarrow's CSV reader (typed columns, one block at a time).
@@ -8,6 +8,14 @@ what is dropped and why.
   ``skip_bad`` it is counted and skipped. pyarrow does not say which line a
   conversion failed on, so a shard with such a value is re-read from the
   failing block with Python's ``csv`` module (the slow path, for bad data only).
+* :func:`read_json_shards` streams JSON-lines shards (BigQuery's export: one
+  object per line, ``.gz`` or plain) as Arrow column batches, a block of
+  lines at a time through pyarrow's JSON parser. A value may be written as a
+  JSON number or as a string (BigQuery writes INT64 as ``"123"``); a block
+  that pyarrow cannot read is re-read line by line with Python's ``json``
+  module, which names (or, with ``skip_bad``, counts and skips) the bad line.
+* :func:`enum_codes`: an enumeration written as integers, integers in strings
+  or names, as integer codes.
 * :class:`Drops` counts dropped items by reason, for the conversion's report.
 
 Blocks are 2 MB: pyarrow's streaming reader decompresses and parses ahead of
@@ -21,11 +29,17 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import json
+import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from schedlab.errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
 
 # column kinds: how a CSV field is parsed; "?" suffix = may be empty (None)
 KINDS = {"int", "int?", "float?", "str", "str?", "bool?"}
@@ -36,7 +50,7 @@ class Batch:
 
     __slots__ = ("path", "cols", "line0", "lines")
 
-    def __init__(self, path: Path, cols: dict[str, list], line0: int, lines: list[int] | None = None) -> None:
+    def __init__(self, path: Path, cols: dict[str, Any], line0: int, lines: list[int] | None = None) -> None:
         self.path, self.cols, self.line0, self.lines = path, cols, line0, lines
 
     def __getitem__(self, name: str) -> Any:  # a list, or a numpy array (as_arrays)
@@ -270,3 +284,220 @@ def _parser(kind: str) -> Callable[[str, str], Any]:
         return text
 
     return parse
+
+
+# -- JSON lines ------------------------------------------------------------------------------------
+_INT = re.compile(r"-?[0-9]+")  # what pyarrow casts from a string to int64
+
+
+def read_json_shards(
+    paths: Sequence[Path],
+    schema: pa.Schema,
+    *,
+    skip_bad: bool,
+    bad_rows: Drops,
+    progress: Callable[[int], None] | None = None,
+    block_bytes: int = 16 << 20,
+) -> Iterator[Batch]:
+    """Each JSON-lines shard's rows as batches of ``{field: pyarrow.Array}`` in ``schema`` (a missing field or
+    ``null`` is null; fields not in ``schema`` are ignored).
+
+    ``schema`` holds int64, float64 and string fields, and structs and lists of them. BigQuery's export
+    writes INT64 as strings; pyarrow's JSON parser takes a column as numbers or as strings, not both
+    (an int64 column refuses ``"123"``, a string column refuses ``123``), so each block is parsed with
+    the representation its first lines use (and earlier blocks used) and cast to ``schema``: an int64
+    or float64 field may be written either way, a string field as a string or an integer. A block the
+    parser or the cast refuses (bad JSON, a representation that changes within the block, a value that
+    does not convert) is re-read line by line with Python's ``json`` module, which applies the same
+    rules and names the bad line as ``file:line`` (with ``skip_bad``: counts and skips it). Blank lines
+    are skipped, and counted in line numbers."""
+    kinds: dict[str, str] = {}  # a scalar's path -> how the shards write it ("str", "int", "float")
+    for path in paths:
+        line = 1
+        for chunk in _json_chunks(path, block_bytes):
+            lines_in = chunk.count(b"\n") + (not chunk.endswith(b"\n"))
+            batch, rows = _json_block(path, chunk, line, lines_in, schema, kinds, skip_bad, bad_rows)
+            line += lines_in
+            if rows:
+                if progress is not None:
+                    progress(rows)
+                yield batch
+
+
+def _json_chunks(path: Path, block_bytes: int) -> Iterator[bytes]:
+    """The shard's text in blocks of whole lines (of about ``block_bytes``), decompressed by Arrow."""
+    import pyarrow as pa
+
+    try:
+        with pa.input_stream(str(path), compression="detect") as f:
+            rest = b""
+            while True:
+                data = f.read(block_bytes)
+                if not data:
+                    break
+                data = rest + data
+                cut = data.rfind(b"\n") + 1
+                if cut:
+                    yield data[:cut]
+                rest = data[cut:]
+            if rest:
+                yield rest
+    except (pa.ArrowException, OSError, EOFError) as e:
+        raise InputError(str(path), f"unreadable data: {e}") from None
+
+
+def _json_block(
+    path: Path, chunk: bytes, line0: int, lines_in: int, schema: pa.Schema, kinds: dict[str, str], skip_bad: bool, bad_rows: Drops
+) -> tuple[Batch, int]:
+    """The block's rows (and how many), through pyarrow, or line by line where pyarrow refuses it."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    _sniff(chunk, schema, kinds)
+    parse = pa.schema([pa.field(f.name, _parse_type(f.type, f.name, kinds)) for f in schema])
+    try:
+        table = pj.read_json(
+            pa.py_buffer(chunk),
+            read_options=pj.ReadOptions(use_threads=True, block_size=1 << 20),
+            parse_options=pj.ParseOptions(explicit_schema=parse, unexpected_field_behavior="ignore"),
+        )
+        if parse != schema:
+            table = table.cast(schema)
+    except pa.ArrowException:
+        return _json_lines(path, chunk, line0, schema, kinds, skip_bad, bad_rows)
+    lines = None
+    if table.num_rows != lines_in:  # blank lines: pyarrow skips them
+        lines = [line0 + k for k, raw in enumerate(chunk.split(b"\n")) if raw.strip()]
+    return Batch(path, {n: table.column(n).combine_chunks() for n in schema.names}, line0, lines), table.num_rows
+
+
+def _sniff(chunk: bytes, schema: pa.Schema, kinds: dict[str, str], lines: int = 16) -> None:
+    """How the block's first lines write each scalar (into ``kinds``)."""
+    start = 0
+    for _ in range(lines):
+        end = chunk.find(b"\n", start)
+        raw = chunk[start:] if end < 0 else chunk[start:end]
+        try:
+            obj = json.loads(raw) if raw.strip() else None
+            if isinstance(obj, dict):
+                for f in schema:
+                    _json_value(obj.get(f.name), f.type, f.name, f.name, kinds)
+        except ValueError:
+            pass
+        if end < 0:
+            return
+        start = end + 1
+
+
+def _parse_type(t: pa.DataType, path: str, kinds: dict[str, str]) -> pa.DataType:
+    """The type pyarrow parses a field as: the target's, with each scalar as the shards write it (an
+    int64 not seen yet as a string: BigQuery's way)."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _parse_type(f.type, f"{path}.{f.name}", kinds)) for f in t])
+    if pa.types.is_list(t):
+        return pa.list_(_parse_type(t.value_type, f"{path}[]", kinds))
+    kind = kinds.get(path)
+    if pa.types.is_integer(t):
+        return pa.string() if kind in (None, "str") else t
+    if pa.types.is_floating(t):
+        return pa.string() if kind == "str" else t
+    return pa.int64() if kind == "int" else t
+
+
+def _json_lines(path: Path, chunk: bytes, line0: int, schema: pa.Schema, kinds: dict[str, str], skip_bad: bool, bad_rows: Drops) -> tuple[Batch, int]:
+    """The slow path: the block line by line with Python's ``json`` module, naming (or skipping) a bad line."""
+    import pyarrow as pa
+
+    rows: list[dict[str, Any]] = []
+    lines: list[int] = []
+    for k, raw in enumerate(chunk.split(b"\n")):
+        if not raw.strip():
+            continue
+        where = f"{path}:{line0 + k}"
+        try:
+            obj = json.loads(raw)
+        except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+            if skip_bad:
+                bad_rows.add("rows that are not JSON objects")
+                continue
+            why = f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError) else str(e)
+            raise InputError(where, f"not valid JSON ({why})") from None
+        if not isinstance(obj, dict):
+            if skip_bad:
+                bad_rows.add("rows that are not JSON objects")
+                continue
+            raise InputError(where, f"not a JSON object: {raw[:60].decode(errors='replace')!r}")
+        try:
+            rows.append({f.name: _json_value(obj.get(f.name), f.type, f.name, f.name, kinds) for f in schema})
+        except ValueError as e:
+            if skip_bad:
+                bad_rows.add("rows with a malformed value")
+                continue
+            raise InputError(where, str(e)) from None
+        lines.append(line0 + k)
+    table = pa.Table.from_pylist(rows, schema=schema)
+    return Batch(path, {n: table.column(n).combine_chunks() for n in schema.names}, line0, lines), len(rows)
+
+
+def _json_value(v: Any, t: pa.DataType, name: str, path: str, kinds: dict[str, str]) -> Any:
+    """A JSON value as the field's type (the rules pyarrow's parse and cast follow); records how it was written."""
+    import pyarrow as pa
+
+    if v is None:
+        return None
+    if pa.types.is_struct(t):
+        if not isinstance(v, dict):
+            raise ValueError(f"{name} is not an object: {v!r}")
+        return {f.name: _json_value(v.get(f.name), f.type, f"{name}.{f.name}", f"{path}.{f.name}", kinds) for f in t}
+    if pa.types.is_list(t):
+        if not isinstance(v, list):
+            raise ValueError(f"{name} is not a list: {v!r}")
+        return [_json_value(x, t.value_type, f"{name}[{i}]", f"{path}[]", kinds) for i, x in enumerate(v)]
+    kind = "str" if isinstance(v, str) else "float" if isinstance(v, float) else "int" if isinstance(v, int) and not isinstance(v, bool) else None
+    if kind is not None:
+        kinds[path] = kind
+    if pa.types.is_integer(t):
+        if kind == "int" or (kind == "str" and _INT.fullmatch(v)):
+            x = int(v)
+            if -(1 << 63) <= x < 1 << 63:
+                return x
+        raise ValueError(f"{name} is not an integer: {v!r}")
+    if pa.types.is_floating(t):
+        if kind in ("int", "float"):
+            return float(v)
+        if kind == "str":
+            try:
+                return float(v)
+            except ValueError:
+                pass
+        raise ValueError(f"{name} is not a number: {v!r}")
+    if kind == "str":
+        return v
+    if kind == "int":
+        return str(v)
+    raise ValueError(f"{name} is not a string: {v!r}")
+
+
+def enum_codes(values: pa.Array, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """An enumeration as ``(codes, null)``: a value written as an integer (or one in a string) is itself, a
+    name (any case) its index in ``names``; anything else is -1, and so is null (``null`` tells them apart)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    null = values.is_null().to_numpy(zero_copy_only=False)
+    if pa.types.is_integer(values.type):
+        return values.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64), null
+    enc = pc.dictionary_encode(values)
+    lookup = {n.upper(): i for i, n in enumerate(names)}
+    table = np.asarray([_enum_value(str(s), lookup) for s in enc.dictionary.to_pylist()] + [-1], np.int64)
+    return table[enc.indices.fill_null(len(table) - 1).to_numpy(zero_copy_only=False)], null
+
+
+def _enum_value(s: str, lookup: dict[str, int]) -> int:
+    if _INT.fullmatch(s):
+        x = int(s)
+        return x if -(1 << 63) <= x < 1 << 63 else -1
+    return lookup.get(s.upper(), -1)

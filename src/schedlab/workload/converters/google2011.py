@@ -73,8 +73,10 @@ from schedlab.workload.converters.common import Batch, Drops, read_csv_shards
 from schedlab.workload.converters.tasks import (
     TASK_BITS,
     Finished,
+    constraint_frame,
     count_constrained,
     new_jobs,
+    operator_symbols,
     sorted_chunks,
     spill,
     to_table,
@@ -510,7 +512,7 @@ def _events_pass(
             bad_rows.add("rows with an impossible job ID or task index", int((bad & ~bad_ev).sum()))
             b = Batch(b.path, {k: v[~bad] for k, v in b.cols.items()}, b.line0)
             job, idx, ev = b["job"], b["task"], b["event"]
-        fold_batch(states, {"t": b["timestamp"], "key": (job << TASK_BITS) | idx, "ev": ev, "user": _user_codes(b["user"], users),
+        fold_batch(states, {"t": b["timestamp"], "key": (job << TASK_BITS) | idx, "ev": ev, "user": user_codes(b["user"], users),
                             "prio": b["priority"], "cpu": b["cpu"], "mem": b["memory"]}, out, tally)  # fmt: skip
         if out.rows >= run_rows:
             jobs = spill(out, runs, jobs, tmp)
@@ -522,7 +524,8 @@ def _events_pass(
     return runs, jobs
 
 
-def _user_codes(names: np.ndarray, users: dict[str, int]) -> np.ndarray:
+def user_codes(names: np.ndarray, users: dict[str, int]) -> np.ndarray:
+    """Each user name's code in ``users`` (a name not there yet is added), -1 for none."""
     import pandas as pd
 
     codes, uniques = pd.factorize(names, use_na_sentinel=True)
@@ -553,19 +556,12 @@ def _constraints_pass(paths: Sequence[Path], bad_rows: Drops, counts: dict[str, 
                     raise InputError(b.where(i), f"job {job[i]} task {idx[i]}: {what}")
                 bad_rows.add(reason, int(mask.sum()))
         ok = ~(bad_id | empty)
-        sym = np.asarray(["=", "!=", "<", ">"], dtype=object)[np.where(ok, op, 0)]
-        blank = value == ""
-        sym = np.where(blank & (op == 0), "absent", np.where(blank & (op == 1), "present", sym))
+        sym, value = operator_symbols(np.where(ok, op, 0), value)
         parts.append(pd.DataFrame({"key": ((job << TASK_BITS) | idx)[ok], "attribute": b["attribute"][ok], "operator": sym[ok], "value": value[ok]}))
-    if not parts:
-        counts["constraint_rows"] = 0
-        return pd.DataFrame({"key": np.zeros(0, np.int64), "attribute": [], "operator": [], "value": []})
-    df = pd.concat(parts, ignore_index=True)
-    counts["constraint_rows"] = len(df)
-    df = df.drop_duplicates(["key", "attribute", "operator", "value"]).sort_values("key", kind="stable").reset_index(drop=True)
-    counts["constraint_rows_repeated"] = counts["constraint_rows"] - len(df)
-    for c in ("attribute", "operator", "value"):
-        df[c] = df[c].astype("category")
+    counts["constraint_rows"] = sum(len(p) for p in parts)
+    df = constraint_frame(parts)
+    if parts:
+        counts["constraint_rows_repeated"] = counts["constraint_rows"] - len(df)
     return df
 
 

@@ -14,8 +14,9 @@ per job, plus the merge's buffers (about ``chunk_rows`` rows however many
 runs). Times stay integers in the trace's own unit until :func:`to_table`.
 
 Constraints are a pandas frame of (key, attribute, operator, value) sorted by
-key (categorical columns keep it small), attached per task by
-:func:`constraint_column`.
+key (categorical columns keep it small; :func:`constraint_frame` makes it,
+:func:`operator_symbols` names the Google traces' relation codes), attached
+per task by :func:`constraint_column`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from typing import Any
 import numpy as np
 
 TASK_BITS = 24  # task indices below 2^24 (Google 2011's largest job has about 90,000 tasks)
+# the Google traces' constraint relations by code (2011 has the first four) as the columnar trace's operators
+RELATION_OPERATORS = ("=", "!=", "<", ">", "<=", ">=", "present", "absent")
 
 
 def new_jobs() -> Any:
@@ -95,6 +98,30 @@ def spill(out: Finished, runs: list[Any], jobs: Any, tmp: Path, keep: bool = Fal
         pq.write_table(pa.table(chunk), path, compression="lz4")
         runs.append(path)
     return jobs
+
+
+def operator_symbols(op: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Relation codes (valid ones: see :data:`RELATION_OPERATORS`) and their values as the columnar trace's
+    operators and values: ``=`` with an empty value means the attribute must be absent, ``!=`` with one that it
+    must be present; ``present`` and ``absent`` keep no value."""
+    sym = np.asarray(RELATION_OPERATORS, dtype=object)[op]
+    blank = value == ""
+    sym = np.where(blank & (op == 0), "absent", np.where(blank & (op == 1), "present", sym))
+    return sym, np.where(op >= 6, "", value)
+
+
+def constraint_frame(parts: list[Any]) -> Any:
+    """The constraint rows of ``parts`` (frames of key, attribute, operator, value), duplicates within a task
+    removed, sorted by key (file order within a task), with categorical columns."""
+    import pandas as pd
+
+    if not parts:
+        return pd.DataFrame({"key": np.zeros(0, np.int64), "attribute": [], "operator": [], "value": []})
+    df = pd.concat(parts, ignore_index=True)
+    df = df.drop_duplicates(["key", "attribute", "operator", "value"]).sort_values("key", kind="stable").reset_index(drop=True)
+    for c in ("attribute", "operator", "value"):
+        df[c] = df[c].astype("category")
+    return df
 
 
 def count_constrained(keys: np.ndarray, constraints: Any) -> int:
