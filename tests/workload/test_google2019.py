@@ -170,7 +170,7 @@ def test_a_converted_trace_runs_with_its_own_requests(converted):
 # -- how the JSON is written -----------------------------------------------------------------------
 def _rewrite(src: Path, dst: Path, change) -> None:
     """The fixture tree with every row changed by ``change(row, line index)``."""
-    for p in [*src.glob("*.json.gz")]:
+    for p in [q for q in src.glob("*.json.gz") if not q.name.startswith("machine_")]:  # the task tables
         rows = _lines(p)
         text = "".join(json.dumps(change(r, k)) + "\n" for k, r in enumerate(rows))
         (dst / p.name).write_bytes(gzip.compress(text.encode()))

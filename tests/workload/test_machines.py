@@ -38,8 +38,12 @@ def files(tmp_path_factory):
     return d / "trace.parquet", d / "machines.parquet"
 
 
-def test_machines_at_the_start_of_the_trace(tmp_path):
-    report = convert_machines("google2011", [FIXTURES], tmp_path / "m.parquet")
+MACHINE_FIXTURES = [("google2011", FIXTURES), ("google2019", FIXTURES.parent / "google2019")]
+
+
+@pytest.mark.parametrize(("fmt", "folder"), MACHINE_FIXTURES)
+def test_machines_at_the_start_of_the_trace(tmp_path, fmt, folder):
+    report = convert_machines(fmt, [folder], tmp_path / "m.parquet")
     m = read_machines(tmp_path / "m.parquet")
     # 6 was removed at time 0, 8 added at 1000 s, 99 has attributes but no machine event
     assert m.ids.tolist() == [1, 2, 3, 4, 5, 7]
@@ -54,7 +58,7 @@ def test_machines_at_the_start_of_the_trace(tmp_path):
         {"a4": "1"},
         {"a1": "9", "a4": "1"},  # a5 set, then deleted, at time 0
     ]
-    assert m.at == 0 and m.source == "google2011"
+    assert m.at == 0 and m.source == fmt
     assert report.machines == 6 and report.attributes == 5
     assert report.counts == {
         "machine_events_rows_after_the_snapshot": 3,
@@ -64,8 +68,9 @@ def test_machines_at_the_start_of_the_trace(tmp_path):
     }
 
 
-def test_machines_later_in_the_trace(tmp_path):
-    convert_machines("google2011", [FIXTURES], tmp_path / "m.parquet", at=1000)
+@pytest.mark.parametrize(("fmt", "folder"), MACHINE_FIXTURES)
+def test_machines_later_in_the_trace(tmp_path, fmt, folder):
+    convert_machines(fmt, [folder], tmp_path / "m.parquet", at=1000)
     m = read_machines(tmp_path / "m.parquet")
     # 4 removed at 400 s (its row comes after a later one in the file), 2 updated at 500 s, 8 added at 1000 s
     assert m.ids.tolist() == [1, 2, 3, 5, 7, 8]
@@ -205,6 +210,21 @@ def test_bad_machines_files_and_combinations(tmp_path, files):
         convert_machines("swf", [FIXTURES], tmp_path / "o.parquet")
     with pytest.raises(InputError, match="--at"):
         convert_machines("google2011", [FIXTURES], tmp_path / "o.parquet", at=-1)
+
+
+def test_a_malformed_2019_machine_row_names_its_line(tmp_path):
+    d = tmp_path / "t"
+    d.mkdir()
+    rows = ['{"time": "0", "machine_id": "1", "type": "ADD", "capacity": {"cpus": 0.5, "memory": 0.5}}', '{"time": "0", "machine_id": "2", "type": "9"}', '{"time": "x"}']
+    (d / "machine_events-000000000000.json.gz").write_bytes(gzip.compress(("\n".join(rows) + "\n").encode()))
+    with pytest.raises(InputError, match=r"machine_events-000000000000.json.gz:3: time is not an integer"):  # values first
+        convert_machines("google2019", [d], tmp_path / "o.parquet")
+    report = convert_machines("google2019", [d], tmp_path / "o.parquet", skip_bad=True)
+    assert report.machines == 1 and report.bad_rows == {"rows with a malformed value": 1, "rows with an unknown machine event type": 1}
+    for second, problem in (('{"time": "0", "machine_id": "2", "type": "9"}', "unknown machine event type 9"), ('{"machine_id": "3", "type": "1"}', "a machine row needs its time and machine_id")):
+        (d / "machine_events-000000000000.json.gz").write_bytes(gzip.compress(f"{rows[0]}\n{second}\n".encode()))
+        with pytest.raises(InputError, match=rf"json.gz:2: {problem}"):
+            convert_machines("google2019", [d], tmp_path / "o.parquet")
 
 
 def test_a_malformed_machine_row_names_its_line(tmp_path):

@@ -247,14 +247,15 @@ def convert_machines(
     """The machines of a raw trace at trace time ``at`` seconds, written as a machines file
     (:mod:`schedlab.cluster.machines`) for ``simulate --data-center-from``."""
     from schedlab.cluster.machines import write_machines
-    from schedlab.workload.converters import gather_tables, machine_builder
+    from schedlab.workload.converters import gather_tables, machine_rows
     from schedlab.workload.converters.common import Drops
     from schedlab.workload.converters.google2011 import DEFAULT_SCALE
+    from schedlab.workload.converters.machines import snapshot
 
     if fmt not in _RAW:
         raise InputError("--format", f"machines come from a raw trace format ({', '.join(_RAW)}), not {fmt!r}")
     raw = _RAW[fmt]
-    build = machine_builder(raw)
+    read_rows = machine_rows(raw)
     if not at >= 0:
         raise InputError("--at", f"must be a time >= 0 in seconds, got {at}")
     tables = gather_tables(raw, inputs, needed=raw.machine_tables)
@@ -266,7 +267,8 @@ def convert_machines(
         if progress is not None:
             progress(n)
 
-    machines = build(tables, at=at, scale=DEFAULT_SCALE if scale_requests else None, skip_bad=skip_bad, bad_rows=bad, counts=report.counts, progress=rows)
+    ev, attrs = read_rows(tables, int(round(at * 1e6)), skip_bad, bad, rows, report.counts)
+    machines = snapshot(ev, attrs, at=at, scale=DEFAULT_SCALE if scale_requests else None, skip_bad=skip_bad, bad_rows=bad, counts=report.counts, source=fmt)
     write_machines(out, machines)
     report.machines = machines.n
     report.attributes = len({k for a in machines.attributes for k in a})

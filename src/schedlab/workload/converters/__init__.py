@@ -41,7 +41,7 @@ class RawFormat:
     suffixes: tuple[str, ...] = CSV
     options: Mapping[str, float] = field(default_factory=dict)  # format-specific options -> defaults
     describe: str = ""
-    machines: str | None = None  # "module:function" building the machines at one instant, if the format has machine tables
+    machines: str | None = None  # "module:function" reading its machine tables' rows, if it has machine tables
     machine_tables: tuple[str, ...] = ()  # the tables that function needs
     single_file: bool = False  # the trace is one file of any name (its one table), not shards named after tables
 
@@ -52,14 +52,15 @@ FORMATS: dict[str, RawFormat] = {
         RawFormat("google2011", "schedlab.workload.converters.google2011",
                   ("task_events", "task_constraints", "machine_events", "machine_attributes"), ("task_events",),
                   describe="Google clusterdata-2011-2 (task_events, task_constraints; machine_events, machine_attributes CSV shards)",
-                  machines="schedlab.workload.converters.google2011_machines:machines_google2011", machine_tables=("machine_events",)),
+                  machines="schedlab.workload.converters.machines:rows_google2011", machine_tables=("machine_events",)),
         RawFormat("swim", "schedlab.workload.converters.swim", ("workload",), ("workload",), TSV, single_file=True,
                   options={"block_mb": 128.0, "reduce_mb": 1024.0, "map_mb_per_s": 10.0, "reduce_mb_per_s": 10.0, "task_overhead_s": 1.0},
                   describe="SWIM MapReduce workload (Facebook/Cloudera; one tab-separated file, one job per line)"),
         RawFormat("google2019", "schedlab.workload.converters.google2019",
                   ("collection_events", "instance_events", "machine_events", "machine_attributes"), ("collection_events", "instance_events"),
-                  suffixes=JSON, describe="Google ClusterData 2019 (collection_events, instance_events JSON-lines shards as BigQuery exports them; "
-                  "machine_events and machine_attributes accepted, not read)"),
+                  suffixes=JSON, describe="Google ClusterData 2019 (collection_events, instance_events; machine_events, machine_attributes "
+                  "JSON-lines shards as BigQuery exports them)",
+                  machines="schedlab.workload.converters.machines:rows_google2019", machine_tables=("machine_events",)),
     )
 }  # fmt: skip
 
@@ -94,8 +95,8 @@ def raw_format(name: str) -> RawFormat:
     return FORMATS[name]
 
 
-def machine_builder(fmt: RawFormat) -> Callable[..., Any]:
-    """The format's function building its machines at one instant (an error if it has none)."""
+def machine_rows(fmt: RawFormat) -> Callable[..., Any]:
+    """The format's function reading its machine tables' rows (an error if it has none)."""
     if fmt.machines is None:
         with_machines = ", ".join(f.name for f in FORMATS.values() if f.machines) or "none"
         raise InputError("--format", f"the {fmt.name} format has no machine tables schedlab reads (formats with them: {with_machines})")

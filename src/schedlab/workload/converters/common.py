@@ -302,7 +302,7 @@ def read_json_shards(
     """Each JSON-lines shard's rows as batches of ``{field: pyarrow.Array}`` in ``schema`` (a missing field or
     ``null`` is null; fields not in ``schema`` are ignored).
 
-    ``schema`` holds int64, float64 and string fields, and structs and lists of them. BigQuery's export
+    ``schema`` holds int64, float64, bool and string fields, and structs and lists of them. BigQuery's export
     writes INT64 as strings; pyarrow's JSON parser takes a column as numbers or as strings, not both
     (an int64 column refuses ``"123"``, a string column refuses ``123``), so each block is parsed with
     the representation its first lines use (and earlier blocks used) and cast to ``schema``: an int64
@@ -403,6 +403,8 @@ def _parse_type(t: pa.DataType, path: str, kinds: dict[str, str]) -> pa.DataType
         return pa.string() if kind in (None, "str") else t
     if pa.types.is_floating(t):
         return pa.string() if kind == "str" else t
+    if pa.types.is_boolean(t):
+        return pa.string() if kind == "str" else pa.int64() if kind == "int" else t
     return pa.int64() if kind == "int" else t
 
 
@@ -458,6 +460,14 @@ def _json_value(v: Any, t: pa.DataType, name: str, path: str, kinds: dict[str, s
     kind = "str" if isinstance(v, str) else "float" if isinstance(v, float) else "int" if isinstance(v, int) and not isinstance(v, bool) else None
     if kind is not None:
         kinds[path] = kind
+    if pa.types.is_boolean(t):  # true/false, or as BigQuery may write them: "true"/"false", 1/0
+        if isinstance(v, bool):
+            return v
+        if kind == "str" and v.lower() in ("true", "false", "1", "0"):
+            return v.lower() in ("true", "1")
+        if kind == "int" and v in (0, 1):
+            return bool(v)
+        raise ValueError(f"{name} is not a boolean: {v!r}")
     if pa.types.is_integer(t):
         if kind == "int" or (kind == "str" and _INT.fullmatch(v)):
             x = int(v)
