@@ -79,17 +79,21 @@ def convert(
     scale_requests: bool = True,
     progress: Callable[[int], None] | None = None,
     options: Mapping[str, float] | None = None,
+    work_dir: str | os.PathLike | None = None,
 ) -> ConvertReport:
     """Convert ``inputs`` (read in order, as one trace) to ``out``; the output appears only if all went well.
 
     Raw formats (``google2011``, ``google2019``, …): ``skip_bad`` counts and skips malformed rows instead of stopping at the
     first; ``scale_requests`` scales normalised requests to the default worker; ``progress(rows)`` is told
-    of every block of input rows read; ``options`` are the format's own (:data:`.converters.FORMATS`).
+    of every block of input rows read; ``options`` are the format's own (:data:`.converters.FORMATS`);
+    ``work_dir`` keeps a restartable format's checkpoints, so that a rerun resumes (:mod:`.converters.checkpoint`).
     """
     if not inputs:
         raise InputError("INPUT", "no input trace given")
     if fmt in RAW_FORMATS:
-        return _convert_raw(fmt, inputs, Path(out), row_group_tasks, skip_bad, scale_requests, progress, options or {})
+        return _convert_raw(fmt, inputs, Path(out), row_group_tasks, skip_bad, scale_requests, progress, options or {}, work_dir)
+    if work_dir is not None:
+        raise InputError("--work-dir", f"only raw trace formats keep a work folder, not {fmt}")
     if options:
         raise InputError("--format-option", f"only raw trace formats take options, not {fmt}")
     paths = [resolve_trace(p)[1] for p in inputs]  # a bundled trace's name, or a file
@@ -129,6 +133,7 @@ def _convert_raw(
     scale_requests: bool,
     progress: Callable[[int], None] | None,
     options: Mapping[str, float],
+    work_dir: str | os.PathLike | None = None,
 ) -> ConvertReport:
     from schedlab.workload.columnar import NO_JOBS, ROW_GROUP_TASKS, ColumnarTraceWriter
     from schedlab.workload.converters import RawJob, format_options, gather_tables, run_converter
@@ -141,6 +146,9 @@ def _convert_raw(
         return _convert_swf(inputs, out, report, Drops(), row_group_tasks)
     raw = _RAW[fmt]
     opts = format_options(raw, options)
+    if work_dir is not None and not raw.restartable:
+        restartable = ", ".join(f.name for f in _RAW.values() if f.restartable)
+        raise InputError("--work-dir", f"the {fmt} converter keeps no checkpoints (restartable: {restartable})")
     if not is_columnar(out):
         raise InputError(str(out), f"a {fmt} trace converts to the columnar format only (give a .parquet output)")
     tables = gather_tables(raw, inputs)
@@ -150,7 +158,7 @@ def _convert_raw(
         if progress is not None:
             progress(n)
 
-    job = RawJob(tables, skip_bad=skip_bad, scale_requests=scale_requests, counts=report.counts, progress=rows, options=opts)
+    job = RawJob(tables, skip_bad=skip_bad, scale_requests=scale_requests, counts=report.counts, progress=rows, options=opts, work_dir=work_dir)
     trace = run_converter(raw, job)
     writer = ColumnarTraceWriter(out, trace.resources, source=fmt, request_units=trace.request_units, row_group_tasks=row_group_tasks or ROW_GROUP_TASKS)
     try:

@@ -44,6 +44,7 @@ class RawFormat:
     machines: str | None = None  # "module:function" reading its machine tables' rows, if it has machine tables
     machine_tables: tuple[str, ...] = ()  # the tables that function needs
     single_file: bool = False  # the trace is one file of any name (its one table), not shards named after tables
+    restartable: bool = False  # its converter keeps checkpoints in a work folder (RawJob.work_dir)
 
 
 FORMATS: dict[str, RawFormat] = {
@@ -52,7 +53,7 @@ FORMATS: dict[str, RawFormat] = {
         RawFormat("google2011", "schedlab.workload.converters.google2011",
                   ("task_events", "task_constraints", "machine_events", "machine_attributes"), ("task_events",),
                   describe="Google clusterdata-2011-2 (task_events, task_constraints; machine_events, machine_attributes CSV shards)",
-                  machines="schedlab.workload.converters.machines:rows_google2011", machine_tables=("machine_events",)),
+                  machines="schedlab.workload.converters.machines:rows_google2011", machine_tables=("machine_events",), restartable=True),
         RawFormat("swim", "schedlab.workload.converters.swim", ("workload",), ("workload",), TSV, single_file=True,
                   options={"block_mb": 128.0, "reduce_mb": 1024.0, "map_mb_per_s": 10.0, "reduce_mb_per_s": 10.0, "task_overhead_s": 1.0},
                   describe="SWIM MapReduce workload (Facebook/Cloudera; one tab-separated file, one job per line)"),
@@ -78,6 +79,7 @@ class RawJob:
     progress: Callable[[int], None] | None = None  # told of every block of input rows read
     options: dict[str, float] = field(default_factory=dict)  # the format's options (defaults filled in)
     spill_dir: str | os.PathLike | None = None  # where to spill sorted runs (default: the system's temp folder)
+    work_dir: str | os.PathLike | None = None  # keep spills and checkpoints here: a rerun resumes (see .checkpoint)
 
 
 @dataclass

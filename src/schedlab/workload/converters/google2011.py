@@ -69,6 +69,7 @@ import numpy as np
 from schedlab.defaults import DEFAULT_CAPACITY, MULTI_RESOURCES
 from schedlab.errors import InputError
 from schedlab.workload.converters import RawJob, RawTrace
+from schedlab.workload.converters.checkpoint import WorkDir
 from schedlab.workload.converters.common import Batch, Drops, read_csv_shards
 from schedlab.workload.converters.tasks import (
     TASK_BITS,
@@ -456,25 +457,41 @@ def convert_google2011(
     progress: Callable[[int], None] | None = None,
     run_rows: int = 250_000,
     spill_dir: str | os.PathLike | None = None,
+    work_dir: str | os.PathLike | None = None,
 ) -> Iterator[Any]:
     """Stream the trace as Arrow tables in the columnar trace's schema, in arrival order (for
-    :meth:`~schedlab.workload.columnar.ColumnarTraceWriter.write_tables`)."""
+    :meth:`~schedlab.workload.columnar.ColumnarTraceWriter.write_tables`).
+
+    ``work_dir`` makes the conversion restartable (:mod:`.checkpoint`): a checkpoint after each task_events
+    shard, and a rerun with the same folder resumes after the last one."""
     drops = drops if drops is not None else Drops()
     bad_rows = bad_rows if bad_rows is not None else Drops()
     counts = counts if counts is not None else {}
-    with tempfile.TemporaryDirectory(prefix="schedlab-google2011-", dir=spill_dir) as tmp:
+    what = {"format": "google2011", "scale": list(scale) if scale else None, "skip_bad": skip_bad, "run_rows": run_rows,
+            "task_constraints": [str(q) for q in task_constraints]}  # fmt: skip
+    if spill_dir is not None and work_dir is None:
+        os.makedirs(spill_dir, exist_ok=True)
+        work_dir_path: str | os.PathLike | None = tempfile.mkdtemp(prefix="schedlab-google2011-", dir=spill_dir)
+    else:
+        work_dir_path = work_dir
+    work = WorkDir(work_dir_path, what, task_events, prefix="schedlab-google2011-")
+    try:
         users: dict[str, int] = {}
-        runs, jobs = _events_pass(task_events, users, drops, bad_rows, counts, skip_bad, progress, run_rows, Path(tmp))
+        runs, jobs = _events_pass(task_events, users, drops, bad_rows, counts, skip_bad, progress, run_rows, work)
         constraints = _constraints_pass(task_constraints, bad_rows, counts, skip_bad, progress)
         user_names = np.asarray(sorted(users, key=users.__getitem__), dtype=object)
         names = resources(scale)[0]
         assert len(names) == 2
         factors = (1.0, 1.0) if scale is None else scale
         kept = 0
-        for chunk in sorted_chunks(runs, jobs, Path(tmp)):
+        for chunk in sorted_chunks(runs, jobs, work.dir, keep_runs=work.keeps):  # a checkpoint names the runs
             kept += count_constrained(chunk["key"], constraints)
             yield to_table(chunk, resources=names, factors=factors, seconds_per_unit=1e-6, user_names=user_names, constraints=constraints)
         counts["constraint_rows_of_dropped_tasks"] = len(constraints) - kept
+    except BaseException:
+        work.abandon()
+        raise
+    work.finish()
 
 
 def convert(job: RawJob) -> RawTrace:
@@ -483,45 +500,101 @@ def convert(job: RawJob) -> RawTrace:
     names, units = resources(scale)
     tables = convert_google2011(
         job.tables["task_events"], job.tables["task_constraints"], scale=scale, skip_bad=job.skip_bad, drops=job.drops,
-        bad_rows=job.bad_rows, counts=job.counts, progress=job.progress, spill_dir=job.spill_dir,
+        bad_rows=job.bad_rows, counts=job.counts, progress=job.progress, spill_dir=job.spill_dir, work_dir=job.work_dir,
     )  # fmt: skip
     return RawTrace(names, units, tables)
 
 
 def _events_pass(
     paths: Sequence[Path], users: dict[str, int], drops: Drops, bad_rows: Drops, counts: dict[str, int], skip_bad: bool,
-    progress: Callable[[int], None] | None, run_rows: int, tmp: Path,
+    progress: Callable[[int], None] | None, run_rows: int, work: WorkDir,
 ) -> tuple[list[Any], Any]:  # fmt: skip
-
     states = TaskStates()
     tally = Tally(drops)
     out = Finished()
     runs: list[Any] = []  # finished tasks: in memory (one dict of columns) or spilled Parquet paths
     jobs = new_jobs()
+    first = 0
+    saved = work.load()
+    if saved is not None:
+        first, arrays, values = saved
+        jobs = _restore(states, tally, out, users, drops, bad_rows, arrays, values)
+        runs = [Path(r) for r in values["runs"]]
+        if progress is not None:
+            progress(values["rows_read"])
+    rows_read = [saved[2]["rows_read"] if saved is not None else 0]
+
+    def counted(n: int) -> None:
+        rows_read[0] += n
+        if progress is not None:
+            progress(n)
+
     use = ["timestamp", "job", "task", "event", "user", "priority", "cpu", "memory"]
-    for b in read_csv_shards(paths, TASK_EVENTS, skip_bad=skip_bad, bad_rows=bad_rows, use=use, progress=progress, as_arrays=True):
-        job, idx, ev = b["job"], b["task"], b["event"]
-        bad = (idx < 0) | (idx >= 1 << TASK_BITS) | (job < 0) | (ev < 0) | (ev > UPDATE_RUNNING)
-        if bad.any():
-            i = int(np.argmax(bad))
-            if not skip_bad:
-                what = f"unknown event type {ev[i]}" if not 0 <= ev[i] <= UPDATE_RUNNING else f"job IDs must be >= 0 and task indices in [0, 2^{TASK_BITS})"
-                raise InputError(b.where(i), f"job {job[i]} task {idx[i]}: {what}")
-            bad_ev = (ev < 0) | (ev > UPDATE_RUNNING)
-            bad_rows.add("rows with an unknown event type", int(bad_ev.sum()))
-            bad_rows.add("rows with an impossible job ID or task index", int((bad & ~bad_ev).sum()))
-            b = Batch(b.path, {k: v[~bad] for k, v in b.cols.items()}, b.line0)
+    for k in range(first, len(paths)):
+        for b in read_csv_shards([paths[k]], TASK_EVENTS, skip_bad=skip_bad, bad_rows=bad_rows, use=use, progress=counted, as_arrays=True):
             job, idx, ev = b["job"], b["task"], b["event"]
-        fold_batch(states, {"t": b["timestamp"], "key": (job << TASK_BITS) | idx, "ev": ev, "user": user_codes(b["user"], users),
-                            "prio": b["priority"], "cpu": b["cpu"], "mem": b["memory"]}, out, tally)  # fmt: skip
-        if out.rows >= run_rows:
-            jobs = spill(out, runs, jobs, tmp)
+            bad = (idx < 0) | (idx >= 1 << TASK_BITS) | (job < 0) | (ev < 0) | (ev > UPDATE_RUNNING)
+            if bad.any():
+                i = int(np.argmax(bad))
+                if not skip_bad:
+                    what = f"unknown event type {ev[i]}" if not 0 <= ev[i] <= UPDATE_RUNNING else f"job IDs must be >= 0 and task indices in [0, 2^{TASK_BITS})"
+                    raise InputError(b.where(i), f"job {job[i]} task {idx[i]}: {what}")
+                bad_ev = (ev < 0) | (ev > UPDATE_RUNNING)
+                bad_rows.add("rows with an unknown event type", int(bad_ev.sum()))
+                bad_rows.add("rows with an impossible job ID or task index", int((bad & ~bad_ev).sum()))
+                b = Batch(b.path, {c: v[~bad] for c, v in b.cols.items()}, b.line0)
+                job, idx, ev = b["job"], b["task"], b["event"]
+            fold_batch(states, {"t": b["timestamp"], "key": (job << TASK_BITS) | idx, "ev": ev, "user": user_codes(b["user"], users),
+                                "prio": b["priority"], "cpu": b["cpu"], "mem": b["memory"]}, out, tally)  # fmt: skip
+            if out.rows >= run_rows:
+                jobs = spill(out, runs, jobs, work.dir)
+        if work.keeps:
+            _checkpoint(work, k + 1, states, tally, out, users, drops, bad_rows, jobs, runs, rows_read[0])
     drop_unfinished(states, drops)
     if out.rows or not runs:
-        jobs = spill(out, runs, jobs, tmp, keep=not runs)
+        jobs = spill(out, runs, jobs, work.dir, keep=not runs)
     counts["runs_ended_early"] = tally.ended_early
     counts["events_out_of_order"] = tally.out_of_order
     return runs, jobs
+
+
+def _checkpoint(work: WorkDir, done: int, states: TaskStates, tally: Tally, out: Finished, users: dict[str, int], drops: Drops,
+                bad_rows: Drops, jobs: Any, runs: list[Any], rows_read: int) -> None:  # fmt: skip
+    """The events pass's whole state after ``done`` shards (the finished tasks not yet spilled included)."""
+    n = states.n
+    arrays = {f"state_{name}": getattr(states, name)[:n] for name in (*TaskStates._INTS, *TaskStates._FLOATS)}
+    arrays["slot_keys"] = np.fromiter(states.slot_of.keys(), np.int64, len(states.slot_of))
+    arrays["slot_values"] = np.fromiter(states.slot_of.values(), np.int64, len(states.slot_of))
+    arrays["free"] = np.asarray(states.free, dtype=np.int64)
+    pending = out.take()
+    out.add(*(pending[c] for c in Finished.NAMES))
+    arrays.update({f"out_{c}": v for c, v in pending.items()})
+    arrays.update({"jobs_index": jobs.index.to_numpy(np.int64), **{f"jobs_{c}": jobs[c].to_numpy(np.int64) for c in ("arrival", "total", "n")}})
+    values = {"n": n, "users": users, "ended_early": tally.ended_early, "out_of_order": tally.out_of_order, "drops": drops.counts,
+              "bad_rows": bad_rows.counts, "runs": [str(r) for r in runs], "rows_read": rows_read}  # fmt: skip
+    work.save(done, arrays, values)
+
+
+def _restore(states: TaskStates, tally: Tally, out: Finished, users: dict[str, int], drops: Drops, bad_rows: Drops,
+             arrays: dict[str, np.ndarray], values: dict[str, Any]) -> Any:  # fmt: skip
+    """Put a checkpoint's state back (see :func:`_checkpoint`); returns the jobs' fold."""
+    import pandas as pd
+
+    n = int(values["n"])
+    states._grow(max(n, 1))
+    for name in (*TaskStates._INTS, *TaskStates._FLOATS):
+        getattr(states, name)[:n] = arrays[f"state_{name}"]
+    states.n = n
+    states.slot_of = dict(zip(arrays["slot_keys"].tolist(), arrays["slot_values"].tolist(), strict=True))
+    states.free = arrays["free"].tolist()
+    out.add(*(arrays[f"out_{c}"] for c in Finished.NAMES))
+    users.update(values["users"])
+    tally.ended_early, tally.out_of_order = int(values["ended_early"]), int(values["out_of_order"])
+    for k, v in values["drops"].items():
+        drops.add(k, v)
+    for k, v in values["bad_rows"].items():
+        bad_rows.add(k, v)
+    return pd.DataFrame({c: arrays[f"jobs_{c}"] for c in ("arrival", "total", "n")}, index=pd.Index(arrays["jobs_index"]))
 
 
 def user_codes(names: np.ndarray, users: dict[str, int]) -> np.ndarray:

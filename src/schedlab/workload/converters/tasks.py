@@ -135,7 +135,7 @@ def count_constrained(keys: np.ndarray, constraints: Any) -> int:
 
 
 def sorted_chunks(
-    runs: list[Any], jobs: Any, tmp: Path, chunk_rows: int = 262_144
+    runs: list[Any], jobs: Any, tmp: Path, chunk_rows: int = 262_144, keep_runs: bool = False
 ) -> Iterator[dict[str, np.ndarray]]:
     """The finished tasks in (job arrival, job, task) order, in chunks, each run sorted then merged."""
     import pyarrow as pa
@@ -172,7 +172,8 @@ def sorted_chunks(
             compression="lz4",
             row_group_size=max(4096, chunk_rows // len(runs)),
         )
-        os.unlink(r)
+        if not keep_runs:  # (a checkpoint may still name it)
+            os.unlink(r)
         sorted_paths.append(path)
     yield from _merge(sorted_paths, chunk_rows)
 

@@ -1,0 +1,79 @@
+"""Restartable conversions (trace convert --work-dir): a conversion that fails part-way resumes after the last
+shard it finished and writes what an uninterrupted conversion writes."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+
+import pyarrow.parquet as pq
+import pytest
+
+import schedlab.workload.converters.google2011 as g2011
+from schedlab.errors import InputError
+from schedlab.workload.convert import convert
+
+from .test_google2011 import FIXTURES
+
+
+def _tree(tmp_path):
+    """The fixture trace with its task_events cut into four shards (a task's events span shards)."""
+    root = tmp_path / "trace"
+    shutil.copytree(FIXTURES / "task_constraints", root / "task_constraints")
+    lines = [ln for p in sorted((FIXTURES / "task_events").iterdir()) for ln in gzip.decompress(p.read_bytes()).decode().splitlines()]
+    (root / "task_events").mkdir(parents=True)
+    q = len(lines) // 4
+    parts = [lines[:q], lines[q : 2 * q], lines[2 * q : 3 * q], lines[3 * q :]]
+    for k, part in enumerate(parts):
+        (root / "task_events" / f"part-{k:05d}-of-00004.csv.gz").write_bytes(gzip.compress(("\n".join(part) + "\n").encode(), mtime=0))
+    return root, parts
+
+
+def test_a_failed_conversion_resumes_after_its_last_shard(tmp_path, monkeypatch):
+    root, parts = _tree(tmp_path)
+    clean = convert("google2011", [root], tmp_path / "clean.parquet", row_group_tasks=1000)
+    expected = pq.read_table(tmp_path / "clean.parquet")
+
+    # shard 3 has a malformed row: the conversion stops there, with shards 0-2 checkpointed
+    shard3 = root / "task_events" / "part-00002-of-00004.csv.gz"
+    shard3.write_bytes(gzip.compress(("\n".join([*parts[2][:5], "1,2,3", *parts[2][5:]]) + "\n").encode()))
+    work = tmp_path / "work"
+    with pytest.raises(InputError, match=r"part-00002-of-00004.csv.gz:6: expected 13 fields, got 3"):
+        convert("google2011", [root], tmp_path / "out.parquet", work_dir=work, row_group_tasks=1000)
+    assert (work / "checkpoint.json").exists() and not (tmp_path / "out.parquet").exists()
+
+    # fixed, it resumes: shards 0 and 1 are not read again, and the result is the uninterrupted one
+    shard3.write_bytes(gzip.compress(("\n".join(parts[2]) + "\n").encode()))
+    read = []
+    real = g2011.read_csv_shards
+
+    def spy(paths, *a, **k):
+        read.extend(p.name for p in paths)
+        return real(paths, *a, **k)
+
+    monkeypatch.setattr(g2011, "read_csv_shards", spy)
+    report = convert("google2011", [root], tmp_path / "out.parquet", work_dir=work, row_group_tasks=1000)
+    assert [n for n in read if n.startswith("part-")][:2] == ["part-00002-of-00004.csv.gz", "part-00003-of-00004.csv.gz"]
+    assert pq.read_table(tmp_path / "out.parquet").equals(expected)
+    assert report.as_dict() == clean.as_dict()  # rows read, drops and counts as if it had run in one go
+    assert not work.exists()  # done: the work folder goes
+
+
+def test_a_work_folder_belongs_to_one_conversion(tmp_path):
+    root, parts = _tree(tmp_path)
+    shard2 = root / "task_events" / "part-00001-of-00004.csv.gz"
+    shard2.write_bytes(gzip.compress(("\n".join(["1,2,3", *parts[1]]) + "\n").encode()))
+    work = tmp_path / "work"
+    with pytest.raises(InputError, match="part-00001"):
+        convert("google2011", [root], tmp_path / "out.parquet", work_dir=work)
+    with pytest.raises(InputError, match="holds the checkpoints of another conversion"):
+        convert("google2011", [root], tmp_path / "out.parquet", work_dir=work, scale_requests=False)
+    # a shard already converted changes: refused
+    shard1 = root / "task_events" / "part-00000-of-00004.csv.gz"
+    shard1.write_bytes(gzip.compress(("\n".join(parts[0][:-1]) + "\n").encode()))
+    with pytest.raises(InputError, match="changed after it was converted"):
+        convert("google2011", [root], tmp_path / "out.parquet", work_dir=work)
+    with pytest.raises(InputError, match="the swim converter keeps no checkpoints"):
+        convert("swim", [FIXTURES.parent / "swim" / "sample.tsv"], tmp_path / "o.parquet", work_dir=work)
+    with pytest.raises(InputError, match="only raw trace formats keep a work folder"):
+        convert("tr", ["syn_250"], tmp_path / "o.parquet", work_dir=work)
