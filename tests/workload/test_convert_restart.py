@@ -29,6 +29,12 @@ def _tree(tmp_path):
     return root, parts
 
 
+@pytest.fixture(autouse=True)
+def _every_shard(monkeypatch):
+    """A checkpoint after every shard (the default waits a minute between two)."""
+    monkeypatch.setattr(g2011.convert_google2011, "__kwdefaults__", {**g2011.convert_google2011.__kwdefaults__, "checkpoint_every_s": 0.0})
+
+
 def test_a_failed_conversion_resumes_after_its_last_shard(tmp_path, monkeypatch):
     root, parts = _tree(tmp_path)
     clean = convert("google2011", [root], tmp_path / "clean.parquet", row_group_tasks=1000)

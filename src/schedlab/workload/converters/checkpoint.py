@@ -4,7 +4,7 @@ A full production trace is hundreds of shards and tens of minutes of
 conversion; a crash, a kill or a malformed row near the end (without
 ``--skip-bad``) would otherwise cost the whole run. Given a work folder
 (``trace convert --work-dir DIR``) a converter keeps its spilled runs there
-and, after each shard of its main table, a checkpoint: its state as numpy
+and, after a shard of its main table (at most one a minute), a checkpoint: its state as numpy
 arrays and a few JSON values, and how many shards are done. A rerun with the
 same inputs and options and the same folder restores the last checkpoint and
 reads on from the next shard, so a bad shard can be fixed and the conversion
@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from schedlab.atomic import atomic_write
 from schedlab.errors import InputError
 
 CHECKPOINT = "checkpoint.json"
+EVERY_S = 60.0  # at most one checkpoint a minute
 
 
 def _stamp(p: Path) -> list[Any]:
@@ -46,8 +48,12 @@ class WorkDir:
     ``what`` identifies the conversion (format, options, tables' shards): a folder holding another's
     checkpoints is refused. ``shards`` are the main table's shards, in reading order."""
 
-    def __init__(self, path: str | os.PathLike | None, what: dict[str, Any], shards: Sequence[Path], prefix: str = "schedlab-convert-") -> None:
+    def __init__(
+        self, path: str | os.PathLike | None, what: dict[str, Any], shards: Sequence[Path], prefix: str = "schedlab-convert-", every_s: float = EVERY_S
+    ) -> None:
         self.keeps = path is not None
+        self.every_s = every_s
+        self._last = time.monotonic()
         self.shards = list(shards)
         self.what = what
         if path is None:
@@ -82,11 +88,17 @@ class WorkDir:
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise InputError(where, f"unreadable checkpoint ({e}): remove the folder to convert from the start") from None
 
+    def due(self) -> bool:
+        """Whether a checkpoint is due: ``every_s`` seconds since the last (a checkpoint writes the converter's
+        whole state, tens of MB on a full trace, so not after every one of hundreds of shards)."""
+        return self.keeps and time.monotonic() - self._last >= self.every_s
+
     def save(self, shards_done: int, arrays: dict[str, np.ndarray], values: dict[str, Any]) -> None:
         """A checkpoint after ``shards_done`` shards (nothing without a named folder); the previous one stays
         valid until this one is complete."""
         if not self.keeps:
             return
+        self._last = time.monotonic()
         name = f"state-{shards_done:06d}.npz"
         atomic_write(self.dir / name, lambda tmp: _savez(tmp, arrays))
         old = (self.dir / CHECKPOINT).exists() and json.loads((self.dir / CHECKPOINT).read_text()).get("arrays")

@@ -69,7 +69,7 @@ import numpy as np
 from schedlab.defaults import DEFAULT_CAPACITY, MULTI_RESOURCES
 from schedlab.errors import InputError
 from schedlab.workload.converters import RawJob, RawTrace
-from schedlab.workload.converters.checkpoint import WorkDir
+from schedlab.workload.converters.checkpoint import EVERY_S, WorkDir
 from schedlab.workload.converters.common import Batch, Drops, read_csv_shards
 from schedlab.workload.converters.tasks import (
     TASK_BITS,
@@ -458,12 +458,13 @@ def convert_google2011(
     run_rows: int = 250_000,
     spill_dir: str | os.PathLike | None = None,
     work_dir: str | os.PathLike | None = None,
+    checkpoint_every_s: float = EVERY_S,
 ) -> Iterator[Any]:
     """Stream the trace as Arrow tables in the columnar trace's schema, in arrival order (for
     :meth:`~schedlab.workload.columnar.ColumnarTraceWriter.write_tables`).
 
-    ``work_dir`` makes the conversion restartable (:mod:`.checkpoint`): a checkpoint after each task_events
-    shard, and a rerun with the same folder resumes after the last one."""
+    ``work_dir`` makes the conversion restartable (:mod:`.checkpoint`): a checkpoint after a task_events shard
+    (at most ``checkpoint_every_s`` apart), and a rerun with the same folder resumes after the last one."""
     drops = drops if drops is not None else Drops()
     bad_rows = bad_rows if bad_rows is not None else Drops()
     counts = counts if counts is not None else {}
@@ -474,7 +475,7 @@ def convert_google2011(
         work_dir_path: str | os.PathLike | None = tempfile.mkdtemp(prefix="schedlab-google2011-", dir=spill_dir)
     else:
         work_dir_path = work_dir
-    work = WorkDir(work_dir_path, what, task_events, prefix="schedlab-google2011-")
+    work = WorkDir(work_dir_path, what, task_events, prefix="schedlab-google2011-", every_s=checkpoint_every_s)
     try:
         users: dict[str, int] = {}
         runs, jobs = _events_pass(task_events, users, drops, bad_rows, counts, skip_bad, progress, run_rows, work)
@@ -548,7 +549,7 @@ def _events_pass(
                                 "prio": b["priority"], "cpu": b["cpu"], "mem": b["memory"]}, out, tally)  # fmt: skip
             if out.rows >= run_rows:
                 jobs = spill(out, runs, jobs, work.dir)
-        if work.keeps:
+        if work.due() or (work.keeps and k + 1 == len(paths)):  # and after the last: the merge can fail too
             _checkpoint(work, k + 1, states, tally, out, users, drops, bad_rows, jobs, runs, rows_read[0])
     drop_unfinished(states, drops)
     if out.rows or not runs:
