@@ -16,6 +16,7 @@ load only for the command that needs them.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -428,6 +429,26 @@ def trace_convert(
             err.print(f"{title}: " + "; ".join(f"{k}: {v:,}" for k, v in table.items()))
 
 
+@trace_app.command("megha-samples")
+def trace_megha_samples(
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder for the samples (google_19.parquet, alibaba.parquet, cloudera.parquet) and their conversions.", callback=output_dir)],
+    google2019: Annotated[list[Path] | None, typer.Option("--google2019", help="Raw ClusterData 2019 trace (root folder or table shards), for google_19.")] = None,
+    alibaba2018: Annotated[list[Path] | None, typer.Option("--alibaba2018", help="Raw Alibaba cluster-trace-v2018 (folder or batch_task / batch_instance files), for alibaba.")] = None,
+    swim: Annotated[Path | None, typer.Option("--swim", help="A SWIM Cloudera workload file, for cloudera.")] = None,
+    start: Annotated[float, typer.Option("--start", help="Cut each sample from this trace time on (seconds).")] = 0.0,
+    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Count and skip malformed rows.")] = False,
+) -> None:
+    """The Megha paper's workloads (google_19: 4,550 tasks, alibaba: 8,000, cloudera: 10,173) from the raw traces you have; then `reproduce NAME --paper-traces OUT`."""
+    from schedlab.experiments.megha_workloads import build_samples
+
+    raw: dict[str, list[str | os.PathLike]] = {}
+    for name, given in (("google_19", google2019), ("alibaba", alibaba2018), ("cloudera", [swim] if swim else None)):
+        if given:
+            raw[name] = list(given)
+    for s in build_samples(raw, out_dir, start=start, skip_bad=skip_bad):
+        err.print(f"{s.name}: {s.jobs} jobs, {s.tasks} tasks (of {s.tasks_converted} converted from {s.source}) -> {out_dir / (s.name + '.parquet')}")
+
+
 @trace_app.command("machines")
 def trace_machines(
     inputs: Annotated[list[Path], typer.Argument(help="The raw trace: its root folder, table folders or machine table shards.")],
@@ -609,6 +630,7 @@ def reproduce_cmd(
     results: Annotated[Path | None, typer.Option("--results", help="Module entries: the results store their runs are kept in (default results/STORE[-quick], see --list); a rerun runs only what is missing.")] = None,
     list_specs: Annotated[bool, typer.Option("--list", help="List every figure and table that can be reproduced, in every module.")] = False,
     embedded: Annotated[bool, typer.Option("--embedded", help="megha-prototype: run the real cluster in this process (no broker).")] = False,
+    paper_traces: Annotated[Path | None, typer.Option("--paper-traces", help="Megha specs: run on the paper's samples in this folder (made by `trace megha-samples`) instead of the stand-ins.")] = None,
 ) -> None:
     """Regenerate a paper's figures or tables — from any module — and write their report."""
     from schedlab.cliutil import check_output_dir, check_output_file
@@ -628,6 +650,8 @@ def reproduce_cmd(
         raise InputError("--embedded", "applies to megha-prototype only")
     if entry.is_spec and results is not None:
         raise InputError("--results", f"{name} is a spec: its runs are kept in --out")
+    if paper_traces is not None and not entry.is_spec:
+        raise InputError("--paper-traces", f"{name} is not a spec: it runs no traces")
     if not entry.is_spec:
         if (jobs is not None or backend != "local" or address is not None) and not entry.parallel:
             raise InputError(f"reproduce {name}", "runs its experiments one after another: --jobs, --backend and --address do not apply")
@@ -650,7 +674,7 @@ def reproduce_cmd(
     check_output_dir(out_dir, "--out")
     display = _SweepDisplay(f"reproduce {name}")
     try:
-        res, rep = reproduce(name, out_dir, quick=quick, jobs=jobs, backend=backend, address=address, progress=display)
+        res, rep = reproduce(name, out_dir, quick=quick, jobs=jobs, backend=backend, address=address, progress=display, paper_traces=paper_traces)
     finally:
         display.close()
     rc = _sweep_summary(res)

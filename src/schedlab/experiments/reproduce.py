@@ -90,16 +90,24 @@ def reproduce(
     backend: str = "local",
     address: str | None = None,
     progress: Callable[[Any], None] | None = None,
+    paper_traces: str | os.PathLike | None = None,
 ) -> tuple[Any, Any]:
     """Sweep the built-in spec ``name`` into ``out`` (default ``results/NAME[-quick]``) and write its report.
 
-    Returns ``(SweepResult, Report)``; the report is written even when some runs failed.
+    ``paper_traces``: a folder of the Megha paper's samples (``trace megha-samples``) to run instead of the
+    stand-ins (:func:`~schedlab.experiments.megha_workloads.with_paper_traces`; default output
+    ``results/NAME[-quick]-paper``, its analysis beside it). Returns ``(SweepResult, Report)``; the report is
+    written even when some runs failed.
     """
     # listing the specs needs neither pandas nor matplotlib
     from schedlab.experiments.report import write_report
     from schedlab.experiments.runner import run_sweep
 
     ls = load_builtin(name, quick=quick)
+    if paper_traces is not None:
+        from schedlab.experiments.megha_workloads import with_paper_traces
+
+        ls = with_paper_traces(ls, paper_traces, quick=quick)
     check_schedulers(ls, f"reproduce {name}")
     root = Path(out) if out is not None else Path("results") / ls.spec.name
     result = run_sweep(ls, root, jobs=jobs, backend=backend, address=address, progress=progress)
@@ -107,6 +115,6 @@ def reproduce(
     analysis = ANALYSES.get(name)
     if analysis is not None and (result.ran or result.skipped):
         module, _, fn = analysis[0].partition(":")
-        dest = Path(analysis[1]) if out is None and not quick else root / "analysis"
+        dest = Path(analysis[1]) if out is None and not quick and paper_traces is None else root / "analysis"
         getattr(importlib.import_module(module), fn)(root, dest)
     return result, report

@@ -198,6 +198,9 @@ class WorkloadSpec(_Model):
     constraints: bool = Field(RunConfig.default("constraints"), description=RunConfig.describe("constraints"))
     constraint_seed: int = Field(RunConfig.default("constraint_seed"), ge=0, description=RunConfig.describe("constraint_seed"))
     requests: str | None = Field(None, description=f"{RunConfig.describe('requests')} (default {RunConfig.default('requests')})")
+    paper_trace: Literal["google_19", "alibaba", "cloudera"] | None = Field(
+        None, description="the Megha paper sample this workload stands in for: `reproduce --paper-traces DIR` runs DIR/NAME.parquet instead"
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> WorkloadSpec:
