@@ -44,10 +44,11 @@ def new_jobs() -> Any:
 
 
 class Finished:
-    """Finished tasks, as growing numpy columns."""
+    """Finished tasks, as growing numpy columns (a subclass may hold others: :func:`spill` needs ``key``,
+    ``arrival`` and ``duration``, and the runs keep every column)."""
 
-    NAMES = ("key", "arrival", "duration", "user", "priority", "cpu", "memory")
-    TYPES = (np.int64, np.int64, np.int64, np.int64, np.float64, np.float64, np.float64)
+    NAMES: tuple[str, ...] = ("key", "arrival", "duration", "user", "priority", "cpu", "memory")
+    TYPES: tuple[type, ...] = (np.int64, np.int64, np.int64, np.int64, np.float64, np.float64, np.float64)
 
     def __init__(self) -> None:
         self.parts: list[tuple[np.ndarray, ...]] = []
@@ -59,7 +60,7 @@ class Finished:
             self.rows += len(cols[0])
 
     def take(self) -> dict[str, np.ndarray]:
-        out = {
+        out: dict[str, np.ndarray] = {
             n: np.concatenate([p[k] for p in self.parts]).astype(t)
             if self.parts
             else np.zeros(0, t)
