@@ -82,7 +82,7 @@ def convert(
 ) -> ConvertReport:
     """Convert ``inputs`` (read in order, as one trace) to ``out``; the output appears only if all went well.
 
-    Raw formats (``google2011``): ``skip_bad`` counts and skips malformed rows instead of stopping at the
+    Raw formats (``google2011``, ``alibaba2018``): ``skip_bad`` counts and skips malformed rows instead of stopping at the
     first; ``scale_requests`` scales normalised requests to the default worker; ``progress(rows)`` is told
     of every block of input rows read; ``options`` are the format's own (:data:`.converters.FORMATS`).
     """

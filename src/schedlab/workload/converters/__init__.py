@@ -47,6 +47,9 @@ FORMATS: dict[str, RawFormat] = {
     for f in (
         RawFormat("google2011", "schedlab.workload.converters.google2011", ("task_events", "task_constraints"), ("task_events",),
                   describe="Google clusterdata-2011-2 (task_events, task_constraints CSV shards)"),
+        RawFormat("alibaba2018", "schedlab.workload.converters.alibaba2018", ("batch_task", "batch_instance", "machine_meta"), ("batch_task", "batch_instance"),
+                  options={"machine_cores": 96.0},
+                  describe="Alibaba cluster-trace-v2018 batch workload (batch_task, batch_instance CSV shards; machine_meta gathered, not used)"),
     )
 }  # fmt: skip
 
