@@ -12,6 +12,8 @@ sorts each run by (job arrival, job, task) and merges the runs a block at a
 time; :func:`to_table` turns a block into the columnar schema. Memory: one row
 per job, plus the merge's buffers (about ``chunk_rows`` rows however many
 runs). Times stay integers in the trace's own unit until :func:`to_table`.
+Runs are written without Parquet's dictionary encoding: their columns are
+mostly distinct integers (keys, times), which it would try and give up on.
 
 Constraints are a pandas frame of (key, attribute, operator, value) sorted by
 key (categorical columns keep it small), attached per task by
@@ -93,7 +95,7 @@ def spill(out: Finished, runs: list[Any], jobs: Any, tmp: Path, keep: bool = Fal
         runs.append(chunk)
     else:
         path = tmp / f"run{len(runs):05d}.parquet"
-        pq.write_table(pa.table(chunk), path, compression="lz4")
+        pq.write_table(pa.table(chunk), path, compression="lz4", use_dictionary=False)
         runs.append(path)
     return jobs
 
@@ -144,6 +146,7 @@ def sorted_chunks(
             pa.table(chunk),
             path,
             compression="lz4",
+            use_dictionary=False,
             row_group_size=max(4096, chunk_rows // len(runs)),
         )
         os.unlink(r)
