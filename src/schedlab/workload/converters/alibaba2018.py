@@ -89,19 +89,22 @@ of the full trace's 14 M stages colliding has a probability of about 10⁻⁵ �
 its start, requests and status, by code. batch_instance is then streamed a
 CSV block at a time with its strings left in Arrow: stage names
 dictionary-encoded and looked up once per distinct stage in the block,
-instance names hashed to 64 bits (and compared only within their stage). A
-block is folded with numpy to one row per instance (its best run, its first
-row, its earliest arrival) and handed to :mod:`.tasks`' finished-task
-buffer, spilled to runs, sorted by stage arrival and merged. No per-instance
-state is kept: an instance's runs in different blocks, runs or shards meet in
-the merge, where a stage's rows arrive together and are folded again to
-exactly one outcome per instance (the fold is associative, so where the input
-was cut does not matter). Held in memory: one row per stage (its hash, code,
-start and requests; tasks.py's per-job fold), the merge's buffers, the rows
-of the stage being resolved, and up to max(``run_rows``, stages so far)
-buffered rows — a spill folds every stage seen so far, so a run holds at
-least as many rows as there are stages and a spill costs a bounded time per
-row.
+instance names hashed to 64 bits (compared only within their stage). Each
+row becomes, with numpy, a run row (stage, instance hash, rank, duration,
+arrival, row number) handed to :mod:`.tasks`' finished-task buffer, spilled
+to runs, sorted by stage arrival and merged. No per-instance state is kept:
+an instance's rows, wherever they are in the shards, meet in the merge,
+where a stage's rows arrive together and are folded to exactly one outcome
+per instance (the best row is a maximum, so where the input was cut into
+blocks, runs and chunks does not matter). Rows are not folded per block
+first: that (finding a block's repeated instances and their best row) cost
+more than carrying the repeated rows through the sort, with one instance in
+ten retried. Held in memory: one row per stage (its hash, code, start and
+requests, about 40 bytes; tasks.py's per-job fold), the merge's buffers, the
+rows of the stage being resolved, and up to max(``run_rows``, stages so far)
+buffered rows of 48 bytes — a spill folds every stage seen so far, so a run
+holds at least as many rows as there are stages and a spill costs a bounded
+time per row.
 """
 
 from __future__ import annotations
@@ -338,8 +341,8 @@ def read_stages(paths: Sequence[Path], counts: dict[str, int], skip_bad: bool, b
 
 # -- the instances ---------------------------------------------------------------------------------
 class Runs(Finished):
-    """One row per instance (per block, then per run file): its best run's rank and duration, the stage's
-    arrival (or its own start), its first row and its name's hash. ``key`` is the stage's code << TASK_BITS."""
+    """One row per instance row: the run's rank and duration, the stage's arrival (or the run's start), the row's
+    number and the instance name's hash. ``key`` is the stage's code << TASK_BITS."""
 
     NAMES = ("key", "arrival", "duration", "rank", "instance", "first")
     TYPES = (np.int64,) * 6
@@ -356,9 +359,8 @@ def _several(c: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def best_runs(c: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per instance (stage ``key``, ``instance`` hash): the index of its best row, its earliest ``first`` and
-    ``arrival`` — associative, so folding blocks, then runs, gives the same as folding all rows at once.
-    Instances in row order (of their best row)."""
+    """Per instance (stage ``key``, ``instance`` hash): the index of its best row and its earliest ``first``
+    and ``arrival``, instances in row order (of their best row). Most rows are an instance's only one."""
     again = _several(c)
     if not again.any():  # the usual case: nothing to fold
         return np.arange(len(again)), c["first"], c["arrival"]
@@ -372,16 +374,6 @@ def best_runs(c: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndar
     arrival = np.concatenate([c["arrival"][~again], np.minimum.reduceat(c["arrival"][order], starts)])
     back = np.argsort(best, kind="stable")
     return best[back], first[back], arrival[back]
-
-
-def fold_block(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The block's rows with an instance's several rows folded into one (most blocks have none)."""
-    best, first, arrival = best_runs(c)
-    if len(best) == len(c["key"]):
-        return c
-    folded = {k: v[best] for k, v in c.items()}
-    folded["first"], folded["arrival"] = first, arrival
-    return folded
 
 
 class Tally:
@@ -427,21 +419,18 @@ def resolve(c: dict[str, np.ndarray], stages: Stages, drops: Drops, tally: Tally
     best, first, _arrival = best_runs(c)
     tally.instances += len(best)
     rank = c["rank"][best]
-    cls = rank >> CLASS_SHIFT
-    status = rank & ((1 << SEQ_SHIFT) - 1)
-    for code, reason in NOT_KEPT.items():
-        drops.add(reason, int(((cls == OTHER) & (status == code)).sum()))
-    for code, reason in NOT_KEPT_UNTIMED.items():
-        drops.add(reason, int(((cls == TERMINATED_UNTIMED) & (status == code)).sum()))
-    kept = cls == KEPT
+    kept = (rank >> CLASS_SHIFT) == KEPT
+    why = np.bincount(rank[~kept] & ((1 << SEQ_SHIFT) - 1), minlength=1 << SEQ_SHIFT)  # OTHER: a status; else why
+    for code, reason in (*NOT_KEPT.items(), *NOT_KEPT_UNTIMED.items()):
+        drops.add(reason, int(why[code]))
     best, first = best[kept], first[kept]
     code = c["key"][best] >> TASK_BITS  # a stage's rows are together (the merge's order: arrival, stage)
     n = len(best)
-    starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]]) if n else np.zeros(0, np.int64)
+    same = code[1:] == code[:-1]
+    starts = np.flatnonzero(np.r_[True, ~same]) if n else np.zeros(0, np.int64)
     sizes = np.diff(np.r_[starts, n])
-    stage = np.repeat(np.arange(len(starts)), sizes)
-    if n and ((np.diff(first) < 0) & (stage[1:] == stage[:-1])).any():  # number them by first appearance
-        order = np.lexsort((first, stage))
+    if n and (same & (first[1:] < first[:-1])).any():  # number them by first appearance
+        order = np.lexsort((first, np.repeat(np.arange(len(starts)), sizes)))
         best, code = best[order], code[order]
     if n and sizes.max() >= 1 << TASK_BITS:
         raise InputError(f"stage {int(code[starts[np.argmax(sizes)]])}", f"more than 2^{TASK_BITS} instances")
@@ -513,7 +502,6 @@ def convert_alibaba2018(
             if c is None:
                 continue
             rows += len(c["key"])
-            c = fold_block(c)
             out.add(*(c[k] for k in Runs.NAMES))
             if out.rows >= max(run_rows, len(jobs)):
                 jobs = spill(out, runs, jobs, Path(tmp))
