@@ -20,7 +20,7 @@ from schedlab.errors import InputError
 from schedlab.workload.columnar import ColumnarTraceWriter, read_columnar, read_metadata
 from schedlab.workload.convert import convert
 from schedlab.workload.converters import gather_tables
-from schedlab.workload.converters.alibaba2018 import STATUSES, convert_alibaba2018
+from schedlab.workload.converters.alibaba2018 import STATUSES, convert_alibaba2018, instance_keys
 
 FIXTURES = Path(__file__).parent / "fixtures" / "alibaba2018"
 SHARD1, SHARD2 = FIXTURES / "batch_instance-1.csv.gz", FIXTURES / "batch_instance-2.csv.gz"
@@ -138,6 +138,19 @@ def test_a_converted_trace_runs_with_its_own_requests(converted):
     c = r.summary["counters"]
     assert c["trace_tasks"] == report.tasks and c["tasks_unfinished"] == 0
     assert c["tasks_request_drawn"] == 8  # j_2's four tasks, j_9's two, j_7's two
+
+
+def test_instance_names_are_keyed_exactly_when_numbered_and_hashed_otherwise():
+    import pyarrow as pa
+
+    names = ["ins_7", "ins_07", "ins_0", "ins_00", "ins_", "ins_x", "inst_7", "7", "ins_7 ", "ins_7\nx", "ins_\u0663",
+             "ins_123456789012345678", "ins_1234567890123456789", "task_Nzg3ODAwNDgzMTAwNTc2NTQ2Mw=="]  # fmt: skip
+    keys = instance_keys(pa.array(names)).tolist()
+    assert keys[0] == 7 and keys[2] == 0 and keys[11] == 123456789012345678  # the trace's names: their number
+    assert len(set(keys)) == len(names)  # ins_07 is not ins_7; the others hashed below zero
+    assert all(k < 0 for i, k in enumerate(keys) if i not in (0, 2, 11))
+    again = instance_keys(pa.array(["x", *names[::-1]]).slice(1)).tolist()  # a block of its own, sliced
+    assert again == keys[::-1]
 
 
 def test_inputs_are_sorted_into_tables(tmp_path):
@@ -291,7 +304,7 @@ def reference(task_rows: list[tuple], instance_rows: list[tuple]) -> list[tuple]
 
 
 _INSTANCE = st.tuples(
-    st.sampled_from(["ins_1", "ins_2", "ins_3"]),
+    st.sampled_from(["ins_1", "ins_2", "ins_3", "ins_01", "a7"]),  # numbered names and hashed ones
     st.sampled_from(["M1", "R2_1"]),
     st.sampled_from(["j_1", "j_2"]),
     st.sampled_from(["Terminated", "Terminated", "Terminated", *STATUSES]),

@@ -89,7 +89,8 @@ of the full trace's 14 M stages colliding has a probability of about 10⁻⁵ �
 its start, requests and status, by code. batch_instance is then streamed a
 CSV block at a time with its strings left in Arrow: stage names
 dictionary-encoded and looked up once per distinct stage in the block,
-instance names hashed to 64 bits (compared only within their stage). Each
+instance names keyed by their number (``ins_<n>``, as the trace names them)
+or else hashed to 63 bits (compared only within their stage). Each
 row becomes, with numpy, a run row (stage, instance hash, rank, duration,
 arrival, row number) handed to :mod:`.tasks`' finished-task buffer, spilled
 to runs, sorted by stage arrival and merged. No per-instance state is kept:
@@ -203,6 +204,24 @@ def _hash(strings: Any) -> np.ndarray:
     import pandas as pd
 
     return pd.util.hash_array(strings.to_numpy(zero_copy_only=False), categorize=False).view(np.int64)
+
+
+def instance_keys(names: Any) -> np.ndarray:
+    """A 64-bit key of each instance name: ``ins_<n>`` (the trace's names; n in canonical decimal, below
+    10^18) is n itself, any other name its SipHash with the top bit set, so the two kinds never meet."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    digits = pc.utf8_slice_codeunits(names, 4)
+    numbered = pc.match_substring_regex(names, r"^ins_(0|[1-9][0-9]{0,17})$").to_numpy(zero_copy_only=False)
+    if numbered.all():
+        return pc.cast(digits, pa.int64()).to_numpy()
+    keys = np.zeros(len(numbered), np.int64)
+    if numbered.any():
+        keys[numbered] = pc.cast(pc.filter(digits, pa.array(numbered)), pa.int64()).to_numpy()
+    other = ~numbered
+    keys[other] = _hash(pc.filter(names, pa.array(other))) | np.int64(-(1 << 63))
+    return keys
 
 
 def stage_hashes(job_name: Any, task_name: Any) -> np.ndarray:
@@ -368,12 +387,14 @@ def best_runs(c: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndar
     order = rows[np.lexsort(tuple(c[k][rows] for k in ("duration", "rank", "instance", "key")))]
     k, i = c["key"][order], c["instance"][order]
     starts = np.flatnonzero(np.r_[True, (k[1:] != k[:-1]) | (i[1:] != i[:-1])])
-    last = np.r_[starts[1:] - 1, len(order) - 1]
-    best = np.concatenate([np.flatnonzero(~again), order[last]])
-    first = np.concatenate([c["first"][~again], np.minimum.reduceat(c["first"][order], starts)])
-    arrival = np.concatenate([c["arrival"][~again], np.minimum.reduceat(c["arrival"][order], starts)])
-    back = np.argsort(best, kind="stable")
-    return best[back], first[back], arrival[back]
+    top = order[np.r_[starts[1:] - 1, len(order) - 1]]  # the last of a group sorts highest
+    is_best = ~again
+    is_best[top] = True
+    first, arrival = c["first"].copy(), c["arrival"].copy()
+    first[top] = np.minimum.reduceat(c["first"][order], starts)
+    arrival[top] = np.minimum.reduceat(c["arrival"][order], starts)
+    best = np.flatnonzero(is_best)
+    return best, first[best], arrival[best]
 
 
 class Tally:
@@ -393,7 +414,7 @@ def _instance_rows(b: Batch, stages: Stages, row0: int, skip_bad: bool, bad_rows
     seq = _ints(b["seq_no"])
     keep = _first_bad(b, _row_checks(b, status, start, end, "seq_no", seq), skip_bad, bad_rows)
     code = stages.codes(stage_hashes(b["job_name"], b["task_name"]))
-    inst = _hash(b["instance_name"])
+    inst = instance_keys(b["instance_name"])
     cols = {"code": code, "inst": inst, "status": status, "start": start, "end": end, "seq": seq, "first": row0 + np.arange(len(code), dtype=np.int64)}
     if keep is not None:
         cols = {k: v[keep] for k, v in cols.items()}
