@@ -9,7 +9,8 @@ user code, priority and the two requests; every ``run_rows`` rows the buffer
 is :func:`spill`-ed to a Parquet run and folded into one row per job
 (earliest arrival, total duration, task count). :func:`sorted_chunks` then
 sorts each run by (job arrival, job, task) and merges the runs a block at a
-time; :func:`to_table` turns a block into the columnar schema. Memory: one row
+time, both on one integer per row (the job's place in that order, then the
+task); :func:`to_table` turns a block into the columnar schema. Memory: one row
 per job, plus the merge's buffers (about ``chunk_rows`` rows however many
 runs). Times stay integers in the trace's own unit until :func:`to_table`.
 Runs are written without Parquet's dictionary encoding: their columns are
@@ -120,13 +121,16 @@ def sorted_chunks(
     jobs_index = jobs.index
     job_arrival = jobs["arrival"].to_numpy()
     job_mean = jobs["total"].to_numpy() / jobs["n"].to_numpy()
+    # each job's place in the output's order (arrival, then job): a row then sorts on one integer, ``place``
+    job_place = np.empty(len(jobs_index), np.int64)
+    job_place[np.lexsort((jobs_index.to_numpy(), job_arrival))] = np.arange(len(jobs_index))
 
     def keyed(chunk: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        job = chunk["key"] >> TASK_BITS
-        where = jobs_index.get_indexer(job)
+        where = jobs_index.get_indexer(chunk["key"] >> TASK_BITS)
         chunk["job_arrival"] = job_arrival[where]
         chunk["mean"] = job_mean[where]
-        order = np.lexsort((chunk["key"] & ((1 << TASK_BITS) - 1), job, chunk["job_arrival"]))
+        chunk["place"] = (job_place[where] << TASK_BITS) | (chunk["key"] & ((1 << TASK_BITS) - 1))
+        order = np.argsort(chunk["place"], kind="stable")
         return {k: v[order] for k, v in chunk.items()}
 
     if len(runs) == 1 and isinstance(runs[0], dict):
@@ -155,8 +159,8 @@ def sorted_chunks(
 
 
 def _merge(paths: list[Path], chunk_rows: int) -> Iterator[dict[str, np.ndarray]]:
-    """k-way merge of runs sorted by (job arrival, job, key), a block at a time: every row up to the smallest of
-    the runs' last buffered keys is final."""
+    """k-way merge of runs sorted by ``place`` (job arrival, job, task), a block at a time: every row up to the
+    smallest of the runs' last buffered places is final."""
     import pyarrow.parquet as pq
 
     per_run = max(
@@ -176,22 +180,18 @@ def _merge(paths: list[Path], chunk_rows: int) -> Iterator[dict[str, np.ndarray]
     for i in range(len(paths)):
         refill(i)
     while any(b is not None for b in bufs):
-        live = [b for b in bufs if b is not None]
-        lasts = [(b["job_arrival"][-1], b["key"][-1] >> TASK_BITS, b["key"][-1]) for b in live]
-        ta, tj, tk = min(lasts)
+        last = min(b["place"][-1] for b in bufs if b is not None)
         pieces = []
         for i, b in enumerate(bufs):
             if b is None:
                 continue
-            a, j, k = b["job_arrival"], b["key"] >> TASK_BITS, b["key"]
-            upto = (a < ta) | ((a == ta) & ((j < tj) | ((j == tj) & (k <= tk))))
-            m = int(upto.sum())  # a prefix: the run is sorted
+            m = int(np.searchsorted(b["place"], last, side="right"))  # a prefix: the run is sorted
             if m:
                 pieces.append({c: v[:m] for c, v in b.items()})
                 bufs[i] = {c: v[m:] for c, v in b.items()}
                 refill(i)
         merged = {c: np.concatenate([p[c] for p in pieces]) for c in pieces[0]}
-        order = np.lexsort((merged["key"], merged["key"] >> TASK_BITS, merged["job_arrival"]))
+        order = np.argsort(merged["place"], kind="stable")  # sorted pieces: a merge
         yield {c: v[order] for c, v in merged.items()}
 
 
