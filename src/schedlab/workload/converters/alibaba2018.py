@@ -361,7 +361,7 @@ def read_stages(paths: Sequence[Path], counts: dict[str, int], skip_bad: bool, b
 # -- the instances ---------------------------------------------------------------------------------
 class Runs(Finished):
     """One row per instance row: the run's rank and duration, the stage's arrival (or the run's start), the row's
-    number and the instance name's hash. ``key`` is the stage's code << TASK_BITS."""
+    number and the instance's key (:func:`instance_keys`). ``key`` is the stage's code << TASK_BITS."""
 
     NAMES = ("key", "arrival", "duration", "rank", "instance", "first")
     TYPES = (np.int64,) * 6
@@ -377,12 +377,12 @@ def _several(c: dict[str, np.ndarray]) -> np.ndarray:
     return pd.Series(mixed).duplicated(keep=False).to_numpy()
 
 
-def best_runs(c: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per instance (stage ``key``, ``instance`` hash): the index of its best row and its earliest ``first``
-    and ``arrival``, instances in row order (of their best row). Most rows are an instance's only one."""
+def best_runs(c: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per instance (stage ``key``, ``instance``): the index of its best row and its earliest ``first``,
+    instances in row order (of their best row). Most rows are an instance's only one."""
     again = _several(c)
     if not again.any():  # the usual case: nothing to fold
-        return np.arange(len(again)), c["first"], c["arrival"]
+        return np.arange(len(again)), c["first"]
     rows = np.flatnonzero(again)
     order = rows[np.lexsort(tuple(c[k][rows] for k in ("duration", "rank", "instance", "key")))]
     k, i = c["key"][order], c["instance"][order]
@@ -390,11 +390,10 @@ def best_runs(c: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndar
     top = order[np.r_[starts[1:] - 1, len(order) - 1]]  # the last of a group sorts highest
     is_best = ~again
     is_best[top] = True
-    first, arrival = c["first"].copy(), c["arrival"].copy()
+    first = c["first"].copy()
     first[top] = np.minimum.reduceat(c["first"][order], starts)
-    arrival[top] = np.minimum.reduceat(c["arrival"][order], starts)
     best = np.flatnonzero(is_best)
-    return best, first[best], arrival[best]
+    return best, first[best]
 
 
 class Tally:
@@ -437,7 +436,7 @@ def _instance_rows(b: Batch, stages: Stages, row0: int, skip_bad: bool, bad_rows
 def resolve(c: dict[str, np.ndarray], stages: Stages, drops: Drops, tally: Tally) -> dict[str, np.ndarray]:
     """Whole stages' rows, in (arrival, stage) order, as their kept tasks: one per instance, numbered by first
     appearance, with the stage's mean duration and requests."""
-    best, first, _arrival = best_runs(c)
+    best, first = best_runs(c)
     tally.instances += len(best)
     rank = c["rank"][best]
     kept = (rank >> CLASS_SHIFT) == KEPT
