@@ -91,7 +91,7 @@ CSV block at a time with its strings left in Arrow: stage names
 dictionary-encoded and looked up once per distinct stage in the block,
 instance names keyed by their number (``ins_<n>``, as the trace names them)
 or else hashed to 63 bits (compared only within their stage). Each
-row becomes, with numpy, a run row (stage, instance hash, rank, duration,
+row becomes, with numpy, a run row (stage, instance key, rank, duration,
 arrival, row number) handed to :mod:`.tasks`' finished-task buffer, spilled
 to runs, sorted by stage arrival and merged. No per-instance state is kept:
 an instance's rows, wherever they are in the shards, meet in the merge,
