@@ -213,7 +213,10 @@ def instance_keys(names: Any) -> np.ndarray:
     import pyarrow.compute as pc
 
     digits = pc.utf8_slice_codeunits(names, 4)
-    numbered = pc.match_substring_regex(names, r"^ins_(0|[1-9][0-9]{0,17})$").to_numpy(zero_copy_only=False)
+    size = pc.binary_length(digits)
+    canonical = pc.and_(pc.less_equal(size, 18), pc.or_(pc.equal(size, 1), pc.invert(pc.starts_with(digits, "0"))))
+    numbered = pc.and_(pc.and_(pc.starts_with(names, "ins_"), pc.ascii_is_decimal(digits)), canonical)  # (not "")
+    numbered = numbered.to_numpy(zero_copy_only=False)
     if numbered.all():
         return pc.cast(digits, pa.int64()).to_numpy()
     keys = np.zeros(len(numbered), np.int64)
