@@ -391,7 +391,7 @@ def _format_options(items: list[str] | None) -> dict[str, float]:
 def trace_convert(
     inputs: Annotated[list[Path], typer.Argument(help="Input trace file(s), read in order as one trace; for a raw trace, its root folder, table folders or shards.")],
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Output: .parquet for a columnar trace (requests, constraints, users), else the Sparrow .tr format (.gz to compress).", callback=output_file)],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="Input format: google2011 or google2019 (raw Google 2011 / ClusterData 2019 tables), swim (a SWIM MapReduce workload: see --format-option), swf (Parallel Workloads Archive), tr, columnar, or auto (tr/columnar by suffix).")] = "auto",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="Input format: google2011 or google2019 (raw Google 2011 / ClusterData 2019 tables), alibaba2018 (raw Alibaba 2018 batch_task and batch_instance tables), swim (a SWIM MapReduce workload: see --format-option), swf (Parallel Workloads Archive), tr, columnar, or auto (tr/columnar by suffix).")] = "auto",
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Raw traces: count and skip malformed rows instead of stopping at the first.")] = False,
     scale_requests: Annotated[bool, typer.Option("--scale-requests/--normalised-requests", help="Raw traces: scale normalised requests to the default 64-core, 16 GB worker (cores, memory_mb), or keep them normalised (cpus, memory).")] = True,
     format_option: Annotated[list[str] | None, typer.Option("--format-option", help="A raw format's own option, NAME=VALUE (repeatable; e.g. swim's block_mb=64).")] = None,

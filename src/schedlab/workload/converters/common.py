@@ -99,23 +99,33 @@ def read_csv_shards(
     block_bytes: int = 2 << 20,
     as_arrays: bool = False,
     delimiter: str = ",",
+    as_arrow: bool = False,
 ) -> Iterator[Batch]:
     """Each shard's rows as batches of ``{column: values}`` (``None`` for an empty optional field).
 
     Every column is parsed and checked; only those in ``use`` (default: all) are handed over, as
     Python lists, or with ``as_arrays`` as numpy arrays (int64; float64 with NaN for an empty
-    optional number; object arrays with None for strings).
+    optional number; object arrays with None for strings), or with ``as_arrow`` as the Arrow
+    arrays themselves (typed, nulls for empty fields: string columns stay out of Python objects).
     """
     kinds = dict(columns)
     names = list(use) if use is not None else [n for n, _k in columns]
     for path in paths:
         for b in _read_shard(path, columns, skip_bad, bad_rows, progress, block_bytes, names, delimiter):
             cols = {n: b.cols[n] for n in names}
-            if as_arrays:
+            if as_arrow:
+                b.cols = {n: _as_arrow(v, kinds[n]) for n, v in cols.items()}
+            elif as_arrays:
                 b.cols = {n: _as_array(v, kinds[n]) for n, v in cols.items()}
             else:
                 b.cols = {n: v if isinstance(v, list) else v.to_pylist() for n, v in cols.items()}
             yield b
+
+
+def _as_arrow(values: Any, kind: str) -> Any:
+    import pyarrow as pa
+
+    return pa.array(values, _arrow_type(kind)) if isinstance(values, list) else values  # lists: the slow path's
 
 
 def _as_array(values: Any, kind: str) -> Any:

@@ -9,9 +9,12 @@ user code, priority and the two requests; every ``run_rows`` rows the buffer
 is :func:`spill`-ed to a Parquet run and folded into one row per job
 (earliest arrival, total duration, task count). :func:`sorted_chunks` then
 sorts each run by (job arrival, job, task) and merges the runs a block at a
-time; :func:`to_table` turns a block into the columnar schema. Memory: one row
+time, both on one integer per row (the job's place in that order, then the
+task); :func:`to_table` turns a block into the columnar schema. Memory: one row
 per job, plus the merge's buffers (about ``chunk_rows`` rows however many
 runs). Times stay integers in the trace's own unit until :func:`to_table`.
+Runs are written without Parquet's dictionary encoding: their columns are
+mostly distinct integers (keys, times), which it would try and give up on.
 
 Constraints are a pandas frame of (key, attribute, operator, value) sorted by
 key (categorical columns keep it small; :func:`constraint_frame` makes it,
@@ -47,10 +50,11 @@ def new_jobs() -> Any:
 
 
 class Finished:
-    """Finished tasks, as growing numpy columns."""
+    """Finished tasks, as growing numpy columns (a subclass may hold others: :func:`spill` needs ``key``,
+    ``arrival`` and ``duration``, and the runs keep every column)."""
 
-    NAMES = ("key", "arrival", "duration", "user", "priority", "cpu", "memory")
-    TYPES = (np.int64, np.int64, np.int64, np.int64, np.float64, np.float64, np.float64)
+    NAMES: tuple[str, ...] = ("key", "arrival", "duration", "user", "priority", "cpu", "memory")
+    TYPES: tuple[type, ...] = (np.int64, np.int64, np.int64, np.int64, np.float64, np.float64, np.float64)
 
     def __init__(self) -> None:
         self.parts: list[tuple[np.ndarray, ...]] = []
@@ -62,7 +66,7 @@ class Finished:
             self.rows += len(cols[0])
 
     def take(self) -> dict[str, np.ndarray]:
-        out = {
+        out: dict[str, np.ndarray] = {
             n: np.concatenate([p[k] for p in self.parts]).astype(t)
             if self.parts
             else np.zeros(0, t)
@@ -95,7 +99,7 @@ def spill(out: Finished, runs: list[Any], jobs: Any, tmp: Path, keep: bool = Fal
         runs.append(chunk)
     else:
         path = tmp / f"run{len(runs):05d}.parquet"
-        pq.write_table(pa.table(chunk), path, compression="lz4")
+        pq.write_table(pa.table(chunk), path, compression="lz4", use_dictionary=False)
         runs.append(path)
     return jobs
 
@@ -144,13 +148,16 @@ def sorted_chunks(
     jobs_index = jobs.index
     job_arrival = jobs["arrival"].to_numpy()
     job_mean = jobs["total"].to_numpy() / jobs["n"].to_numpy()
+    # each job's place in the output's order (arrival, then job): a row then sorts on one integer, ``place``
+    job_place = np.empty(len(jobs_index), np.int64)
+    job_place[np.lexsort((jobs_index.to_numpy(), job_arrival))] = np.arange(len(jobs_index))
 
     def keyed(chunk: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        job = chunk["key"] >> TASK_BITS
-        where = jobs_index.get_indexer(job)
+        where = jobs_index.get_indexer(chunk["key"] >> TASK_BITS)
         chunk["job_arrival"] = job_arrival[where]
         chunk["mean"] = job_mean[where]
-        order = np.lexsort((chunk["key"] & ((1 << TASK_BITS) - 1), job, chunk["job_arrival"]))
+        chunk["place"] = (job_place[where] << TASK_BITS) | (chunk["key"] & ((1 << TASK_BITS) - 1))
+        order = np.argsort(chunk["place"], kind="stable")
         return {k: v[order] for k, v in chunk.items()}
 
     if len(runs) == 1 and isinstance(runs[0], dict):
@@ -170,6 +177,7 @@ def sorted_chunks(
             pa.table(chunk),
             path,
             compression="lz4",
+            use_dictionary=False,
             row_group_size=max(4096, chunk_rows // len(runs)),
         )
         if not keep_runs:  # (a checkpoint may still name it)
@@ -179,8 +187,8 @@ def sorted_chunks(
 
 
 def _merge(paths: list[Path], chunk_rows: int) -> Iterator[dict[str, np.ndarray]]:
-    """k-way merge of runs sorted by (job arrival, job, key), a block at a time: every row up to the smallest of
-    the runs' last buffered keys is final."""
+    """k-way merge of runs sorted by ``place`` (job arrival, job, task), a block at a time: every row up to the
+    smallest of the runs' last buffered places is final."""
     import pyarrow.parquet as pq
 
     per_run = max(
@@ -200,22 +208,18 @@ def _merge(paths: list[Path], chunk_rows: int) -> Iterator[dict[str, np.ndarray]
     for i in range(len(paths)):
         refill(i)
     while any(b is not None for b in bufs):
-        live = [b for b in bufs if b is not None]
-        lasts = [(b["job_arrival"][-1], b["key"][-1] >> TASK_BITS, b["key"][-1]) for b in live]
-        ta, tj, tk = min(lasts)
+        last = min(b["place"][-1] for b in bufs if b is not None)
         pieces = []
         for i, b in enumerate(bufs):
             if b is None:
                 continue
-            a, j, k = b["job_arrival"], b["key"] >> TASK_BITS, b["key"]
-            upto = (a < ta) | ((a == ta) & ((j < tj) | ((j == tj) & (k <= tk))))
-            m = int(upto.sum())  # a prefix: the run is sorted
+            m = int(np.searchsorted(b["place"], last, side="right"))  # a prefix: the run is sorted
             if m:
                 pieces.append({c: v[:m] for c, v in b.items()})
                 bufs[i] = {c: v[m:] for c, v in b.items()}
                 refill(i)
         merged = {c: np.concatenate([p[c] for p in pieces]) for c in pieces[0]}
-        order = np.lexsort((merged["key"], merged["key"] >> TASK_BITS, merged["job_arrival"]))
+        order = np.argsort(merged["place"], kind="stable")  # sorted pieces: a merge
         yield {c: v[order] for c, v in merged.items()}
 
 
