@@ -453,7 +453,7 @@ def trace_megha_samples(
 def trace_machines(
     inputs: Annotated[list[Path], typer.Argument(help="The raw trace: its root folder, table folders or machine table shards.")],
     out_path: Annotated[Path, typer.Option("--out", "-o", help="The machines file to write (.parquet), for simulate --data-center-from.", callback=output_file)],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="Raw trace format with machine tables (google2011, google2019).")] = "google2011",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="Raw trace format with machine tables (google2011, google2019, alibaba2018).")] = "google2011",
     at: Annotated[float, typer.Option("--at", help="Trace time in seconds of the snapshot (0: the machines the trace starts with).")] = 0.0,
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Count and skip malformed rows instead of stopping at the first.")] = False,
     scale_requests: Annotated[bool, typer.Option("--scale-requests/--normalised-requests", help="Capacities in cores and MB (the largest machine = 64 cores, 16 GB, as trace convert scales requests), or normalised.")] = True,

@@ -272,3 +272,26 @@ def test_trace_info_counts_the_tasks_no_machine_can_run(files):
         trace_report(str(trace), machines=str(machines), config="reference")
     res = CliRunner().invoke(app, ["trace", "info", str(trace), "--machines", str(machines)])
     assert res.exit_code == 0 and "tasks no machine can run" in res.output
+
+
+def test_alibaba_machines(tmp_path):
+    folder = FIXTURES.parent / "alibaba2018"
+    report = convert_machines("alibaba2018", [folder], tmp_path / "m.parquet")
+    m = read_machines(tmp_path / "m.parquet")
+    assert m.ids.tolist() == [1, 2, 3, 5] and m.resources == ("cores", "memory_mb")
+    np.testing.assert_array_equal(m.capacity[:3], [[96, 16384], [96, 16384], [64, 8192]])  # cores as stated, memory of the largest
+    assert np.isnan(m.capacity[3]).all()
+    assert m.attributes[0] == {"failure_domain_1": "1", "failure_domain_2": "A", "status": "USING"}
+    assert report.counts["machine_meta_rows_after_the_snapshot"] == 2
+    convert_machines("alibaba2018", [folder], tmp_path / "later.parquet", at=300_000)
+    later = read_machines(tmp_path / "later.parquet")
+    assert later.ids.tolist() == [1, 2, 3, 4, 5] and later.attributes[0]["status"] == "IMPORT_INSTALLING"
+    convert_machines("alibaba2018", [folder], tmp_path / "n.parquet", scale_requests=False)
+    n = read_machines(tmp_path / "n.parquet")
+    assert n.resources == ("cpus", "memory") and n.capacity[2].tolist() == pytest.approx([64 / 96, 0.5])
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "machine_meta.csv").write_text("m_1,0,1,A,96,100,USING\nhost7,0,1,A,96,100,USING\n")
+    with pytest.raises(InputError, match=r"machine_meta.csv:2: machine ID 'host7' is not m_<number>"):
+        convert_machines("alibaba2018", [bad], tmp_path / "o.parquet")
+    assert convert_machines("alibaba2018", [bad], tmp_path / "o.parquet", skip_bad=True).machines == 1

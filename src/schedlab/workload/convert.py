@@ -275,8 +275,8 @@ def convert_machines(
         if progress is not None:
             progress(n)
 
-    ev, attrs = read_rows(tables, int(round(at * 1e6)), skip_bad, bad, rows, report.counts)
-    machines = snapshot(ev, attrs, at=at, scale=DEFAULT_SCALE if scale_requests else None, skip_bad=skip_bad, bad_rows=bad, counts=report.counts, source=fmt)
+    machine_rows_read = read_rows(tables, int(round(at * 1e6)), skip_bad, bad, rows, report.counts)
+    machines = snapshot(machine_rows_read, at=at, scale=DEFAULT_SCALE if scale_requests else None, skip_bad=skip_bad, bad_rows=bad, counts=report.counts, source=fmt)
     write_machines(out, machines)
     report.machines = machines.n
     report.attributes = len({k for a in machines.attributes for k in a})

@@ -64,7 +64,8 @@ FORMATS: dict[str, RawFormat] = {
                   machines="schedlab.workload.converters.machines:rows_google2019", machine_tables=("machine_events",)),
         RawFormat("alibaba2018", "schedlab.workload.converters.alibaba2018", ("batch_task", "batch_instance", "machine_meta"), ("batch_task", "batch_instance"),
                   options={"machine_cores": 96.0},
-                  describe="Alibaba cluster-trace-v2018 batch workload (batch_task, batch_instance CSV shards; machine_meta gathered, not used)"),
+                  describe="Alibaba cluster-trace-v2018 batch workload (batch_task, batch_instance; machine_meta CSV shards)",
+                  machines="schedlab.workload.converters.machines:rows_alibaba2018", machine_tables=("machine_meta",)),
     )
 }  # fmt: skip
 

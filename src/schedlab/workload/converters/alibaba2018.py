@@ -15,8 +15,8 @@ core. Tables:
   start_time, end_time, machine_id, seq_no, total_seq_no, cpu_avg, cpu_max,
   mem_avg, mem_max — one row per run of an instance (the largest table, about
   1.3 billion rows, in no particular order).
-* ``machine_meta`` is gathered with the others but not read here (the data
-  center is built from the machine tables elsewhere).
+* ``machine_meta`` is gathered with the others but not read here: ``trace
+  machines`` reads it (:func:`.machines.rows_alibaba2018`).
 
 Every field is parsed and checked: a wrong field count, a time, count or
 request that is not a number, an unknown status (Terminated, Failed,

@@ -29,6 +29,7 @@ Formats:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,20 @@ import numpy as np
 from schedlab.cluster.machines import Machines
 from schedlab.errors import InputError
 from schedlab.workload.converters.common import Drops, enum_codes, read_csv_shards, read_json_shards
-from schedlab.workload.converters.google2011 import resources
+from schedlab.workload.converters.google2011 import DEFAULT_SCALE, resources
+
+
+@dataclass
+class MachineRows:
+    """A format's machine rows for :func:`snapshot`: events (timestamp, machine, event as 0 ADD / 1 REMOVE /
+    2 UPDATE, cpus, memory, file, line) and attributes (timestamp, machine, name, value, deleted); with
+    ``factors`` and ``units`` when its capacities are not normalised to the largest machine."""
+
+    events: Any
+    attributes: Any
+    factors: dict[bool, tuple[float, float]] | None = None  # scaled? -> (cpus, memory) factors
+    units: dict[bool, dict[str, str]] | None = None
+
 
 MACHINE_EVENTS_2011 = [("timestamp", "int"), ("machine", "int"), ("event", "int"), ("platform", "str?"), ("cpus", "float?"), ("memory", "float?")]
 MACHINE_ATTRIBUTES_2011 = [("timestamp", "int"), ("machine", "int"), ("name", "str"), ("value", "str?"), ("deleted", "int?")]
@@ -46,21 +60,18 @@ ADD, REMOVE, UPDATE = 0, 1, 2
 
 def rows_google2011(
     tables: dict[str, list[Path]], limit: int, skip_bad: bool, bad_rows: Drops, progress: Callable[[int], None] | None, counts: dict[str, int]
-) -> tuple[Any, Any]:
+) -> MachineRows:
     """Google 2011's machine event and attribute rows at or before ``limit`` µs, for :func:`snapshot`."""
     ev = _csv_rows(tables.get("machine_events", []), MACHINE_EVENTS_2011, limit, skip_bad, bad_rows, progress, counts, "machine_events")
     attrs = _csv_rows(tables.get("machine_attributes", []), MACHINE_ATTRIBUTES_2011, limit, skip_bad, bad_rows, progress, counts, "machine_attributes")
-    return ev, attrs
+    return MachineRows(ev, attrs)
 
 
-def snapshot(
-    ev: Any, attr_rows: Any, *, at: float, scale: tuple[float, float] | None, skip_bad: bool, bad_rows: Drops, counts: dict[str, int], source: str
-) -> Machines:
-    """The machines from the event rows (a DataFrame of timestamp, machine, event as 0 ADD / 1 REMOVE /
-    2 UPDATE, cpus, memory, file, line) and attribute rows (timestamp, machine, name, value, deleted) at
-    or before ``at``."""
+def snapshot(rows: MachineRows, *, at: float, scale: tuple[float, float] | None, skip_bad: bool, bad_rows: Drops, counts: dict[str, int], source: str) -> Machines:
+    """The machines from a format's rows (:class:`MachineRows`) at or before ``at``."""
     import pandas as pd
 
+    ev, attr_rows = rows.events, rows.attributes
     bad = (ev["event"] < ADD) | (ev["event"] > UPDATE)
     if bad.any():
         if not skip_bad:
@@ -81,6 +92,8 @@ def snapshot(
         cap[col] = known.reindex(alive).to_numpy(dtype=float)
     names, units = resources(scale)
     f = (1.0, 1.0) if scale is None else scale
+    if rows.factors is not None and rows.units is not None:
+        f, units = rows.factors[scale is not None], rows.units[scale is not None]
     capacity = np.column_stack([cap["cpus"] * f[0], cap["memory"] * f[1]])
     counts["machines_without_capacity"] = int(np.isnan(capacity).any(axis=1).sum())
     attrs: list[dict[str, str]] = [{} for _ in alive]
@@ -131,7 +144,7 @@ EVENT_NAMES_2019 = ("EVENT_TYPE_UNKNOWN", "ADD", "REMOVE", "UPDATE")  # 2019's n
 
 def rows_google2019(
     tables: dict[str, list[Path]], limit: int, skip_bad: bool, bad_rows: Drops, progress: Callable[[int], None] | None, counts: dict[str, int]
-) -> tuple[Any, Any]:
+) -> MachineRows:
     """Google 2019's machine event (types mapped onto 2011's) and attribute rows at or before ``limit`` µs."""
     import pandas as pd
     import pyarrow as pa
@@ -190,4 +203,60 @@ def rows_google2019(
     attrs = pd.concat(at_parts, ignore_index=True) if at_parts else pd.DataFrame({c: [] for c in cols_at})
     if len(attrs):
         attrs = attrs[attrs["name"].notna()]
-    return ev, attrs
+    return MachineRows(ev, attrs)
+
+
+# -- Alibaba 2018 -----------------------------------------------------------------------------------
+MACHINE_META = [("machine", "str"), ("timestamp", "int"), ("failure_domain_1", "str?"), ("failure_domain_2", "str?"),
+                ("cpu_num", "float?"), ("mem_size", "float?"), ("status", "str?")]  # fmt: skip
+
+
+def rows_alibaba2018(
+    tables: dict[str, list[Path]], limit: int, skip_bad: bool, bad_rows: Drops, progress: Callable[[int], None] | None, counts: dict[str, int]
+) -> MachineRows:
+    """Alibaba 2018's ``machine_meta`` rows at or before ``limit`` µs: one row per machine and change (machine
+    ID ``m_<n>``, time in seconds, two failure domains, cpu_num cores, mem_size normalised to [0, 100], a
+    status). Each row restates the machine, so each is an UPDATE: a machine with a row by then is in the
+    data center (the schema names no status that removes one), and its failure domains and status are its
+    attributes. Capacities: cpu_num cores as stated (the converter's requests are absolute cores too) and
+    mem_size / 100 of the default worker's 16,384 MB; normalised, cpu_num / 96 and mem_size / 100."""
+    import pandas as pd
+
+    from schedlab.workload.converters.alibaba2018 import MACHINE_CORES
+
+    parts = []
+    later = 0
+    for b in read_csv_shards(tables.get("machine_meta", []), MACHINE_META, skip_bad=skip_bad, bad_rows=bad_rows, progress=progress, as_arrays=True):
+        names = b["machine"]
+        ok = np.fromiter((isinstance(m, str) and m.startswith("m_") and m[2:].isdigit() and m[2:].isascii() for m in names), bool, len(names))
+        bad = ~ok | (b["timestamp"] < 0)
+        if bad.any():
+            i = int(np.argmax(bad))
+            if not skip_bad:
+                what = f"machine ID {names[i]!r} is not m_<number>" if not ok[i] else f"negative time {b['timestamp'][i]}"
+                raise InputError(b.where(i), what)
+            bad_rows.add("machine_meta rows with a malformed machine ID or time", int(bad.sum()))
+        t = b["timestamp"] * 1_000_000
+        now = ~bad & (t <= limit)
+        later += int((~bad & ~now).sum())
+        idx = np.flatnonzero(now)
+        if not len(idx):
+            continue
+        lines = np.asarray(b.lines)[idx] if b.lines is not None else b.line0 + idx
+        ids = np.asarray([int(m[2:]) for m in names[idx]], dtype=np.int64)
+        parts.append(pd.DataFrame({"timestamp": t[idx], "machine": ids, "event": UPDATE, "shown": "", "cpus": b["cpu_num"][idx], "memory": b["mem_size"][idx],
+                                   "fd1": b["failure_domain_1"][idx], "fd2": b["failure_domain_2"][idx], "status": b["status"][idx], "file": str(b.path), "line": lines}))  # fmt: skip
+    counts["machine_meta_rows_after_the_snapshot"] = later
+    cols = ["timestamp", "machine", "event", "shown", "cpus", "memory", "fd1", "fd2", "status", "file", "line"]
+    ev = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame({c: [] for c in cols})
+    attrs = pd.concat(
+        [pd.DataFrame({"timestamp": ev["timestamp"], "machine": ev["machine"], "name": name, "value": ev[col], "deleted": ev[col].isna().astype(np.int64)})
+         for name, col in (("failure_domain_1", "fd1"), ("failure_domain_2", "fd2"), ("status", "status"))],
+        ignore_index=True,
+    )  # fmt: skip
+    factors = {True: (1.0, DEFAULT_SCALE[1] / 100.0), False: (1.0 / MACHINE_CORES, 1.0 / 100.0)}
+    units = {
+        True: {"cores": "cores (as machine_meta states them)", "memory_mb": f"MB ({DEFAULT_SCALE[1]:g} = the largest machine)"},
+        False: {"cpus": f"fraction of a {MACHINE_CORES:g}-core machine", "memory": "fraction of the largest machine's memory"},
+    }
+    return MachineRows(ev, attrs, factors, units)
