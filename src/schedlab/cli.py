@@ -396,6 +396,7 @@ def trace_convert(
     scale_requests: Annotated[bool, typer.Option("--scale-requests/--normalised-requests", help="Raw traces: scale normalised requests to the default 64-core, 16 GB worker (cores, memory_mb), or keep them normalised (cpus, memory).")] = True,
     format_option: Annotated[list[str] | None, typer.Option("--format-option", help="A raw format's own option, NAME=VALUE (repeatable; e.g. swim's block_mb=64).")] = None,
     work_dir: Annotated[Path | None, typer.Option("--work-dir", help="Raw traces (google2011): keep spills and a checkpoint per shard here; rerun with the same folder to resume after a failure.")] = None,
+    checkpoint_every: Annotated[float, typer.Option("--checkpoint-every", help="With --work-dir: seconds at least between two checkpoints (each writes the converter's whole state).")] = 60.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the conversion report as JSON.")] = False,
 ) -> None:
     """Convert a trace: raw production traces and .tr traces to the columnar (Parquet) format, or back to .tr; reports what was left out and why."""
@@ -416,7 +417,8 @@ def trace_convert(
 
         bar.start()
     try:
-        report = convert(fmt, inputs, out_path, skip_bad=skip_bad, scale_requests=scale_requests, progress=progress, options=_format_options(format_option), work_dir=work_dir)
+        report = convert(fmt, inputs, out_path, skip_bad=skip_bad, scale_requests=scale_requests, progress=progress, options=_format_options(format_option), work_dir=work_dir,
+                         checkpoint_every_s=checkpoint_every)
     finally:
         if bar is not None:
             bar.stop()

@@ -4,6 +4,7 @@ shard it finished and writes what an uninterrupted conversion writes."""
 from __future__ import annotations
 
 import gzip
+import json
 import shutil
 
 import pyarrow.parquet as pq
@@ -29,12 +30,6 @@ def _tree(tmp_path):
     return root, parts
 
 
-@pytest.fixture(autouse=True)
-def _every_shard(monkeypatch):
-    """A checkpoint after every shard (the default waits a minute between two)."""
-    monkeypatch.setattr(g2011.convert_google2011, "__kwdefaults__", {**g2011.convert_google2011.__kwdefaults__, "checkpoint_every_s": 0.0})
-
-
 def test_a_failed_conversion_resumes_after_its_last_shard(tmp_path, monkeypatch):
     root, parts = _tree(tmp_path)
     clean = convert("google2011", [root], tmp_path / "clean.parquet", row_group_tasks=1000)
@@ -45,7 +40,7 @@ def test_a_failed_conversion_resumes_after_its_last_shard(tmp_path, monkeypatch)
     shard3.write_bytes(gzip.compress(("\n".join([*parts[2][:5], "1,2,3", *parts[2][5:]]) + "\n").encode()))
     work = tmp_path / "work"
     with pytest.raises(InputError, match=r"part-00002-of-00004.csv.gz:6: expected 13 fields, got 3"):
-        convert("google2011", [root], tmp_path / "out.parquet", work_dir=work, row_group_tasks=1000)
+        convert("google2011", [root], tmp_path / "out.parquet", work_dir=work, checkpoint_every_s=0, row_group_tasks=1000)
     assert (work / "checkpoint.json").exists() and not (tmp_path / "out.parquet").exists()
 
     # fixed, it resumes: shards 0 and 1 are not read again, and the result is the uninterrupted one
@@ -58,7 +53,7 @@ def test_a_failed_conversion_resumes_after_its_last_shard(tmp_path, monkeypatch)
         return real(paths, *a, **k)
 
     monkeypatch.setattr(g2011, "read_csv_shards", spy)
-    report = convert("google2011", [root], tmp_path / "out.parquet", work_dir=work, row_group_tasks=1000)
+    report = convert("google2011", [root], tmp_path / "out.parquet", work_dir=work, checkpoint_every_s=0, row_group_tasks=1000)
     assert [n for n in read if n.startswith("part-")][:2] == ["part-00002-of-00004.csv.gz", "part-00003-of-00004.csv.gz"]
     assert pq.read_table(tmp_path / "out.parquet").equals(expected)
     assert report.as_dict() == clean.as_dict()  # rows read, drops and counts as if it had run in one go
@@ -71,15 +66,61 @@ def test_a_work_folder_belongs_to_one_conversion(tmp_path):
     shard2.write_bytes(gzip.compress(("\n".join(["1,2,3", *parts[1]]) + "\n").encode()))
     work = tmp_path / "work"
     with pytest.raises(InputError, match="part-00001"):
-        convert("google2011", [root], tmp_path / "out.parquet", work_dir=work)
+        convert("google2011", [root], tmp_path / "out.parquet", work_dir=work, checkpoint_every_s=0)
     with pytest.raises(InputError, match="holds the checkpoints of another conversion"):
-        convert("google2011", [root], tmp_path / "out.parquet", work_dir=work, scale_requests=False)
+        convert("google2011", [root], tmp_path / "out.parquet", work_dir=work, checkpoint_every_s=0, scale_requests=False)
     # a shard already converted changes: refused
     shard1 = root / "task_events" / "part-00000-of-00004.csv.gz"
     shard1.write_bytes(gzip.compress(("\n".join(parts[0][:-1]) + "\n").encode()))
     with pytest.raises(InputError, match="changed after it was converted"):
-        convert("google2011", [root], tmp_path / "out.parquet", work_dir=work)
+        convert("google2011", [root], tmp_path / "out.parquet", work_dir=work, checkpoint_every_s=0)
     with pytest.raises(InputError, match="the swim converter keeps no checkpoints"):
-        convert("swim", [FIXTURES.parent / "swim" / "sample.tsv"], tmp_path / "o.parquet", work_dir=work)
+        convert("swim", [FIXTURES.parent / "swim" / "sample.tsv"], tmp_path / "o.parquet", work_dir=work, checkpoint_every_s=0)
     with pytest.raises(InputError, match="only raw trace formats keep a work folder"):
-        convert("tr", ["syn_250"], tmp_path / "o.parquet", work_dir=work)
+        convert("tr", ["syn_250"], tmp_path / "o.parquet", work_dir=work, checkpoint_every_s=0)
+
+
+def test_a_killed_conversion_resumes(tmp_path):
+    """SIGKILL a running `schedlab trace convert --work-dir` once it has checkpointed, rerun it: the output is the
+    uninterrupted conversion's."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = tmp_path / "trace"
+    (root / "task_events").mkdir(parents=True)
+    # eight shards of 40,000 events: long enough to be killed part-way, short enough for a test
+    job = 1
+    for k in range(8):
+        lines = []
+        while len(lines) < 40_000:
+            t = 700_000_000 + job * 1000
+            for i in range(4):
+                lines += [f"{t},,{job},{i},,0,u{job % 7},,1,0.01,0.01,,", f"{t + 10},,{job},{i},{i},1,u{job % 7},,1,0.01,0.01,,",
+                          f"{t + 10 + (job % 50 + i) * 1_000_000},,{job},{i},{i},4,u{job % 7},,1,0.01,0.01,,"]  # fmt: skip
+            job += 1
+        (root / "task_events" / f"part-{k:05d}-of-00008.csv.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode(), compresslevel=1))
+    convert("google2011", [root], tmp_path / "clean.parquet")
+    work = tmp_path / "work"
+    cmd = [sys.executable, "-m", "schedlab", "trace", "convert", "--format", "google2011", str(root), "--out", str(tmp_path / "out.parquet"),
+           "--work-dir", str(work), "--checkpoint-every", "0"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (work / "checkpoint.json").exists():
+            assert proc.poll() is None, "finished before its first checkpoint: the input is too small to kill part-way"
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    assert not (tmp_path / "out.parquet").exists()
+    done = json.loads((work / "checkpoint.json").read_text())["shards_done"]
+    assert 1 <= done < 8
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert pq.read_table(tmp_path / "out.parquet").equals(pq.read_table(tmp_path / "clean.parquet"))
+    assert not work.exists()

@@ -80,6 +80,7 @@ def convert(
     progress: Callable[[int], None] | None = None,
     options: Mapping[str, float] | None = None,
     work_dir: str | os.PathLike | None = None,
+    checkpoint_every_s: float = 60.0,
 ) -> ConvertReport:
     """Convert ``inputs`` (read in order, as one trace) to ``out``; the output appears only if all went well.
 
@@ -91,7 +92,9 @@ def convert(
     if not inputs:
         raise InputError("INPUT", "no input trace given")
     if fmt in RAW_FORMATS:
-        return _convert_raw(fmt, inputs, Path(out), row_group_tasks, skip_bad, scale_requests, progress, options or {}, work_dir)
+        if not checkpoint_every_s >= 0:
+            raise InputError("--checkpoint-every", f"must be >= 0 seconds, got {checkpoint_every_s}")
+        return _convert_raw(fmt, inputs, Path(out), row_group_tasks, skip_bad, scale_requests, progress, options or {}, work_dir, checkpoint_every_s)
     if work_dir is not None:
         raise InputError("--work-dir", f"only raw trace formats keep a work folder, not {fmt}")
     if options:
@@ -134,6 +137,7 @@ def _convert_raw(
     progress: Callable[[int], None] | None,
     options: Mapping[str, float],
     work_dir: str | os.PathLike | None = None,
+    checkpoint_every_s: float = 60.0,
 ) -> ConvertReport:
     from schedlab.workload.columnar import NO_JOBS, ROW_GROUP_TASKS, ColumnarTraceWriter
     from schedlab.workload.converters import RawJob, format_options, gather_tables, run_converter
@@ -158,7 +162,8 @@ def _convert_raw(
         if progress is not None:
             progress(n)
 
-    job = RawJob(tables, skip_bad=skip_bad, scale_requests=scale_requests, counts=report.counts, progress=rows, options=opts, work_dir=work_dir)
+    job = RawJob(tables, skip_bad=skip_bad, scale_requests=scale_requests, counts=report.counts, progress=rows, options=opts, work_dir=work_dir,
+                 checkpoint_every_s=checkpoint_every_s)
     trace = run_converter(raw, job)
     writer = ColumnarTraceWriter(out, trace.resources, source=fmt, request_units=trace.request_units, row_group_tasks=row_group_tasks or ROW_GROUP_TASKS)
     try:

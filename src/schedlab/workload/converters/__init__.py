@@ -84,6 +84,7 @@ class RawJob:
     options: dict[str, float] = field(default_factory=dict)  # the format's options (defaults filled in)
     spill_dir: str | os.PathLike | None = None  # where to spill sorted runs (default: the system's temp folder)
     work_dir: str | os.PathLike | None = None  # keep spills and checkpoints here: a rerun resumes (see .checkpoint)
+    checkpoint_every_s: float = 60.0  # at most one checkpoint this often (each writes the converter's whole state)
 
 
 @dataclass

@@ -502,6 +502,7 @@ def convert(job: RawJob) -> RawTrace:
     tables = convert_google2011(
         job.tables["task_events"], job.tables["task_constraints"], scale=scale, skip_bad=job.skip_bad, drops=job.drops,
         bad_rows=job.bad_rows, counts=job.counts, progress=job.progress, spill_dir=job.spill_dir, work_dir=job.work_dir,
+        checkpoint_every_s=job.checkpoint_every_s,
     )  # fmt: skip
     return RawTrace(names, units, tables)
 
