@@ -124,3 +124,40 @@ def test_a_killed_conversion_resumes(tmp_path):
     assert res.returncode == 0, res.stderr
     assert pq.read_table(tmp_path / "out.parquet").equals(pq.read_table(tmp_path / "clean.parquet"))
     assert not work.exists()
+
+
+def test_a_failed_google2019_conversion_resumes(tmp_path, monkeypatch):
+    import schedlab.workload.converters.google2019 as g2019
+
+    src = FIXTURES.parent / "google2019"
+    root = tmp_path / "g19"
+    root.mkdir()
+    shutil.copy(src / "collection_events-000000000000.json.gz", root)
+    lines = [ln for p in sorted(src.glob("instance_events-*.json.gz")) for ln in gzip.decompress(p.read_bytes()).decode().splitlines()]
+    q = len(lines) // 4
+    parts = [lines[:q], lines[q : 2 * q], lines[2 * q : 3 * q], lines[3 * q :]]
+
+    def write(k, rows):
+        (root / f"instance_events-{k:012d}.json.gz").write_bytes(gzip.compress(("\n".join(rows) + "\n").encode(), mtime=0))
+
+    for k, part in enumerate(parts):
+        write(k, part)
+    clean = convert("google2019", [root], tmp_path / "clean.parquet")
+    write(2, [*parts[2][:3], "{not json", *parts[2][3:]])
+    work = tmp_path / "work"
+    with pytest.raises(InputError, match=r"instance_events-000000000002.json.gz:4: not valid JSON"):
+        convert("google2019", [root], tmp_path / "out.parquet", work_dir=work, checkpoint_every_s=0)
+    write(2, parts[2])
+    read = []
+    real = g2019.read_json_shards
+
+    def spy(paths, *a, **k):
+        read.extend(p.name for p in paths)
+        return real(paths, *a, **k)
+
+    monkeypatch.setattr(g2019, "read_json_shards", spy)
+    report = convert("google2019", [root], tmp_path / "out.parquet", work_dir=work, checkpoint_every_s=0)
+    assert [n for n in read if n.startswith("instance_events")] == ["instance_events-000000000002.json.gz", "instance_events-000000000003.json.gz"]
+    assert pq.read_table(tmp_path / "out.parquet").equals(pq.read_table(tmp_path / "clean.parquet"))
+    assert report.as_dict() == clean.as_dict()
+    assert not work.exists()

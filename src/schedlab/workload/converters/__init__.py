@@ -61,7 +61,7 @@ FORMATS: dict[str, RawFormat] = {
                   ("collection_events", "instance_events", "machine_events", "machine_attributes"), ("collection_events", "instance_events"),
                   suffixes=JSON, describe="Google ClusterData 2019 (collection_events, instance_events; machine_events, machine_attributes "
                   "JSON-lines shards as BigQuery exports them)",
-                  machines="schedlab.workload.converters.machines:rows_google2019", machine_tables=("machine_events",)),
+                  machines="schedlab.workload.converters.machines:rows_google2019", machine_tables=("machine_events",), restartable=True),
         RawFormat("alibaba2018", "schedlab.workload.converters.alibaba2018", ("batch_task", "batch_instance", "machine_meta"), ("batch_task", "batch_instance"),
                   options={"machine_cores": 96.0},
                   describe="Alibaba cluster-trace-v2018 batch workload (batch_task, batch_instance; machine_meta CSV shards)",

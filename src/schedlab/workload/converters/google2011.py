@@ -520,7 +520,7 @@ def _events_pass(
     saved = work.load()
     if saved is not None:
         first, arrays, values = saved
-        jobs = _restore(states, tally, out, users, drops, bad_rows, arrays, values)
+        jobs = restore_fold(states, tally, out, users, drops, bad_rows, arrays, values)
         runs = [Path(r) for r in values["runs"]]
         if progress is not None:
             progress(values["rows_read"])
@@ -551,7 +551,7 @@ def _events_pass(
             if out.rows >= run_rows:
                 jobs = spill(out, runs, jobs, work.dir)
         if work.due() or (work.keeps and k + 1 == len(paths)):  # and after the last: the merge can fail too
-            _checkpoint(work, k + 1, states, tally, out, users, drops, bad_rows, jobs, runs, rows_read[0])
+            checkpoint_fold(work, k + 1, states, tally, out, users, drops, bad_rows, jobs, runs, rows_read[0])
     drop_unfinished(states, drops)
     if out.rows or not runs:
         jobs = spill(out, runs, jobs, work.dir, keep=not runs)
@@ -560,9 +560,12 @@ def _events_pass(
     return runs, jobs
 
 
-def _checkpoint(work: WorkDir, done: int, states: TaskStates, tally: Tally, out: Finished, users: dict[str, int], drops: Drops,
-                bad_rows: Drops, jobs: Any, runs: list[Any], rows_read: int) -> None:  # fmt: skip
-    """The events pass's whole state after ``done`` shards (the finished tasks not yet spilled included)."""
+def checkpoint_fold(work: WorkDir, done: int, states: TaskStates, tally: Tally, out: Finished, users: dict[str, int], drops: Drops,
+                    bad_rows: Drops, jobs: Any, runs: list[Any], rows_read: int, arrays: dict[str, np.ndarray] | None = None,
+                    values: dict[str, Any] | None = None) -> None:  # fmt: skip
+    """The fold's whole state after ``done`` shards (the finished tasks not yet spilled included), with a
+    converter's own ``arrays`` and ``values``."""
+    extra_arrays, extra_values = arrays or {}, values or {}
     n = states.n
     arrays = {f"state_{name}": getattr(states, name)[:n] for name in (*TaskStates._INTS, *TaskStates._FLOATS)}
     arrays["slot_keys"] = np.fromiter(states.slot_of.keys(), np.int64, len(states.slot_of))
@@ -574,12 +577,12 @@ def _checkpoint(work: WorkDir, done: int, states: TaskStates, tally: Tally, out:
     arrays.update({"jobs_index": jobs.index.to_numpy(np.int64), **{f"jobs_{c}": jobs[c].to_numpy(np.int64) for c in ("arrival", "total", "n")}})
     values = {"n": n, "users": users, "ended_early": tally.ended_early, "out_of_order": tally.out_of_order, "drops": drops.counts,
               "bad_rows": bad_rows.counts, "runs": [str(r) for r in runs], "rows_read": rows_read}  # fmt: skip
-    work.save(done, arrays, values)
+    work.save(done, {**arrays, **extra_arrays}, {**values, **extra_values})
 
 
-def _restore(states: TaskStates, tally: Tally, out: Finished, users: dict[str, int], drops: Drops, bad_rows: Drops,
-             arrays: dict[str, np.ndarray], values: dict[str, Any]) -> Any:  # fmt: skip
-    """Put a checkpoint's state back (see :func:`_checkpoint`); returns the jobs' fold."""
+def restore_fold(states: TaskStates, tally: Tally, out: Finished, users: dict[str, int], drops: Drops, bad_rows: Drops,
+                 arrays: dict[str, np.ndarray], values: dict[str, Any]) -> Any:  # fmt: skip
+    """Put a checkpoint's fold state back (see :func:`checkpoint_fold`); returns the jobs' fold."""
     import pandas as pd
 
     n = int(values["n"])

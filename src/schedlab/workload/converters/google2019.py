@@ -77,6 +77,7 @@ import numpy as np
 
 from schedlab.errors import InputError
 from schedlab.workload.converters import RawJob, RawTrace
+from schedlab.workload.converters.checkpoint import EVERY_S, WorkDir
 from schedlab.workload.converters.common import Batch, Drops, enum_codes, read_json_shards
 from schedlab.workload.converters.google2011 import (
     DEFAULT_SCALE,
@@ -91,9 +92,11 @@ from schedlab.workload.converters.google2011 import (
     UPDATE_RUNNING,
     Tally,
     TaskStates,
+    checkpoint_fold,
     drop_unfinished,
     fold_batch,
     resources,
+    restore_fold,
     user_codes,
 )
 from schedlab.workload.converters.tasks import (
@@ -323,8 +326,8 @@ class JobCodes:
 
 
 def _instances_pass(
-    paths: Sequence[Path], colls: Collections, jobs_of: JobCodes, drops: Drops, bad_rows: Drops, counts: dict[str, int], skip_bad: bool,
-    progress: Callable[[int], None] | None, run_rows: int, tmp: Path,
+    paths: Sequence[Path], colls: Collections, jobs_of: JobCodes, users: dict[str, int], drops: Drops, bad_rows: Drops, counts: dict[str, int],
+    skip_bad: bool, progress: Callable[[int], None] | None, run_rows: int, work: WorkDir, saved: tuple[int, dict[str, np.ndarray], dict[str, Any]] | None,
 ) -> tuple[list[Any], Any, Any]:  # fmt: skip
     """The events through 2011's fold: the finished tasks' runs, the jobs, and the constraint frame."""
     import pandas as pd
@@ -337,38 +340,72 @@ def _instances_pass(
     alloc_tasks: set[tuple[int, int]] = set()
     alloc_rows = stated = 0
     cons_parts: list[Any] = []
-    for b in read_json_shards(paths, instance_schema(), skip_bad=skip_bad, bad_rows=bad_rows, progress=progress):
-        r = Rows(b, instances=True)
-        keep = r.good(skip_bad, bad_rows)
-        pos, found = colls.find(r.cid)
-        alloc = keep & ((r.ct == ALLOC_SET) | colls.allocs(pos, found))  # reservations: left out
-        if alloc.any():
-            alloc_rows += int(alloc.sum())
-            alloc_tasks.update(zip(r.cid[alloc].tolist(), r.idx[alloc].tolist(), strict=True))
-            keep &= ~alloc
-        rows = np.flatnonzero(keep)
-        if not len(rows):
-            continue
-        pos, found = pos[rows], found[rows]
-        key = (jobs_of.codes(r.cid[rows], pos, found) << TASK_BITS) | r.idx[rows]
-        cpu, mem = (_floats(c)[rows] for c in b["resource_request"].flatten())
-        fold_batch(states, {"t": r.t[rows], "key": key, "ev": AS_2011[r.ev[rows]], "user": colls.users(pos, found), "prio": _floats(b["priority"])[rows],
-                            "cpu": cpu, "mem": mem}, out, tally)  # fmt: skip
-        # the constraints of the rows kept, duplicates within the block removed
-        key_of = np.full(r.n, -1, np.int64)
-        key_of[rows] = key
-        ck = key_of[r.parent]
-        sel = ck >= 0
-        if sel.any():
-            stated += int(sel.sum())
-            sym, val = operator_symbols(r.rel[sel], r.value[sel])
-            cons_parts.append(pd.DataFrame({"key": ck[sel], "attribute": r.attr[sel], "operator": sym, "value": val}).drop_duplicates())
-        if out.rows >= run_rows:
-            jobs = spill(out, runs, jobs, tmp)
+    first, rows_read = 0, 0
+    if saved is not None:
+        first, arrays, values = saved
+        jobs = restore_fold(states, tally, out, {}, drops, bad_rows, arrays, values)
+        runs = [Path(r) for r in values["runs"]]
+        rows_read = int(values["rows_read"])
+        for k, v in values["counts"].items():
+            counts[k] = v
+        alloc_tasks = set(zip(arrays["alloc_cid"].tolist(), arrays["alloc_idx"].tolist(), strict=True))
+        alloc_rows, stated = int(values["alloc_rows"]), int(values["stated"])
+        jobs_of.unknown = dict(zip(arrays["unknown_cid"].tolist(), arrays["unknown_code"].tolist(), strict=True))
+        if values["constraints"]:
+            cons_parts.append(pd.read_parquet(values["constraints"]))
+        if progress is not None:
+            progress(rows_read)
+    read = [rows_read]
+
+    def counted(n: int) -> None:
+        read[0] += n
+        if progress is not None:
+            progress(n)
+
+    for k in range(first, len(paths)):
+        for b in read_json_shards([paths[k]], instance_schema(), skip_bad=skip_bad, bad_rows=bad_rows, progress=counted):
+            r = Rows(b, instances=True)
+            keep = r.good(skip_bad, bad_rows)
+            pos, found = colls.find(r.cid)
+            alloc = keep & ((r.ct == ALLOC_SET) | colls.allocs(pos, found))  # reservations: left out
+            if alloc.any():
+                alloc_rows += int(alloc.sum())
+                alloc_tasks.update(zip(r.cid[alloc].tolist(), r.idx[alloc].tolist(), strict=True))
+                keep &= ~alloc
+            rows = np.flatnonzero(keep)
+            if not len(rows):
+                continue
+            pos, found = pos[rows], found[rows]
+            key = (jobs_of.codes(r.cid[rows], pos, found) << TASK_BITS) | r.idx[rows]
+            cpu, mem = (_floats(c)[rows] for c in b["resource_request"].flatten())
+            fold_batch(states, {"t": r.t[rows], "key": key, "ev": AS_2011[r.ev[rows]], "user": colls.users(pos, found), "prio": _floats(b["priority"])[rows],
+                                "cpu": cpu, "mem": mem}, out, tally)  # fmt: skip
+            # the constraints of the rows kept, duplicates within the block removed
+            key_of = np.full(r.n, -1, np.int64)
+            key_of[rows] = key
+            ck = key_of[r.parent]
+            sel = ck >= 0
+            if sel.any():
+                stated += int(sel.sum())
+                sym, val = operator_symbols(r.rel[sel], r.value[sel])
+                cons_parts.append(pd.DataFrame({"key": ck[sel], "attribute": r.attr[sel], "operator": sym, "value": val}).drop_duplicates())
+            if out.rows >= run_rows:
+                jobs = spill(out, runs, jobs, work.dir)
+        if work.due() or (work.keeps and k + 1 == len(paths)):  # and after the last: the merge can fail too
+            cons_parts = [constraint_frame(cons_parts)] if cons_parts else []  # one frame, as the checkpoint keeps it
+            cons_path = ""
+            if cons_parts:
+                cons_path = str(work.dir / f"constraints-{k + 1:06d}.parquet")
+                cons_parts[0].to_parquet(cons_path)
+            alloc = np.asarray(sorted(alloc_tasks), dtype=np.int64).reshape(-1, 2)
+            arrays = {"alloc_cid": alloc[:, 0], "alloc_idx": alloc[:, 1], "unknown_cid": np.fromiter(jobs_of.unknown, np.int64, len(jobs_of.unknown)),
+                      "unknown_code": np.fromiter(jobs_of.unknown.values(), np.int64, len(jobs_of.unknown))}  # fmt: skip
+            values = {"alloc_rows": alloc_rows, "stated": stated, "constraints": cons_path, "counts": dict(counts)}
+            checkpoint_fold(work, k + 1, states, tally, out, users, drops, bad_rows, jobs, runs, read[0], arrays, values)
     drop_unfinished(states, drops)
     drops.add(ALLOC_DROP, len(alloc_tasks))
     if out.rows or not runs:
-        jobs = spill(out, runs, jobs, tmp, keep=not runs)
+        jobs = spill(out, runs, jobs, work.dir, keep=not runs)
     counts["runs_ended_early"] = tally.ended_early
     counts["events_out_of_order"] = tally.out_of_order
     counts["alloc_set_instance_events"] = alloc_rows
@@ -391,17 +428,33 @@ def convert_google2019(
     progress: Callable[[int], None] | None = None,
     run_rows: int = 1_000_000,
     spill_dir: str | os.PathLike | None = None,
+    work_dir: str | os.PathLike | None = None,
+    checkpoint_every_s: float = EVERY_S,
 ) -> Iterator[Any]:
     """Stream the trace as Arrow tables in the columnar trace's schema, in arrival order (for
-    :meth:`~schedlab.workload.columnar.ColumnarTraceWriter.write_tables`)."""
+    :meth:`~schedlab.workload.columnar.ColumnarTraceWriter.write_tables`).
+
+    ``work_dir`` makes the conversion restartable (:mod:`.checkpoint`): a checkpoint after an instance_events
+    shard (at most ``checkpoint_every_s`` apart); a rerun with the same folder reads collection_events again
+    and the instance_events shards after the last checkpoint."""
     drops = drops if drops is not None else Drops()
     bad_rows = bad_rows if bad_rows is not None else Drops()
     counts = counts if counts is not None else {}
-    with tempfile.TemporaryDirectory(prefix="schedlab-google2019-", dir=spill_dir) as tmp:
+    what = {"format": "google2019", "scale": list(scale) if scale else None, "skip_bad": skip_bad, "run_rows": run_rows,
+            "collection_events": [str(q) for q in collection_events]}  # fmt: skip
+    if spill_dir is not None and work_dir is None:
+        os.makedirs(spill_dir, exist_ok=True)
+        work_dir = tempfile.mkdtemp(prefix="schedlab-google2019-", dir=spill_dir)
+    work = WorkDir(work_dir, what, instance_events, prefix="schedlab-google2019-", every_s=checkpoint_every_s)
+    try:
+        saved = work.load()
         users: dict[str, int] = {}
-        colls = _collections_pass(collection_events, users, bad_rows, counts, skip_bad, progress)
+        if saved is None:
+            colls = _collections_pass(collection_events, users, bad_rows, counts, skip_bad, progress)
+        else:  # read again (its rows counted as read again), its counts already in the checkpoint's
+            colls = _collections_pass(collection_events, users, Drops(), {}, skip_bad, progress)
         jobs_of = JobCodes(colls)
-        runs, jobs, constraints = _instances_pass(instance_events, colls, jobs_of, drops, bad_rows, counts, skip_bad, progress, run_rows, Path(tmp))
+        runs, jobs, constraints = _instances_pass(instance_events, colls, jobs_of, users, drops, bad_rows, counts, skip_bad, progress, run_rows, work, saved)
         counts["collections_without_collection_events"] = len(jobs_of.unknown)
         job_ids = jobs_of.job_ids()
         job_prio = np.concatenate([colls.prio, np.full(len(jobs_of.unknown), np.nan)])
@@ -410,7 +463,7 @@ def convert_google2019(
         factors = (1.0, 1.0) if scale is None else scale
         kept = constrained = unknown = 0
         ck = constraints["key"].to_numpy()
-        for chunk in sorted_chunks(runs, jobs, Path(tmp)):
+        for chunk in sorted_chunks(runs, jobs, work.dir, keep_runs=work.keeps):  # a checkpoint names the runs
             job = chunk["key"] >> TASK_BITS
             prio = chunk["priority"]
             chunk["priority"] = np.where(np.isnan(prio), job_prio[job], prio)
@@ -421,6 +474,10 @@ def convert_google2019(
         counts["tasks_without_collection_events"] = unknown
         counts["tasks_constrained"] = constrained
         counts["constraint_rows_of_dropped_tasks"] = len(constraints) - kept
+    except BaseException:
+        work.abandon()
+        raise
+    work.finish()
 
 
 def convert(job: RawJob) -> RawTrace:
@@ -429,6 +486,7 @@ def convert(job: RawJob) -> RawTrace:
     names, units = resources(scale)
     tables = convert_google2019(
         job.tables["instance_events"], job.tables["collection_events"], scale=scale, skip_bad=job.skip_bad, drops=job.drops,
-        bad_rows=job.bad_rows, counts=job.counts, progress=job.progress, spill_dir=job.spill_dir,
+        bad_rows=job.bad_rows, counts=job.counts, progress=job.progress, spill_dir=job.spill_dir, work_dir=job.work_dir,
+        checkpoint_every_s=job.checkpoint_every_s,
     )  # fmt: skip
     return RawTrace(names, units, tables)
