@@ -30,6 +30,19 @@ def _tree(tmp_path):
     return root, parts
 
 
+def _shards_read(monkeypatch, module, reader: str) -> list[str]:
+    """The names of the shards ``module``'s ``reader`` is asked to read from now on."""
+    read: list[str] = []
+    real = getattr(module, reader)
+
+    def spy(paths, *a, **k):
+        read.extend(p.name for p in paths)
+        return real(paths, *a, **k)
+
+    monkeypatch.setattr(module, reader, spy)
+    return read
+
+
 def test_a_failed_conversion_resumes_after_its_last_shard(tmp_path, monkeypatch):
     root, parts = _tree(tmp_path)
     clean = convert("google2011", [root], tmp_path / "clean.parquet", row_group_tasks=1000)
@@ -45,14 +58,7 @@ def test_a_failed_conversion_resumes_after_its_last_shard(tmp_path, monkeypatch)
 
     # fixed, it resumes: shards 0 and 1 are not read again, and the result is the uninterrupted one
     shard3.write_bytes(gzip.compress(("\n".join(parts[2]) + "\n").encode()))
-    read = []
-    real = g2011.read_csv_shards
-
-    def spy(paths, *a, **k):
-        read.extend(p.name for p in paths)
-        return real(paths, *a, **k)
-
-    monkeypatch.setattr(g2011, "read_csv_shards", spy)
+    read = _shards_read(monkeypatch, g2011, "read_csv_shards")
     report = convert("google2011", [root], tmp_path / "out.parquet", work_dir=work, checkpoint_every_s=0, row_group_tasks=1000)
     assert [n for n in read if n.startswith("part-")][:2] == ["part-00002-of-00004.csv.gz", "part-00003-of-00004.csv.gz"]
     assert pq.read_table(tmp_path / "out.parquet").equals(expected)
@@ -148,14 +154,7 @@ def test_a_failed_google2019_conversion_resumes(tmp_path, monkeypatch):
     with pytest.raises(InputError, match=r"instance_events-000000000002.json.gz:4: not valid JSON"):
         convert("google2019", [root], tmp_path / "out.parquet", work_dir=work, checkpoint_every_s=0)
     write(2, parts[2])
-    read = []
-    real = g2019.read_json_shards
-
-    def spy(paths, *a, **k):
-        read.extend(p.name for p in paths)
-        return real(paths, *a, **k)
-
-    monkeypatch.setattr(g2019, "read_json_shards", spy)
+    read = _shards_read(monkeypatch, g2019, "read_json_shards")
     report = convert("google2019", [root], tmp_path / "out.parquet", work_dir=work, checkpoint_every_s=0)
     assert [n for n in read if n.startswith("instance_events")] == ["instance_events-000000000002.json.gz", "instance_events-000000000003.json.gz"]
     assert pq.read_table(tmp_path / "out.parquet").equals(pq.read_table(tmp_path / "clean.parquet"))
