@@ -395,7 +395,7 @@ def trace_convert(
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Raw traces: count and skip malformed rows instead of stopping at the first.")] = False,
     scale_requests: Annotated[bool, typer.Option("--scale-requests/--normalised-requests", help="Raw traces: scale normalised requests to the default 64-core, 16 GB worker (cores, memory_mb), or keep them normalised (cpus, memory).")] = True,
     format_option: Annotated[list[str] | None, typer.Option("--format-option", help="A raw format's own option, NAME=VALUE (repeatable; e.g. swim's block_mb=64).")] = None,
-    work_dir: Annotated[Path | None, typer.Option("--work-dir", help="Raw traces (google2011, google2019): keep spills and checkpoints here; rerun with the same folder to resume after a failure.")] = None,
+    work_dir: Annotated[Path | None, typer.Option("--work-dir", help="Raw traces (google2011, google2019, alibaba2018): keep spills and checkpoints here; rerun with the same folder to resume after a failure.")] = None,
     checkpoint_every: Annotated[float, typer.Option("--checkpoint-every", help="With --work-dir: seconds at least between two checkpoints (each writes the converter's whole state).")] = 60.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the conversion report as JSON.")] = False,
 ) -> None:

@@ -160,3 +160,25 @@ def test_a_failed_google2019_conversion_resumes(tmp_path, monkeypatch):
     assert pq.read_table(tmp_path / "out.parquet").equals(pq.read_table(tmp_path / "clean.parquet"))
     assert report.as_dict() == clean.as_dict()
     assert not work.exists()
+
+
+def test_a_failed_alibaba2018_conversion_resumes(tmp_path, monkeypatch):
+    import schedlab.workload.converters.alibaba2018 as ali
+
+    src = FIXTURES.parent / "alibaba2018"
+    root = tmp_path / "ali"
+    shutil.copytree(src, root, ignore=shutil.ignore_patterns("malformed", "README.md"))
+    clean = convert("alibaba2018", [root], tmp_path / "clean.parquet")
+    shard2 = root / "batch_instance-2.csv.gz"
+    good = gzip.decompress(shard2.read_bytes()).decode().splitlines()
+    shard2.write_bytes(gzip.compress(("\n".join([*good[:2], "ins_1,M1", *good[2:]]) + "\n").encode()))
+    work = tmp_path / "work"
+    with pytest.raises(InputError, match=r"batch_instance-2.csv.gz:3: expected 14 fields, got 2"):
+        convert("alibaba2018", [root], tmp_path / "out.parquet", work_dir=work, checkpoint_every_s=0)
+    shard2.write_bytes(gzip.compress(("\n".join(good) + "\n").encode()))
+    read = _shards_read(monkeypatch, ali, "read_csv_shards")
+    report = convert("alibaba2018", [root], tmp_path / "out.parquet", work_dir=work, checkpoint_every_s=0)
+    assert [n for n in read if n.startswith("batch_instance")] == ["batch_instance-2.csv.gz"]
+    assert pq.read_table(tmp_path / "out.parquet").equals(pq.read_table(tmp_path / "clean.parquet"))
+    assert report.as_dict() == clean.as_dict()
+    assert not work.exists()

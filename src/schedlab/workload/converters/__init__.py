@@ -65,7 +65,7 @@ FORMATS: dict[str, RawFormat] = {
         RawFormat("alibaba2018", "schedlab.workload.converters.alibaba2018", ("batch_task", "batch_instance", "machine_meta"), ("batch_task", "batch_instance"),
                   options={"machine_cores": 96.0},
                   describe="Alibaba cluster-trace-v2018 batch workload (batch_task, batch_instance; machine_meta CSV shards)",
-                  machines="schedlab.workload.converters.machines:rows_alibaba2018", machine_tables=("machine_meta",)),
+                  machines="schedlab.workload.converters.machines:rows_alibaba2018", machine_tables=("machine_meta",), restartable=True),
     )
 }  # fmt: skip
 

@@ -121,6 +121,7 @@ import numpy as np
 from schedlab.defaults import DEFAULT_CAPACITY, MULTI_RESOURCES
 from schedlab.errors import InputError
 from schedlab.workload.converters import RawJob, RawTrace
+from schedlab.workload.converters.checkpoint import EVERY_S, WorkDir
 from schedlab.workload.converters.common import Batch, Drops, read_csv_shards
 from schedlab.workload.converters.tasks import (
     TASK_BITS,
@@ -505,35 +506,84 @@ def convert_alibaba2018(
     block_bytes: int = 8 << 20,
     chunk_rows: int = 262_144,
     spill_dir: str | os.PathLike | None = None,
+    work_dir: str | os.PathLike | None = None,
+    checkpoint_every_s: float = EVERY_S,
 ) -> Iterator[Any]:
     """Stream the trace as Arrow tables in the columnar trace's schema, in arrival order (for
-    :meth:`~schedlab.workload.columnar.ColumnarTraceWriter.write_tables`)."""
+    :meth:`~schedlab.workload.columnar.ColumnarTraceWriter.write_tables`).
+
+    ``work_dir`` makes the conversion restartable (:mod:`.checkpoint`): a checkpoint after a batch_instance
+    shard (at most ``checkpoint_every_s`` apart); a rerun with the same folder reads batch_task again and the
+    batch_instance shards after the last checkpoint."""
+    import pandas as pd
+
     drops = drops if drops is not None else Drops()
     bad_rows = bad_rows if bad_rows is not None else Drops()
     counts = counts if counts is not None else {}
     names, _units, factors = resources(scale, machine_cores)
-    with tempfile.TemporaryDirectory(prefix="schedlab-alibaba2018-", dir=spill_dir) as tmp:
-        stages = read_stages(batch_task, counts, skip_bad, bad_rows, progress, block_bytes)
+    what = {"format": "alibaba2018", "scale": scale, "machine_cores": machine_cores, "skip_bad": skip_bad, "run_rows": run_rows,
+            "block_bytes": block_bytes, "batch_task": [str(q) for q in batch_task]}  # fmt: skip
+    if spill_dir is not None and work_dir is None:
+        os.makedirs(spill_dir, exist_ok=True)
+        work_dir = tempfile.mkdtemp(prefix="schedlab-alibaba2018-", dir=spill_dir)
+    work = WorkDir(work_dir, what, batch_instance, prefix="schedlab-alibaba2018-", every_s=checkpoint_every_s)
+    try:
+        saved = work.load()
+        # on a rerun batch_task is read again (its rows counted as read again), its counts already in the checkpoint's
+        stages = read_stages(batch_task, counts if saved is None else {}, skip_bad, bad_rows if saved is None else Drops(), progress, block_bytes)
         out = Runs()
         runs: list[Any] = []
         jobs = new_jobs()
         tally = Tally()
         rows = seen = 0  # rows kept; rows read (numbering them: an instance's first row orders its task)
-        for b in read_csv_shards(batch_instance, BATCH_INSTANCE, skip_bad=skip_bad, bad_rows=bad_rows, progress=progress, block_bytes=block_bytes, as_arrow=True):
-            c = _instance_rows(b, stages, seen, skip_bad, bad_rows, tally)
-            seen += len(b["status"])
-            if c is None:
-                continue
-            rows += len(c["key"])
-            out.add(*(c[k] for k in Runs.NAMES))
-            if out.rows >= max(run_rows, len(jobs)):
-                jobs = spill(out, runs, jobs, Path(tmp))
+        first, instance_rows = 0, [0]
+        if saved is not None:
+            first, arrays, values = saved
+            out.add(*(arrays[f"out_{c}"] for c in Runs.NAMES))
+            runs = [Path(r) for r in values["runs"]]
+            jobs = pd.DataFrame({c: arrays[f"jobs_{c}"] for c in ("arrival", "total", "n")}, index=pd.Index(arrays["jobs_index"]))
+            stages.orphans = dict(zip(arrays["orphan_hash"].tolist(), arrays["orphan_code"].tolist(), strict=True))
+            vars(tally).update(values["tally"])
+            rows, seen, instance_rows[0] = int(values["rows"]), int(values["seen"]), int(values["rows_read"])
+            counts.update(values["counts"])
+            for k, v in values["drops"].items():
+                drops.add(k, v)
+            for k, v in values["bad_rows"].items():
+                bad_rows.add(k, v)
+            if progress is not None:
+                progress(instance_rows[0])
+
+        def counted(n: int) -> None:
+            instance_rows[0] += n
+            if progress is not None:
+                progress(n)
+
+        for k in range(first, len(batch_instance)):
+            for b in read_csv_shards([batch_instance[k]], BATCH_INSTANCE, skip_bad=skip_bad, bad_rows=bad_rows, progress=counted, block_bytes=block_bytes, as_arrow=True):
+                c = _instance_rows(b, stages, seen, skip_bad, bad_rows, tally)
+                seen += len(b["status"])
+                if c is None:
+                    continue
+                rows += len(c["key"])
+                out.add(*(c[col] for col in Runs.NAMES))
+                if out.rows >= max(run_rows, len(jobs)):
+                    jobs = spill(out, runs, jobs, work.dir)
+            if work.due() or (work.keeps and k + 1 == len(batch_instance)):  # and after the last: the merge can fail too
+                pending = out.take()
+                out.add(*(pending[col] for col in Runs.NAMES))
+                arrays = {f"out_{col}": v for col, v in pending.items()}
+                arrays.update({"jobs_index": jobs.index.to_numpy(np.int64), **{f"jobs_{col}": jobs[col].to_numpy(np.int64) for col in ("arrival", "total", "n")}})
+                arrays["orphan_hash"] = np.fromiter(stages.orphans, np.int64, len(stages.orphans))
+                arrays["orphan_code"] = np.fromiter(stages.orphans.values(), np.int64, len(stages.orphans))
+                values = {"runs": [str(r) for r in runs], "tally": vars(tally), "rows": rows, "seen": seen, "rows_read": instance_rows[0],
+                          "counts": dict(counts), "drops": drops.counts, "bad_rows": bad_rows.counts}  # fmt: skip
+                work.save(k + 1, arrays, values)
         if out.rows or not runs:
-            jobs = spill(out, runs, jobs, Path(tmp), keep=not runs)
+            jobs = spill(out, runs, jobs, work.dir, keep=not runs)
         counts["stages_without_batch_task_row"] = len(stages.orphans)
         counts["instance_rows"] = rows
         no_users = np.zeros(0, dtype=object)
-        for c in whole_stages(sorted_chunks(runs, jobs, Path(tmp), chunk_rows)):
+        for c in whole_stages(sorted_chunks(runs, jobs, work.dir, chunk_rows, keep_runs=work.keeps)):  # a checkpoint names the runs
             t = resolve(c, stages, drops, tally)
             if len(t["key"]):
                 yield to_table(t, resources=names, factors=factors, seconds_per_unit=1.0, user_names=no_users, constraints=())
@@ -543,6 +593,10 @@ def convert_alibaba2018(
         counts["instances_kept_in_unterminated_stages"] = tally.kept_unterminated
         counts["instances_kept_without_a_batch_task_row"] = tally.kept_orphans
         counts["runs_started_before_their_stage"] = tally.early_runs
+    except BaseException:
+        work.abandon()
+        raise
+    work.finish()
 
 
 def convert(job: RawJob) -> RawTrace:
@@ -554,6 +608,6 @@ def convert(job: RawJob) -> RawTrace:
     tables = convert_alibaba2018(
         job.tables["batch_task"], job.tables["batch_instance"], scale=job.scale_requests, machine_cores=cores,
         skip_bad=job.skip_bad, drops=job.drops, bad_rows=job.bad_rows, counts=job.counts, progress=job.progress,
-        spill_dir=job.spill_dir,
+        spill_dir=job.spill_dir, work_dir=job.work_dir, checkpoint_every_s=job.checkpoint_every_s,
     )  # fmt: skip
     return RawTrace(names, units, tables)
