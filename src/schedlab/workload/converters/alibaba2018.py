@@ -111,7 +111,6 @@ time per row.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -523,10 +522,7 @@ def convert_alibaba2018(
     names, _units, factors = resources(scale, machine_cores)
     what = {"format": "alibaba2018", "scale": scale, "machine_cores": machine_cores, "skip_bad": skip_bad, "run_rows": run_rows,
             "block_bytes": block_bytes, "batch_task": [str(q) for q in batch_task]}  # fmt: skip
-    if spill_dir is not None and work_dir is None:
-        os.makedirs(spill_dir, exist_ok=True)
-        work_dir = tempfile.mkdtemp(prefix="schedlab-alibaba2018-", dir=spill_dir)
-    work = WorkDir(work_dir, what, batch_instance, prefix="schedlab-alibaba2018-", every_s=checkpoint_every_s)
+    work = WorkDir(work_dir, what, batch_instance, prefix="schedlab-alibaba2018-", every_s=checkpoint_every_s, spill_dir=spill_dir)
     try:
         saved = work.load()
         # on a rerun batch_task is read again (its rows counted as read again), its counts already in the checkpoint's

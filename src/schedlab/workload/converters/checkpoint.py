@@ -49,15 +49,23 @@ class WorkDir:
     checkpoints is refused. ``shards`` are the main table's shards, in reading order."""
 
     def __init__(
-        self, path: str | os.PathLike | None, what: dict[str, Any], shards: Sequence[Path], prefix: str = "schedlab-convert-", every_s: float = EVERY_S
+        self,
+        path: str | os.PathLike | None,
+        what: dict[str, Any],
+        shards: Sequence[Path],
+        prefix: str = "schedlab-convert-",
+        every_s: float = EVERY_S,
+        spill_dir: str | os.PathLike | None = None,
     ) -> None:
         self.keeps = path is not None
         self.every_s = every_s
         self._last = time.monotonic()
         self.shards = list(shards)
         self.what = what
-        if path is None:
-            self._tmp: tempfile.TemporaryDirectory[str] | None = tempfile.TemporaryDirectory(prefix=prefix)
+        if path is None:  # a temporary folder (in ``spill_dir``, if given)
+            if spill_dir is not None:
+                os.makedirs(spill_dir, exist_ok=True)
+            self._tmp: tempfile.TemporaryDirectory[str] | None = tempfile.TemporaryDirectory(prefix=prefix, dir=spill_dir)
             self.dir = Path(self._tmp.name)
         else:
             self._tmp = None

@@ -58,7 +58,6 @@ known, and merged.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from itertools import repeat
 from pathlib import Path
@@ -470,12 +469,7 @@ def convert_google2011(
     counts = counts if counts is not None else {}
     what = {"format": "google2011", "scale": list(scale) if scale else None, "skip_bad": skip_bad, "run_rows": run_rows,
             "task_constraints": [str(q) for q in task_constraints]}  # fmt: skip
-    if spill_dir is not None and work_dir is None:
-        os.makedirs(spill_dir, exist_ok=True)
-        work_dir_path: str | os.PathLike | None = tempfile.mkdtemp(prefix="schedlab-google2011-", dir=spill_dir)
-    else:
-        work_dir_path = work_dir
-    work = WorkDir(work_dir_path, what, task_events, prefix="schedlab-google2011-", every_s=checkpoint_every_s)
+    work = WorkDir(work_dir, what, task_events, prefix="schedlab-google2011-", every_s=checkpoint_every_s, spill_dir=spill_dir)
     try:
         users: dict[str, int] = {}
         runs, jobs = _events_pass(task_events, users, drops, bad_rows, counts, skip_bad, progress, run_rows, work)

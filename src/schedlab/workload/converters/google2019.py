@@ -67,7 +67,6 @@ about 370 bytes, against 2011's 650,000 rows/s for its 100-byte CSV lines.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -442,10 +441,7 @@ def convert_google2019(
     counts = counts if counts is not None else {}
     what = {"format": "google2019", "scale": list(scale) if scale else None, "skip_bad": skip_bad, "run_rows": run_rows,
             "collection_events": [str(q) for q in collection_events]}  # fmt: skip
-    if spill_dir is not None and work_dir is None:
-        os.makedirs(spill_dir, exist_ok=True)
-        work_dir = tempfile.mkdtemp(prefix="schedlab-google2019-", dir=spill_dir)
-    work = WorkDir(work_dir, what, instance_events, prefix="schedlab-google2019-", every_s=checkpoint_every_s)
+    work = WorkDir(work_dir, what, instance_events, prefix="schedlab-google2019-", every_s=checkpoint_every_s, spill_dir=spill_dir)
     try:
         saved = work.load()
         users: dict[str, int] = {}
