@@ -80,6 +80,22 @@ def test_a_work_folder_belongs_to_one_conversion(tmp_path):
     shard1.write_bytes(gzip.compress(("\n".join(parts[0][:-1]) + "\n").encode()))
     with pytest.raises(InputError, match="changed after it was converted"):
         convert("google2011", [root], tmp_path / "out.parquet", work_dir=work, checkpoint_every_s=0)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("a user's file")
+    with pytest.raises(InputError, match="must be a new or empty folder"):
+        convert("google2011", [root], tmp_path / "out.parquet", work_dir=mine)
+    assert (mine / "notes.txt").exists()
+    # a conversion that failed before its first checkpoint leaves its folder, which a rerun takes
+    root, parts = _tree(tmp_path / "again")
+    shard0 = root / "task_events" / "part-00000-of-00004.csv.gz"
+    shard0.write_bytes(gzip.compress(("\n".join(["1,2,3", *parts[0]]) + "\n").encode()))
+    early = tmp_path / "early"
+    with pytest.raises(InputError, match="part-00000"):
+        convert("google2011", [root], tmp_path / "out.parquet", work_dir=early, checkpoint_every_s=0)
+    shard0.write_bytes(gzip.compress(("\n".join(parts[0]) + "\n").encode()))
+    convert("google2011", [root], tmp_path / "out.parquet", work_dir=early, checkpoint_every_s=0)
+    assert not early.exists()
     with pytest.raises(InputError, match="the swim converter keeps no checkpoints"):
         convert("swim", [FIXTURES.parent / "swim" / "sample.tsv"], tmp_path / "o.parquet", work_dir=work, checkpoint_every_s=0)
     with pytest.raises(InputError, match="only raw trace formats keep a work folder"):

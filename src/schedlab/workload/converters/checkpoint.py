@@ -34,6 +34,7 @@ from schedlab.atomic import atomic_write
 from schedlab.errors import InputError
 
 CHECKPOINT = "checkpoint.json"
+MARK = ".schedlab-conversion"  # a work folder's mark: only a folder with it is ever removed
 EVERY_S = 60.0  # at most one checkpoint a minute
 
 
@@ -72,7 +73,11 @@ class WorkDir:
             self.dir = Path(path)
             if self.dir.exists() and not self.dir.is_dir():
                 raise InputError(str(path), "--work-dir is a file, not a folder")
+            # the folder is removed once the output is written: it must hold nothing but a conversion's work
+            if self.dir.is_dir() and any(self.dir.iterdir()) and not (self.dir / MARK).exists():
+                raise InputError(str(path), "--work-dir must be a new or empty folder, or one a conversion left its work in (it is removed when the conversion is done)")
             self.dir.mkdir(parents=True, exist_ok=True)
+            (self.dir / MARK).touch()
 
     def load(self) -> tuple[int, dict[str, np.ndarray], dict[str, Any]] | None:
         """The last checkpoint (shards done, arrays, values), or None; a foreign one is an error."""
@@ -120,7 +125,7 @@ class WorkDir:
         """The output is written: the folder's work is done."""
         if self._tmp is not None:
             self._tmp.cleanup()
-        else:
+        elif (self.dir / MARK).exists():
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def abandon(self) -> None:
