@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from schedlab.workload.columnar import read_columnar
@@ -58,52 +59,62 @@ print(json.dumps({"rows": r.rows_read, "tasks": r.tasks, "wall": wall, "cpu": cp
 """
 
 
-def generate_task_events(rows: int, folder: Path, shards: int = 4, seed: int = 1) -> int:
-    """A task_events table of about ``rows`` rows in the Google 2011 schema; every task finishes."""
+def _task_shards(rows: int, paths: list[Path], seed: int, started: Callable[[int, int, int], list[str]], finished: Callable[[int, int, int], str],
+                 new_job: Callable[[int, int], None] | None = None) -> int:  # fmt: skip
+    """About ``rows`` event lines over the shards ``paths`` (gzipped): jobs of 1-20 tasks arriving every 0-20 ms
+    from 600 s, each task's ``started(t, job, task)`` lines at its arrival and its ``finished(t, job, task)``
+    line 1-600 s later, in time order; every task finishes. Returns the lines written."""
     rng = random.Random(seed)
-    (folder / "task_events").mkdir(parents=True)
-    per_shard = rows // shards
     t, job, written = 600_000_000, 1, 0
     running: list[tuple[int, int, int]] = []  # (finish µs, job, task)
-    for s in range(shards):
+    for s, path in enumerate(paths):
         lines: list[str] = []
-        with gzip.open(folder / "task_events" / f"part-{s:05d}-of-{shards:05d}.csv.gz", "wt", compresslevel=1) as f:
+        with gzip.open(path, "wt", compresslevel=1) as f:
             k = 0
-            while k < per_shard:
+            while k < rows // len(paths):
                 t += rng.randint(0, 20_000)
                 while running and running[0][0] <= t:
-                    ft, j, i = heapq.heappop(running)
-                    lines.append(f"{ft},,{j},{i},{i % 997},4,u{j % 50},1,{j % 12},0.0625,0.03125,0.0001,0")
+                    lines.append(finished(*heapq.heappop(running)))
                     k += 1
+                if new_job is not None:
+                    new_job(t, job)
                 for i in range(rng.randint(1, 20)):
-                    lines.append(f"{t},,{job},{i},,0,u{job % 50},1,{job % 12},0.0625,0.03125,0.0001,0")
-                    lines.append(f"{t + 1000},,{job},{i},{i % 997},1,u{job % 50},1,{job % 12},0.0625,0.03125,0.0001,0")
+                    start = started(t, job, i)
+                    lines += start
                     heapq.heappush(running, (t + 1000 + rng.randint(1, 600) * 1_000_000, job, i))
-                    k += 2
+                    k += len(start)
                 job += 1
                 if len(lines) > 100_000:
                     f.write("\n".join(lines) + "\n")
                     written += len(lines)
                     lines = []
-            if s == shards - 1:
+            if s == len(paths) - 1:
                 while running:
-                    ft, j, i = heapq.heappop(running)
-                    lines.append(f"{ft},,{j},{i},{i % 997},4,u{j % 50},1,{j % 12},0.0625,0.03125,0.0001,0")
+                    lines.append(finished(*heapq.heappop(running)))
             f.write("\n".join(lines) + "\n")
             written += len(lines)
     return written
 
 
+def generate_task_events(rows: int, folder: Path, shards: int = 4, seed: int = 1) -> int:
+    """A task_events table of about ``rows`` rows in the Google 2011 schema (SUBMIT, SCHEDULE, FINISH per task)."""
+    (folder / "task_events").mkdir(parents=True)
+
+    def row(t: int, job: int, i: int, machine: str, event: int) -> str:
+        return f"{t},,{job},{i},{machine},{event},u{job % 50},1,{job % 12},0.0625,0.03125,0.0001,0"
+
+    paths = [folder / "task_events" / f"part-{s:05d}-of-{shards:05d}.csv.gz" for s in range(shards)]
+    return _task_shards(rows, paths, seed, lambda t, j, i: [row(t, j, i, "", 0), row(t + 1000, j, i, str(i % 997), 1)], lambda t, j, i: row(t, j, i, str(i % 997), 4))
+
+
 def generate_instance_events(rows: int, folder: Path, shards: int = 2, seed: int = 1) -> int:
-    """Google 2019 ``instance_events`` (about ``rows`` rows) and ``collection_events`` shards as BigQuery's JSON
-    lines (INT64 as strings); every task finishes."""
-    rng = random.Random(seed)
+    """Google 2019 ``instance_events`` (about ``rows`` rows: SUBMIT, QUEUE, ENABLE, SCHEDULE, FINISH per task) and
+    ``collection_events`` shards as BigQuery's JSON lines (INT64 as strings)."""
     folder.mkdir(parents=True)
     collections: list[str] = []
-    t, job, written = 600_000_000, 1, 0
-    running: list[tuple[int, int, int]] = []  # (finish µs, collection, instance)
 
-    def event(t: int, typ: int, cid: int, i: int, machine: int | None = None) -> str:
+    def event(t: int, typ: int, job: int, i: int, machine: int | None = None) -> str:
+        cid = 10**11 + job
         r: dict = {"time": str(t), "type": str(typ), "collection_id": str(cid), "scheduling_class": str(cid % 4), "collection_type": "0",
                    "priority": str(cid % 12 * 25), "alloc_collection_id": "0", "instance_index": str(i)}  # fmt: skip
         if machine is not None:
@@ -113,34 +124,15 @@ def generate_instance_events(rows: int, folder: Path, shards: int = 2, seed: int
         r["constraint"] = [{"name": "5d4cc8eb4d8d", "value": "2", "relation": "0"}] if cid % 10 == 0 else []
         return json.dumps(r, separators=(",", ":"))
 
-    for s in range(shards):
-        lines: list[str] = []
-        with gzip.open(folder / f"instance_events-{s:012d}.json.gz", "wt", compresslevel=1) as f:
-            k = 0
-            while k < rows // shards:
-                t += rng.randint(0, 20_000)
-                while running and running[0][0] <= t:
-                    ft, c, i = heapq.heappop(running)
-                    lines.append(event(ft, 6, c, i, 7000 + i))
-                    k += 1
-                cid = 10**11 + job
-                collections.append(json.dumps({"time": str(t), "type": "0", "collection_id": str(cid), "collection_type": "0", "priority": "100",
-                                               "user": f"u{job % 50}", "collection_name": f"n{job}"}))  # fmt: skip
-                for i in range(rng.randint(1, 20)):
-                    lines += [event(t, 0, cid, i), event(t, 1, cid, i), event(t + 500, 2, cid, i), event(t + 1000, 3, cid, i, 7000 + i)]
-                    heapq.heappush(running, (t + 1000 + rng.randint(1, 600) * 1_000_000, cid, i))
-                    k += 4
-                job += 1
-                if len(lines) > 100_000:
-                    f.write("\n".join(lines) + "\n")
-                    written += len(lines)
-                    lines = []
-            if s == shards - 1:
-                while running:
-                    ft, c, i = heapq.heappop(running)
-                    lines.append(event(ft, 6, c, i, 7000 + i))
-            f.write("\n".join(lines) + "\n")
-            written += len(lines)
+    def new_job(t: int, job: int) -> None:
+        collections.append(json.dumps({"time": str(t), "type": "0", "collection_id": str(10**11 + job), "collection_type": "0", "priority": "100",
+                                       "user": f"u{job % 50}", "collection_name": f"n{job}"}))  # fmt: skip
+
+    def started(t: int, job: int, i: int) -> list[str]:
+        return [event(t, 0, job, i), event(t, 1, job, i), event(t + 500, 2, job, i), event(t + 1000, 3, job, i, 7000 + i)]
+
+    paths = [folder / f"instance_events-{s:012d}.json.gz" for s in range(shards)]
+    written = _task_shards(rows, paths, seed, started, lambda t, j, i: event(t, 6, j, i, 7000 + i), new_job)
     with gzip.open(folder / "collection_events-000000000000.json.gz", "wt", compresslevel=1) as f:
         f.write("\n".join(collections) + "\n")
     return written + len(collections)

@@ -14,13 +14,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import schedlab
 from schedlab.cli import main
 from schedlab.errors import InputError
-from schedlab.workload.columnar import ColumnarTraceWriter, read_columnar, read_metadata
+from schedlab.workload.columnar import read_columnar, read_metadata
 from schedlab.workload.convert import convert
-from schedlab.workload.converters import gather_tables
+from schedlab.workload.converters import RawJob, gather_tables
 from schedlab.workload.converters.alibaba2018 import STATUSES, convert_alibaba2018, instance_keys
+
+from .rawtrace import by_id, convert_fixture, job_fields, simulated_counters, spilled
 
 FIXTURES = Path(__file__).parent / "fixtures" / "alibaba2018"
 SHARD1, SHARD2 = FIXTURES / "batch_instance-1.csv.gz", FIXTURES / "batch_instance-2.csv.gz"
@@ -30,14 +31,10 @@ ORPHAN = 33  # j_7's code: after batch_task's 33 stages (34 rows, one repeated)
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
-    out = tmp_path_factory.mktemp("a") / "a.parquet"
-    seen = []
-    report = convert("alibaba2018", [FIXTURES], out, progress=seen.append)
-    return out, report, sum(seen)
+    return convert_fixture("alibaba2018", FIXTURES, tmp_path_factory)
 
 
-def _by_id(path):
-    return {j.job_id: j for j in read_columnar(path)}
+_by_id = by_id
 
 
 def test_the_documented_cases_convert_as_interpreted(converted):
@@ -117,26 +114,13 @@ def test_normalised_requests_are_fractions_of_the_largest_machine(tmp_path):
 def test_bounded_memory_sorting_gives_the_same_trace(converted, tmp_path):
     """Blocks of a few rows (an instance's runs in different blocks) and runs of 3 rows (in different runs)."""
     out, _report, _rows = converted
-    tables = gather_tables("alibaba2018", [FIXTURES])
-    spill = tmp_path / "spill"
-    spill.mkdir()
-    small = tmp_path / "small.parquet"
-    ColumnarTraceWriter(small, ("cores", "memory_mb")).write_tables(
-        convert_alibaba2018(tables["batch_task"], tables["batch_instance"], run_rows=3, block_bytes=300, chunk_rows=7, spill_dir=spill)
-    )
-
-    def fields(path):
-        return [(j.job_id, j.arrival, j.durations, j.mean_duration, j.task_ids, j.requests) for j in read_columnar(path)]
-
-    assert fields(small) == fields(out)
-    assert not list(spill.iterdir())  # the spilled runs are gone
+    small = spilled(convert_alibaba2018, "alibaba2018", FIXTURES, tmp_path, run_rows=3, block_bytes=300, chunk_rows=7)
+    assert job_fields(small) == job_fields(out)
 
 
 def test_a_converted_trace_runs_with_its_own_requests(converted):
     out, report, _rows = converted
-    r = schedlab.simulate("megha", str(out), workers=20, resource_mode="multi", seed=1, params={"gms": 2, "lms": 2})
-    c = r.summary["counters"]
-    assert c["trace_tasks"] == report.tasks and c["tasks_unfinished"] == 0
+    c = simulated_counters(out, report)
     assert c["tasks_request_drawn"] == 8  # j_2's four tasks, j_9's two, j_7's two
 
 
@@ -330,7 +314,7 @@ def test_the_vectorized_conversion_is_the_row_by_row_definition(tasks, rows, cut
         shards = [folder / "batch_instance-1.csv", folder / "batch_instance-2.csv"]
         shards[0].write_text("".join(lines[:cut]))
         shards[1].write_text("".join(lines[cut:]))
-        tables = convert_alibaba2018([bt], shards, run_rows=run_rows, block_bytes=block_bytes, chunk_rows=chunk_rows, spill_dir=folder)
+        tables = convert_alibaba2018(RawJob({"batch_task": [bt], "batch_instance": shards}, spill_dir=folder), run_rows=run_rows, block_bytes=block_bytes, chunk_rows=chunk_rows)
         got = []
         for t in tables:
             for job, arrival, duration in zip(t["job"].to_pylist(), t["arrival"].to_pylist(), t["duration"].to_pylist(), strict=True):

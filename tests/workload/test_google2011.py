@@ -12,10 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import schedlab
 from schedlab.cli import main
 from schedlab.errors import InputError
-from schedlab.workload.columnar import ColumnarTraceWriter, read_columnar, read_metadata
+from schedlab.workload.columnar import read_columnar, read_metadata
 from schedlab.workload.convert import convert
 from schedlab.workload.converters import gather_tables
 from schedlab.workload.converters.common import Drops
@@ -34,20 +33,18 @@ from schedlab.workload.converters.google2011 import (
     reference_events,
 )
 
+from .rawtrace import by_id, convert_fixture, job_fields, simulated_counters, spilled
+
 FIXTURES = Path(__file__).parent / "fixtures" / "google2011"
 ROWS = 299 + 296 + 30 + 29  # lines of the four fixture shards
 
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
-    out = tmp_path_factory.mktemp("g") / "g.parquet"
-    seen = []
-    report = convert("google2011", [FIXTURES], out, progress=seen.append)
-    return out, report, sum(seen)
+    return convert_fixture("google2011", FIXTURES, tmp_path_factory)
 
 
-def _by_id(path):
-    return {j.job_id: j for j in read_columnar(path)}
+_by_id = by_id
 
 
 def test_the_documented_cases_convert_as_interpreted(converted):
@@ -103,23 +100,12 @@ def test_normalised_requests_are_kept_as_the_trace_gives_them(tmp_path):
 
 def test_bounded_memory_sorting_gives_the_same_trace(converted, tmp_path):
     out, _report, _rows = converted
-    tables = gather_tables("google2011", [FIXTURES])
-    spill = tmp_path / "spill"
-    spill.mkdir()
-    small = tmp_path / "small.parquet"
-    ColumnarTraceWriter(small, ("cores", "memory_mb")).write_tables(
-        convert_google2011(tables["task_events"], tables["task_constraints"], run_rows=3, spill_dir=spill)
-    )
-    fields = [(j.job_id, j.arrival, j.durations, j.mean_duration, j.requests, j.constraints, j.user, j.priority) for j in read_columnar(small)]
-    assert fields == [(j.job_id, j.arrival, j.durations, j.mean_duration, j.requests, j.constraints, j.user, j.priority) for j in read_columnar(out)]
-    assert not list(spill.iterdir())  # the spilled runs are gone
+    assert job_fields(spilled(convert_google2011, "google2011", FIXTURES, tmp_path, run_rows=3)) == job_fields(out)
 
 
 def test_a_converted_trace_runs_with_its_own_requests(converted):
     out, report, _rows = converted
-    r = schedlab.simulate("megha", str(out), workers=20, resource_mode="multi", seed=1, params={"gms": 2, "lms": 2})
-    c = r.summary["counters"]
-    assert c["trace_tasks"] == report.tasks and c["tasks_unfinished"] == 0
+    c = simulated_counters(out, report)
     assert c["tasks_request_drawn"] == 2  # job 3000's two tasks
     constrained = sum(1 for j in read_columnar(out) for cons in (j.constraints or []) if cons)
     assert constrained > 4 and c["tasks_trace_constraints_unused"] == constrained  # no machine attributes to match them

@@ -13,10 +13,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import schedlab
 from schedlab.cli import main
 from schedlab.errors import InputError
-from schedlab.workload.columnar import ColumnarTraceWriter, read_columnar, read_metadata
+from schedlab.workload.columnar import read_columnar, read_metadata
 from schedlab.workload.convert import convert
 from schedlab.workload.converters import common, gather_tables
 from schedlab.workload.converters.common import Drops, enum_codes, read_json_shards
@@ -28,6 +27,8 @@ from schedlab.workload.converters.google2019 import (
     convert_google2019,
 )
 
+from .rawtrace import by_id, convert_fixture, job_fields, simulated_counters, spilled
+
 FIXTURES = Path(__file__).parent / "fixtures" / "google2019"
 ROWS = 41 + 272 + 111  # lines of the three fixture shards
 PLAIN, EVICTED, NOREQ, ENDS, BEFORE, ORDER, CONS, ALLOC, INALLOC, NOCOLL, SPAN, PRIO, ALLOC2, PEND = range(280000000001, 280000000015)
@@ -36,18 +37,10 @@ BIG = 2**53 + 1
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
-    out = tmp_path_factory.mktemp("g") / "g.parquet"
-    seen = []
-    report = convert("google2019", [FIXTURES], out, progress=seen.append)
-    return out, report, sum(seen)
+    return convert_fixture("google2019", FIXTURES, tmp_path_factory)
 
 
-def _by_id(path):
-    return {j.job_id: j for j in read_columnar(path)}
-
-
-def _fields(path):
-    return [(j.job_id, j.arrival, j.durations, j.mean_duration, j.requests, j.constraints, j.user, j.priority, j.task_ids) for j in read_columnar(path)]
+_by_id = by_id
 
 
 def test_the_documented_cases_convert_as_interpreted(converted):
@@ -148,22 +141,12 @@ def test_normalised_requests_and_bounded_memory_sorting(converted, tmp_path):
     norm = tmp_path / "n.parquet"
     convert("google2019", [FIXTURES], norm, scale_requests=False)
     assert read_metadata(norm)["resources"] == ["cpus", "memory"] and _by_id(norm)[PLAIN].requests == [(0.0625, 0.03125)] * 3
-    tables = gather_tables("google2019", [FIXTURES])
-    spill = tmp_path / "spill"
-    spill.mkdir()
-    small = tmp_path / "small.parquet"
-    ColumnarTraceWriter(small, ("cores", "memory_mb")).write_tables(
-        convert_google2019(tables["instance_events"], tables["collection_events"], run_rows=3, spill_dir=spill)
-    )
-    assert _fields(small) == _fields(out)
-    assert not list(spill.iterdir())
+    assert job_fields(spilled(convert_google2019, "google2019", FIXTURES, tmp_path, run_rows=3)) == job_fields(out)
 
 
 def test_a_converted_trace_runs_with_its_own_requests(converted):
     out, report, _rows = converted
-    r = schedlab.simulate("megha", str(out), workers=20, resource_mode="multi", seed=1, params={"gms": 2, "lms": 2})
-    c = r.summary["counters"]
-    assert c["trace_tasks"] == report.tasks and c["tasks_unfinished"] == 0
+    c = simulated_counters(out, report)
     assert c["tasks_request_drawn"] == 3  # NOREQ's three tasks
 
 
@@ -225,7 +208,7 @@ def test_the_ways_to_write_the_json_read_the_same(converted, tmp_path, monkeypat
     again = tmp_path / "again.parquet"
     rep = convert("google2019", [src], again)
     assert len(slow) == (0 if how in ("numbers", "nulls") else 3)  # one block per shard
-    assert _fields(again) == _fields(out)
+    assert job_fields(again) == job_fields(out)
     assert (rep.tasks_dropped, rep.counts, rep.rows_read) == (report.tasks_dropped, report.counts, report.rows_read)
 
 

@@ -110,7 +110,6 @@ time per row.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -120,14 +119,16 @@ import numpy as np
 from schedlab.defaults import DEFAULT_CAPACITY, MULTI_RESOURCES
 from schedlab.errors import InputError
 from schedlab.workload.converters import RawJob, RawTrace
-from schedlab.workload.converters.checkpoint import EVERY_S, WorkDir
+from schedlab.workload.converters.checkpoint import counts_state, restore_counts, work_for
 from schedlab.workload.converters.common import Batch, Drops, read_csv_shards
 from schedlab.workload.converters.tasks import (
     TASK_BITS,
     Finished,
     new_jobs,
+    restore_spill_state,
     sorted_chunks,
     spill,
+    spill_state,
     to_table,
 )
 
@@ -490,39 +491,20 @@ def whole_stages(chunks: Iterator[dict[str, np.ndarray]]) -> Iterator[dict[str, 
 
 
 # -- the conversion --------------------------------------------------------------------------------
-def convert_alibaba2018(
-    batch_task: Sequence[Path],
-    batch_instance: Sequence[Path],
-    *,
-    scale: bool = True,
-    machine_cores: float = MACHINE_CORES,
-    skip_bad: bool = False,
-    drops: Drops | None = None,
-    bad_rows: Drops | None = None,
-    counts: dict[str, int] | None = None,
-    progress: Callable[[int], None] | None = None,
-    run_rows: int = 1_000_000,
-    block_bytes: int = 8 << 20,
-    chunk_rows: int = 262_144,
-    spill_dir: str | os.PathLike | None = None,
-    work_dir: str | os.PathLike | None = None,
-    checkpoint_every_s: float = EVERY_S,
-) -> Iterator[Any]:
-    """Stream the trace as Arrow tables in the columnar trace's schema, in arrival order (for
-    :meth:`~schedlab.workload.columnar.ColumnarTraceWriter.write_tables`).
+def convert_alibaba2018(job: RawJob, *, run_rows: int = 1_000_000, block_bytes: int = 8 << 20, chunk_rows: int = 262_144) -> Iterator[Any]:
+    """Stream ``job``'s trace as Arrow tables in the columnar trace's schema, in arrival order (for
+    :meth:`~schedlab.workload.columnar.ColumnarTraceWriter.write_tables`); ``run_rows``, ``block_bytes`` and
+    ``chunk_rows`` size the spilled runs, the CSV blocks and the merged chunks.
 
-    ``work_dir`` makes the conversion restartable (:mod:`.checkpoint`): a checkpoint after a batch_instance
-    shard (at most ``checkpoint_every_s`` apart); a rerun with the same folder reads batch_task again and the
-    batch_instance shards after the last checkpoint."""
-    import pandas as pd
+    With ``job.work_dir`` the conversion is restartable (:mod:`.checkpoint`): a checkpoint after a
+    batch_instance shard (at most ``job.checkpoint_every_s`` apart); a rerun with the same folder reads
+    batch_task again and the batch_instance shards after the last checkpoint."""
 
-    drops = drops if drops is not None else Drops()
-    bad_rows = bad_rows if bad_rows is not None else Drops()
-    counts = counts if counts is not None else {}
+    batch_task, batch_instance = job.tables["batch_task"], job.tables["batch_instance"]
+    scale, machine_cores = job.scale_requests, job.options.get("machine_cores", MACHINE_CORES)
+    skip_bad, drops, bad_rows, counts, progress = job.skip_bad, job.drops, job.bad_rows, job.counts, job.progress
     names, _units, factors = resources(scale, machine_cores)
-    what = {"format": "alibaba2018", "scale": scale, "machine_cores": machine_cores, "skip_bad": skip_bad, "run_rows": run_rows,
-            "block_bytes": block_bytes, "batch_task": [str(q) for q in batch_task]}  # fmt: skip
-    work = WorkDir(work_dir, what, batch_instance, prefix="schedlab-alibaba2018-", every_s=checkpoint_every_s, spill_dir=spill_dir)
+    work = work_for(job, "alibaba2018", "batch_instance", run_rows=run_rows, block_bytes=block_bytes)
     try:
         saved = work.load()
         # on a rerun batch_task is read again (its rows counted as read again), its counts already in the checkpoint's
@@ -535,17 +517,12 @@ def convert_alibaba2018(
         first, instance_rows = 0, [0]
         if saved is not None:
             first, arrays, values = saved
-            out.add(*(arrays[f"out_{c}"] for c in Runs.NAMES))
-            runs = [Path(r) for r in values["runs"]]
-            jobs = pd.DataFrame({c: arrays[f"jobs_{c}"] for c in ("arrival", "total", "n")}, index=pd.Index(arrays["jobs_index"]))
+            jobs, runs = restore_spill_state(out, arrays, values)
             stages.orphans = dict(zip(arrays["orphan_hash"].tolist(), arrays["orphan_code"].tolist(), strict=True))
             vars(tally).update(values["tally"])
             rows, seen, instance_rows[0] = int(values["rows"]), int(values["seen"]), int(values["rows_read"])
             counts.update(values["counts"])
-            for k, v in values["drops"].items():
-                drops.add(k, v)
-            for k, v in values["bad_rows"].items():
-                bad_rows.add(k, v)
+            restore_counts(drops, bad_rows, values)
             if progress is not None:
                 progress(instance_rows[0])
 
@@ -565,14 +542,11 @@ def convert_alibaba2018(
                 if out.rows >= max(run_rows, len(jobs)):
                     jobs = spill(out, runs, jobs, work.dir)
             if work.due() or (work.keeps and k + 1 == len(batch_instance)):  # and after the last: the merge can fail too
-                pending = out.take()
-                out.add(*(pending[col] for col in Runs.NAMES))
-                arrays = {f"out_{col}": v for col, v in pending.items()}
-                arrays.update({"jobs_index": jobs.index.to_numpy(np.int64), **{f"jobs_{col}": jobs[col].to_numpy(np.int64) for col in ("arrival", "total", "n")}})
+                arrays, values = spill_state(out, jobs, runs)
                 arrays["orphan_hash"] = np.fromiter(stages.orphans, np.int64, len(stages.orphans))
                 arrays["orphan_code"] = np.fromiter(stages.orphans.values(), np.int64, len(stages.orphans))
-                values = {"runs": [str(r) for r in runs], "tally": vars(tally), "rows": rows, "seen": seen, "rows_read": instance_rows[0],
-                          "counts": dict(counts), "drops": drops.counts, "bad_rows": bad_rows.counts}  # fmt: skip
+                values.update({"tally": vars(tally), "rows": rows, "seen": seen, "rows_read": instance_rows[0], "counts": dict(counts),
+                               **counts_state(drops, bad_rows)})  # fmt: skip
                 work.save(k + 1, arrays, values)
         if out.rows or not runs:
             jobs = spill(out, runs, jobs, work.dir, keep=not runs)
@@ -601,9 +575,4 @@ def convert(job: RawJob) -> RawTrace:
     if not cores > 0:
         raise InputError("--format-option machine_cores", f"must be a positive number of cores, got {cores:g}")
     names, units, _factors = resources(job.scale_requests, cores)
-    tables = convert_alibaba2018(
-        job.tables["batch_task"], job.tables["batch_instance"], scale=job.scale_requests, machine_cores=cores,
-        skip_bad=job.skip_bad, drops=job.drops, bad_rows=job.bad_rows, counts=job.counts, progress=job.progress,
-        spill_dir=job.spill_dir, work_dir=job.work_dir, checkpoint_every_s=job.checkpoint_every_s,
-    )  # fmt: skip
-    return RawTrace(names, units, tables)
+    return RawTrace(names, units, convert_alibaba2018(job))

@@ -32,6 +32,8 @@ import numpy as np
 
 from schedlab.atomic import atomic_write
 from schedlab.errors import InputError
+from schedlab.workload.converters import RawJob
+from schedlab.workload.converters.common import Drops
 
 CHECKPOINT = "checkpoint.json"
 MARK = ".schedlab-conversion"  # a work folder's mark: only a folder with it is ever removed
@@ -132,6 +134,27 @@ class WorkDir:
         """The conversion failed: a temporary folder goes, a named one stays for the rerun."""
         if self._tmp is not None:
             self._tmp.cleanup()
+
+
+def work_for(job: RawJob, fmt: str, main: str, **settings: Any) -> WorkDir:
+    """The work folder of ``job``'s conversion, checkpointed after each shard of its ``main`` table; what
+    identifies the conversion is the format, the job's settings and options, its other tables' shards and the
+    converter's own ``settings``."""
+    what = {"format": fmt, "scale_requests": job.scale_requests, "skip_bad": job.skip_bad, "options": dict(job.options),
+            "tables": {t: [str(q) for q in ps] for t, ps in sorted(job.tables.items()) if t != main}, **settings}  # fmt: skip
+    return WorkDir(job.work_dir, what, job.tables[main], prefix=f"schedlab-{fmt}-", every_s=job.checkpoint_every_s, spill_dir=job.spill_dir)
+
+
+def counts_state(drops: Drops, bad_rows: Drops) -> dict[str, Any]:
+    """A conversion's drop and malformed-row counts, for a checkpoint's values."""
+    return {"drops": dict(drops.counts), "bad_rows": dict(bad_rows.counts)}
+
+
+def restore_counts(drops: Drops, bad_rows: Drops, values: dict[str, Any]) -> None:
+    """Add a checkpoint's counts (:func:`counts_state`) back."""
+    for target, saved in ((drops, values["drops"]), (bad_rows, values["bad_rows"])):
+        for k, v in saved.items():
+            target.add(k, v)
 
 
 def _savez(tmp: str, arrays: dict[str, np.ndarray]) -> None:

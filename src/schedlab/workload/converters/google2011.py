@@ -57,7 +57,6 @@ known, and merged.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Sequence
 from itertools import repeat
 from pathlib import Path
@@ -68,7 +67,7 @@ import numpy as np
 from schedlab.defaults import DEFAULT_CAPACITY, MULTI_RESOURCES
 from schedlab.errors import InputError
 from schedlab.workload.converters import RawJob, RawTrace
-from schedlab.workload.converters.checkpoint import EVERY_S, WorkDir
+from schedlab.workload.converters.checkpoint import WorkDir, counts_state, restore_counts, work_for
 from schedlab.workload.converters.common import Batch, Drops, read_csv_shards
 from schedlab.workload.converters.tasks import (
     TASK_BITS,
@@ -77,8 +76,10 @@ from schedlab.workload.converters.tasks import (
     count_constrained,
     new_jobs,
     operator_symbols,
+    restore_spill_state,
     sorted_chunks,
     spill,
+    spill_state,
     to_table,
 )
 
@@ -444,32 +445,17 @@ def reference_events(rows: Sequence[tuple], drops: Drops) -> tuple[list[tuple], 
 
 
 # -- the conversion --------------------------------------------------------------------------------
-def convert_google2011(
-    task_events: Sequence[Path],
-    task_constraints: Sequence[Path] = (),
-    *,
-    scale: tuple[float, float] | None = DEFAULT_SCALE,
-    skip_bad: bool = False,
-    drops: Drops | None = None,
-    bad_rows: Drops | None = None,
-    counts: dict[str, int] | None = None,
-    progress: Callable[[int], None] | None = None,
-    run_rows: int = 250_000,
-    spill_dir: str | os.PathLike | None = None,
-    work_dir: str | os.PathLike | None = None,
-    checkpoint_every_s: float = EVERY_S,
-) -> Iterator[Any]:
-    """Stream the trace as Arrow tables in the columnar trace's schema, in arrival order (for
-    :meth:`~schedlab.workload.columnar.ColumnarTraceWriter.write_tables`).
+def convert_google2011(job: RawJob, *, run_rows: int = 250_000) -> Iterator[Any]:
+    """Stream ``job``'s trace as Arrow tables in the columnar trace's schema, in arrival order (for
+    :meth:`~schedlab.workload.columnar.ColumnarTraceWriter.write_tables`); finished tasks spilled ``run_rows``
+    at a time.
 
-    ``work_dir`` makes the conversion restartable (:mod:`.checkpoint`): a checkpoint after a task_events shard
-    (at most ``checkpoint_every_s`` apart), and a rerun with the same folder resumes after the last one."""
-    drops = drops if drops is not None else Drops()
-    bad_rows = bad_rows if bad_rows is not None else Drops()
-    counts = counts if counts is not None else {}
-    what = {"format": "google2011", "scale": list(scale) if scale else None, "skip_bad": skip_bad, "run_rows": run_rows,
-            "task_constraints": [str(q) for q in task_constraints]}  # fmt: skip
-    work = WorkDir(work_dir, what, task_events, prefix="schedlab-google2011-", every_s=checkpoint_every_s, spill_dir=spill_dir)
+    With ``job.work_dir`` the conversion is restartable (:mod:`.checkpoint`): a checkpoint after a task_events
+    shard (at most ``job.checkpoint_every_s`` apart), and a rerun with the same folder resumes after the last one."""
+    task_events, task_constraints = job.tables["task_events"], job.tables.get("task_constraints", [])
+    scale = DEFAULT_SCALE if job.scale_requests else None
+    skip_bad, drops, bad_rows, counts, progress = job.skip_bad, job.drops, job.bad_rows, job.counts, job.progress
+    work = work_for(job, "google2011", "task_events", run_rows=run_rows)
     try:
         users: dict[str, int] = {}
         runs, jobs = _events_pass(task_events, users, drops, bad_rows, counts, skip_bad, progress, run_rows, work)
@@ -491,14 +477,8 @@ def convert_google2011(
 
 def convert(job: RawJob) -> RawTrace:
     """The :data:`~schedlab.workload.converters.FORMATS` entry point."""
-    scale = DEFAULT_SCALE if job.scale_requests else None
-    names, units = resources(scale)
-    tables = convert_google2011(
-        job.tables["task_events"], job.tables["task_constraints"], scale=scale, skip_bad=job.skip_bad, drops=job.drops,
-        bad_rows=job.bad_rows, counts=job.counts, progress=job.progress, spill_dir=job.spill_dir, work_dir=job.work_dir,
-        checkpoint_every_s=job.checkpoint_every_s,
-    )  # fmt: skip
-    return RawTrace(names, units, tables)
+    names, units = resources(DEFAULT_SCALE if job.scale_requests else None)
+    return RawTrace(names, units, convert_google2011(job))
 
 
 def _events_pass(
@@ -514,8 +494,7 @@ def _events_pass(
     saved = work.load()
     if saved is not None:
         first, arrays, values = saved
-        jobs = restore_fold(states, tally, out, users, drops, bad_rows, arrays, values)
-        runs = [Path(r) for r in values["runs"]]
+        jobs, runs = restore_fold(states, tally, out, users, drops, bad_rows, arrays, values)
         if progress is not None:
             progress(values["rows_read"])
     rows_read = [saved[2]["rows_read"] if saved is not None else 0]
@@ -565,20 +544,15 @@ def checkpoint_fold(work: WorkDir, done: int, states: TaskStates, tally: Tally, 
     arrays["slot_keys"] = np.fromiter(states.slot_of.keys(), np.int64, len(states.slot_of))
     arrays["slot_values"] = np.fromiter(states.slot_of.values(), np.int64, len(states.slot_of))
     arrays["free"] = np.asarray(states.free, dtype=np.int64)
-    pending = out.take()
-    out.add(*(pending[c] for c in Finished.NAMES))
-    arrays.update({f"out_{c}": v for c, v in pending.items()})
-    arrays.update({"jobs_index": jobs.index.to_numpy(np.int64), **{f"jobs_{c}": jobs[c].to_numpy(np.int64) for c in ("arrival", "total", "n")}})
-    values = {"n": n, "users": users, "ended_early": tally.ended_early, "out_of_order": tally.out_of_order, "drops": drops.counts,
-              "bad_rows": bad_rows.counts, "runs": [str(r) for r in runs], "rows_read": rows_read}  # fmt: skip
-    work.save(done, {**arrays, **extra_arrays}, {**values, **extra_values})
+    spilled, values = spill_state(out, jobs, runs)
+    values.update({"n": n, "users": users, "ended_early": tally.ended_early, "out_of_order": tally.out_of_order, "rows_read": rows_read,
+                   **counts_state(drops, bad_rows)})  # fmt: skip
+    work.save(done, {**arrays, **spilled, **extra_arrays}, {**values, **extra_values})
 
 
 def restore_fold(states: TaskStates, tally: Tally, out: Finished, users: dict[str, int], drops: Drops, bad_rows: Drops,
-                 arrays: dict[str, np.ndarray], values: dict[str, Any]) -> Any:  # fmt: skip
-    """Put a checkpoint's fold state back (see :func:`checkpoint_fold`); returns the jobs' fold."""
-    import pandas as pd
-
+                 arrays: dict[str, np.ndarray], values: dict[str, Any]) -> tuple[Any, list[Any]]:  # fmt: skip
+    """Put a checkpoint's fold state back (see :func:`checkpoint_fold`); returns the jobs' fold and the runs."""
     n = int(values["n"])
     states._grow(max(n, 1))
     for name in (*TaskStates._INTS, *TaskStates._FLOATS):
@@ -586,14 +560,10 @@ def restore_fold(states: TaskStates, tally: Tally, out: Finished, users: dict[st
     states.n = n
     states.slot_of = dict(zip(arrays["slot_keys"].tolist(), arrays["slot_values"].tolist(), strict=True))
     states.free = arrays["free"].tolist()
-    out.add(*(arrays[f"out_{c}"] for c in Finished.NAMES))
     users.update(values["users"])
     tally.ended_early, tally.out_of_order = int(values["ended_early"]), int(values["out_of_order"])
-    for k, v in values["drops"].items():
-        drops.add(k, v)
-    for k, v in values["bad_rows"].items():
-        bad_rows.add(k, v)
-    return pd.DataFrame({c: arrays[f"jobs_{c}"] for c in ("arrival", "total", "n")}, index=pd.Index(arrays["jobs_index"]))
+    restore_counts(drops, bad_rows, values)
+    return restore_spill_state(out, arrays, values)
 
 
 def user_codes(names: np.ndarray, users: dict[str, int]) -> np.ndarray:

@@ -66,7 +66,6 @@ about 370 bytes, against 2011's 650,000 rows/s for its 100-byte CSV lines.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,7 +75,7 @@ import numpy as np
 
 from schedlab.errors import InputError
 from schedlab.workload.converters import RawJob, RawTrace
-from schedlab.workload.converters.checkpoint import EVERY_S, WorkDir
+from schedlab.workload.converters.checkpoint import WorkDir, work_for
 from schedlab.workload.converters.common import Batch, Drops, enum_codes, read_json_shards
 from schedlab.workload.converters.google2011 import (
     DEFAULT_SCALE,
@@ -342,8 +341,7 @@ def _instances_pass(
     first, rows_read = 0, 0
     if saved is not None:
         first, arrays, values = saved
-        jobs = restore_fold(states, tally, out, {}, drops, bad_rows, arrays, values)
-        runs = [Path(r) for r in values["runs"]]
+        jobs, runs = restore_fold(states, tally, out, {}, drops, bad_rows, arrays, values)
         rows_read = int(values["rows_read"])
         for k, v in values["counts"].items():
             counts[k] = v
@@ -415,33 +413,18 @@ def _instances_pass(
 
 
 # -- the conversion --------------------------------------------------------------------------------
-def convert_google2019(
-    instance_events: Sequence[Path],
-    collection_events: Sequence[Path] = (),
-    *,
-    scale: tuple[float, float] | None = DEFAULT_SCALE,
-    skip_bad: bool = False,
-    drops: Drops | None = None,
-    bad_rows: Drops | None = None,
-    counts: dict[str, int] | None = None,
-    progress: Callable[[int], None] | None = None,
-    run_rows: int = 1_000_000,
-    spill_dir: str | os.PathLike | None = None,
-    work_dir: str | os.PathLike | None = None,
-    checkpoint_every_s: float = EVERY_S,
-) -> Iterator[Any]:
-    """Stream the trace as Arrow tables in the columnar trace's schema, in arrival order (for
-    :meth:`~schedlab.workload.columnar.ColumnarTraceWriter.write_tables`).
+def convert_google2019(job: RawJob, *, run_rows: int = 1_000_000) -> Iterator[Any]:
+    """Stream ``job``'s trace as Arrow tables in the columnar trace's schema, in arrival order (for
+    :meth:`~schedlab.workload.columnar.ColumnarTraceWriter.write_tables`); finished tasks spilled ``run_rows``
+    at a time.
 
-    ``work_dir`` makes the conversion restartable (:mod:`.checkpoint`): a checkpoint after an instance_events
-    shard (at most ``checkpoint_every_s`` apart); a rerun with the same folder reads collection_events again
-    and the instance_events shards after the last checkpoint."""
-    drops = drops if drops is not None else Drops()
-    bad_rows = bad_rows if bad_rows is not None else Drops()
-    counts = counts if counts is not None else {}
-    what = {"format": "google2019", "scale": list(scale) if scale else None, "skip_bad": skip_bad, "run_rows": run_rows,
-            "collection_events": [str(q) for q in collection_events]}  # fmt: skip
-    work = WorkDir(work_dir, what, instance_events, prefix="schedlab-google2019-", every_s=checkpoint_every_s, spill_dir=spill_dir)
+    With ``job.work_dir`` the conversion is restartable (:mod:`.checkpoint`): a checkpoint after an
+    instance_events shard (at most ``job.checkpoint_every_s`` apart); a rerun with the same folder reads
+    collection_events again and the instance_events shards after the last checkpoint."""
+    instance_events, collection_events = job.tables["instance_events"], job.tables.get("collection_events", [])
+    scale = DEFAULT_SCALE if job.scale_requests else None
+    skip_bad, drops, bad_rows, counts, progress = job.skip_bad, job.drops, job.bad_rows, job.counts, job.progress
+    work = work_for(job, "google2019", "instance_events", run_rows=run_rows)
     try:
         saved = work.load()
         users: dict[str, int] = {}
@@ -460,10 +443,10 @@ def convert_google2019(
         kept = constrained = unknown = 0
         ck = constraints["key"].to_numpy()
         for chunk in sorted_chunks(runs, jobs, work.dir, keep_runs=work.keeps):  # a checkpoint names the runs
-            job = chunk["key"] >> TASK_BITS
+            code = chunk["key"] >> TASK_BITS
             prio = chunk["priority"]
-            chunk["priority"] = np.where(np.isnan(prio), job_prio[job], prio)
-            unknown += int((job >= len(colls.ids)).sum())
+            chunk["priority"] = np.where(np.isnan(prio), job_prio[code], prio)
+            unknown += int((code >= len(colls.ids)).sum())
             kept += count_constrained(chunk["key"], constraints)
             constrained += int((np.searchsorted(ck, chunk["key"], side="right") > np.searchsorted(ck, chunk["key"], side="left")).sum())
             yield to_table(chunk, resources=names, factors=factors, seconds_per_unit=1e-6, user_names=user_names, constraints=constraints, job_ids=job_ids)
@@ -478,11 +461,5 @@ def convert_google2019(
 
 def convert(job: RawJob) -> RawTrace:
     """The :data:`~schedlab.workload.converters.FORMATS` entry point."""
-    scale = DEFAULT_SCALE if job.scale_requests else None
-    names, units = resources(scale)
-    tables = convert_google2019(
-        job.tables["instance_events"], job.tables["collection_events"], scale=scale, skip_bad=job.skip_bad, drops=job.drops,
-        bad_rows=job.bad_rows, counts=job.counts, progress=job.progress, spill_dir=job.spill_dir, work_dir=job.work_dir,
-        checkpoint_every_s=job.checkpoint_every_s,
-    )  # fmt: skip
-    return RawTrace(names, units, tables)
+    names, units = resources(DEFAULT_SCALE if job.scale_requests else None)
+    return RawTrace(names, units, convert_google2019(job))

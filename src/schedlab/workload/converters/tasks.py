@@ -76,6 +76,26 @@ class Finished:
         return out
 
 
+def spill_state(out: Finished, jobs: Any, runs: list[Any]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """What a checkpoint keeps of the finished tasks (:mod:`.checkpoint`): the buffered rows (left buffered),
+    the jobs' fold and the runs spilled so far, as arrays and JSON values."""
+    pending = out.take()
+    out.add(*(pending[c] for c in out.NAMES))
+    arrays = {f"out_{c}": v for c, v in pending.items()}
+    arrays["jobs_index"] = jobs.index.to_numpy(np.int64)
+    arrays.update({f"jobs_{c}": jobs[c].to_numpy(np.int64) for c in ("arrival", "total", "n")})
+    return arrays, {"runs": [str(r) for r in runs]}
+
+
+def restore_spill_state(out: Finished, arrays: dict[str, np.ndarray], values: dict[str, Any]) -> tuple[Any, list[Any]]:
+    """The buffered rows back into ``out``; returns the jobs' fold and the runs (see :func:`spill_state`)."""
+    import pandas as pd
+
+    out.add(*(arrays[f"out_{c}"] for c in out.NAMES))
+    jobs = pd.DataFrame({c: arrays[f"jobs_{c}"] for c in ("arrival", "total", "n")}, index=pd.Index(arrays["jobs_index"]))
+    return jobs, [Path(r) for r in values["runs"]]
+
+
 def spill(out: Finished, runs: list[Any], jobs: Any, tmp: Path, keep: bool = False) -> Any:
     """Move the finished tasks to a run and fold them into the jobs; ``keep``: the run stays in memory (the
     last spill, when it is the only run)."""
