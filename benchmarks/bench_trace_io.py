@@ -15,8 +15,10 @@
 * The same for Google 2019 (``--only google2019``): ``instance_events`` as
   BigQuery's JSON lines (each task SUBMIT, QUEUE, ENABLE, SCHEDULE, FINISH;
   one job in ten constrained; 2 shards) and one ``collection_events`` row
-  per job. Its lines are about 3.5 times as long as 2011's CSV rows, so it
-  has no 2011 target; its rows/s are reported.
+  per job. Its lines are about 3.5 times as long as 2011's CSV rows; the
+  issue's 500,000 rows/s target is the same. Its peak grows between the two
+  sizes while the generated trace's tasks in flight ramp up (about 300,000 at
+  steady state, reached after some 3 M rows): it is flat from there on.
 * The same for ``--format alibaba2018``: a ``batch_instance`` table of N rows
   in the Alibaba 2018 schema (stages of 1-200 instances, DAG and ``task_``
   names, one instance in ten failed once and rerun, a few failed or still
@@ -183,8 +185,7 @@ def bench_converter(fmt: str, rows: int) -> None:
             out = subprocess.run([sys.executable, "-c", CHILD, str(Path(d) / "trace"), str(Path(d) / "out.parquet"), fmt], check=True, capture_output=True, text=True)
             r = json.loads(out.stdout)
         rate = r["rows"] / r["wall"]
-        # Google 2019's JSON lines are about 3.5 times as long as the CSV rows: no rows/s target of its own
-        target = f"target {TARGET_ROWS_PER_S:,}: {'met' if rate >= TARGET_ROWS_PER_S else 'MISSED'} (x{rate / TARGET_ROWS_PER_S:.2f})  " if fmt != "google2019" else ""
+        target = f"target {TARGET_ROWS_PER_S:,}: {'met' if rate >= TARGET_ROWS_PER_S else 'MISSED'} (x{rate / TARGET_ROWS_PER_S:.2f})  "
         print(
             f"{fmt:11s} {r['rows']:>11,} rows -> {r['tasks']:>10,} tasks  {r['wall']:6.2f} s  {rate:>10,.0f} rows/s  {target}peak {r['peak_mb']:,.0f} MB  "
             f"{r['rows'] / r['cpu']:,.0f} rows/CPU-s",

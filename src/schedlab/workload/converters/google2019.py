@@ -55,13 +55,14 @@ submitted or started before it. In addition (each our choice):
 How: collection_events is read first into one row per collection (sorted
 IDs, so a collection's job code is its rank, and numpy look-ups), then
 instance_events a block of lines at a time (:func:`.common.read_json_shards`)
-through the 2011 fold; finished tasks are spilled, sorted and merged by
-:mod:`.tasks` as in 2011. Held in memory besides 2011's: the collections (a
-few numbers each), the IDs of collections with no collection_events row, the
-(collection, instance) pairs of alloc sets, and the constraints, deduplicated
-per block as they are read. Speed is pyarrow's JSON parsing (about two thirds
-of the time): about 160,000 instance_events rows/s on one core for lines of
-about 370 bytes, against 2011's 650,000 rows/s for its 100-byte CSV lines.
+through the 2011 fold; finished tasks are spilled (runs of 250,000, as
+2011's: larger runs made larger transient copies when sorted, the peak of a
+long conversion), sorted and merged by :mod:`.tasks` as in 2011. Held in
+memory besides 2011's: the collections (a few numbers each), the IDs of
+collections with no collection_events row, the (collection, instance) pairs
+of alloc sets, and the constraints, deduplicated per block as they are read.
+Most of the time is pyarrow's JSON parsing; ``benchmarks/bench_trace_io.py``
+measures rows/s and peak memory.
 """
 
 from __future__ import annotations
@@ -413,7 +414,7 @@ def _instances_pass(
 
 
 # -- the conversion --------------------------------------------------------------------------------
-def convert_google2019(job: RawJob, *, run_rows: int = 1_000_000) -> Iterator[Any]:
+def convert_google2019(job: RawJob, *, run_rows: int = 250_000) -> Iterator[Any]:
     """Stream ``job``'s trace as Arrow tables in the columnar trace's schema, in arrival order (for
     :meth:`~schedlab.workload.columnar.ColumnarTraceWriter.write_tables`); finished tasks spilled ``run_rows``
     at a time.
