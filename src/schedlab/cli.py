@@ -621,6 +621,31 @@ def report_cmd(
     err.print(f"wrote {rep.markdown}, {rep.html.name} and {len(rep.images)} plot(s)", highlight=False)
 
 
+@app.command("dashboard")
+def dashboard_cmd(
+    results: Annotated[list[Path] | None, typer.Option("--results", "-r", help="A results folder (sweep or reproduce); repeat for more.")] = None,
+    summary: Annotated[list[Path] | None, typer.Option("--summary", help="A run's summary.json (or the folder simulate --out wrote); repeat for more.")] = None,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on; other than loopback, every request needs the token.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", "-p", help="Port (0: any free one).", min=0, max=65535)] = 8765,
+    token: Annotated[str | None, typer.Option("--token", help="Token requests must carry (default: $SCHEDLAB_DASHBOARD_TOKEN; generated off loopback).")] = None,
+) -> None:
+    """Serve the web dashboard: an interactive explorer of runs (CDFs, percentiles with ratios, utilization)."""
+    import logging
+
+    from schedlab.dashboard.explorer import Catalog
+    from schedlab.dashboard.server import resolve_token, serve
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
+    catalog = Catalog(results or [], summary or [])
+    err.print(f"{len(catalog.runs)} run(s) from {len(results or [])} results folder(s) and {len(summary or [])} summary file(s)", highlight=False)
+    url_token = resolve_token(host, token)
+
+    def announce(url: str) -> None:
+        print(f"dashboard at {url}", flush=True)
+
+    serve(catalog, host, port, url_token, announce)
+
+
 @app.command("reproduce")
 def reproduce_cmd(
     name: Annotated[str | None, typer.Argument(help="What to reproduce (see --list).")] = None,

@@ -1,0 +1,154 @@
+"""``schedlab dashboard``: one local web app (aiohttp) serving the results explorer.
+
+Routes: ``/`` the explorer page; ``/static/…`` its script, style and the vendored
+chart library (Vega, Vega-Lite and Vega-Embed, BSD-3: ``static/vendor``, so no CDN
+is needed — the app works with no network); ``/api/runs`` (``?reload=1`` reads the
+stores again), ``/api/cdf``, ``/api/percentiles``, ``/api/utilization`` (JSON, see
+:mod:`.explorer`).
+
+Access: bound to 127.0.0.1 by default, where anything on the machine may read
+it, as with any local development server. Bound to another address, every
+request needs the token (``--token`` or ``SCHEDLAB_DASHBOARD_TOKEN``; one is
+generated and printed when neither is given): as ``?token=`` in the URL once
+(the answer sets a cookie for the rest) or as ``Authorization: Bearer``.
+
+A bad request (an unknown run, an unknown metric) is a JSON ``{"error": …}`` with
+status 400 and one log line; the server keeps serving. Inputs that could not be
+read at start are listed by ``/api/runs`` (``problems``), shown on the page and
+logged once each.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import ipaddress
+import logging
+import os
+import secrets
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from schedlab.dashboard.explorer import Catalog
+from schedlab.errors import InputError
+
+log = logging.getLogger("schedlab.dashboard")
+TOKEN_ENV = "SCHEDLAB_DASHBOARD_TOKEN"
+COOKIE = "schedlab_dashboard"
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def static_dir() -> Path:
+    return Path(str(resources.files("schedlab.dashboard") / "static"))
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _ids(request: web.Request) -> list[str]:
+    raw = request.query.get("runs", "")
+    return [r for r in raw.split(",") if r]
+
+
+def make_app(catalog: Catalog, token: str | None = None) -> web.Application:
+    """The dashboard's application over ``catalog``; ``token``: required of every request when given."""
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if token is not None:
+            given = request.query.get("token") or request.cookies.get(COOKIE) or request.headers.get("Authorization", "").removeprefix("Bearer ")
+            if not given or not hmac.compare_digest(given, token):
+                log.warning("refused %s %s from %s: no valid token", request.method, request.path, request.remote)
+                raise web.HTTPUnauthorized(text="schedlab dashboard: this address needs the token (?token=…)")
+        try:
+            response = await handler(request)
+        except InputError as e:
+            log.warning("bad request %s: %s", request.path_qs, e)
+            return web.json_response({"error": str(e)}, status=400)
+        if token is not None and request.query.get("token"):
+            response.set_cookie(COOKIE, token, httponly=True, samesite="Strict")
+        return response
+
+    async def index(_request: web.Request) -> web.StreamResponse:
+        return web.FileResponse(static_dir() / "index.html")
+
+    async def runs(request: web.Request) -> web.StreamResponse:
+        if request.query.get("reload"):
+            catalog.reload()
+            _log_problems(catalog)
+        return web.json_response({
+            "runs": [r.row() for r in catalog.runs.values()],
+            "problems": [{"where": p.where, "what": p.what} for p in catalog.problems],
+        })  # fmt: skip
+
+    async def cdf(request: web.Request) -> web.StreamResponse:
+        return web.json_response(catalog.cdf(_ids(request), request.query.get("metric", "jrt_delay")))
+
+    async def percentiles(request: web.Request) -> web.StreamResponse:
+        q = request.query
+        return web.json_response(catalog.percentiles(_ids(request), q.get("metric", "jrt_delay"), q.get("baseline") or None))
+
+    async def utilization(request: web.Request) -> web.StreamResponse:
+        return web.json_response(catalog.utilization(_ids(request)))
+
+    app = web.Application(middlewares=[guard])
+    app.router.add_get("/", index)
+    app.router.add_get("/api/runs", runs)
+    app.router.add_get("/api/cdf", cdf)
+    app.router.add_get("/api/percentiles", percentiles)
+    app.router.add_get("/api/utilization", utilization)
+    app.router.add_static("/static/", static_dir())
+    return app
+
+
+def _log_problems(catalog: Catalog) -> None:
+    for p in catalog.problems:
+        log.warning("%s", p)
+
+
+def resolve_token(host: str, token: str | None) -> str | None:
+    """The token requests must carry: none on a loopback address unless one is given, else the given one,
+    ``$SCHEDLAB_DASHBOARD_TOKEN`` or a new random one."""
+    token = token or os.environ.get(TOKEN_ENV) or None
+    if token is None and not is_loopback(host):
+        token = secrets.token_urlsafe(24)
+    return token
+
+
+def serve(catalog: Catalog, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
+          announce: Callable[[str], Any] = print) -> None:  # fmt: skip
+    """Serve until interrupted; ``announce(url)`` once listening (the URL carries the token, if any)."""
+    import asyncio
+
+    _log_problems(catalog)
+
+    async def main() -> None:
+        runner = web.AppRunner(make_app(catalog, token), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port)
+        try:
+            await site.start()
+        except OSError as e:
+            await runner.cleanup()
+            raise InputError(f"--port {port}", f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+        bound = runner.addresses[0][1] if runner.addresses else port
+        shown = f"[{host}]" if ":" in host else host
+        announce(f"http://{shown}:{bound}/" + (f"?token={token}" if token else ""))
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
