@@ -628,13 +628,19 @@ def dashboard_cmd(
     host: Annotated[str, typer.Option("--host", help="Address to listen on; other than loopback, every request needs the token.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", "-p", help="Port (0: any free one).", min=0, max=65535)] = 8765,
     token: Annotated[str | None, typer.Option("--token", help="Token requests must carry (default: $SCHEDLAB_DASHBOARD_TOKEN; generated off loopback).")] = None,
+    cluster: Annotated[Path | None, typer.Option("--cluster", "-c", help="A running cluster's file: its live view at /live.")] = None,
+    every: Annotated[float, typer.Option("--every", help="With --cluster: seconds between two reads of every node.", min=0.1)] = 1.0,
 ) -> None:
-    """Serve the web dashboard: an interactive explorer of runs (CDFs, percentiles with ratios, utilization)."""
+    """Serve the web dashboard: the live view of a running cluster, and an interactive explorer of runs
+    (CDFs, percentiles with ratios, utilization)."""
     import logging
 
     from schedlab.dashboard.explorer import Catalog
+    from schedlab.dashboard.live import LiveMonitor
     from schedlab.dashboard.server import resolve_token, serve
+    from schedlab.services.clusterfile import load_cluster
 
+    monitor = LiveMonitor(load_cluster(cluster), every) if cluster is not None else None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
     catalog = Catalog(results or [], summary or [])
     err.print(f"{len(catalog.runs)} run(s) from {len(results or [])} results folder(s) and {len(summary or [])} summary file(s)", highlight=False)
@@ -643,7 +649,7 @@ def dashboard_cmd(
     def announce(url: str) -> None:
         print(f"dashboard at {url}", flush=True)
 
-    serve(catalog, host, port, url_token, announce)
+    serve(catalog, host, port, url_token, announce, monitor)
 
 
 @app.command("reproduce")

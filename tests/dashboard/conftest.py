@@ -8,6 +8,7 @@ skip with the reason, except in CI (``CI`` set), where that is a failure.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -108,6 +109,22 @@ def dashboard_of(tmp_path: Path) -> Iterator:
         stop(d.proc)
 
 
+@contextlib.contextmanager
+def browser_page(chromium: str, width: int = 1400, height: int = 900) -> Iterator[tuple]:
+    """Headless Chromium through Playwright: ``(browser, page, errors)``, the page's script errors collected."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            yield browser, page, errors
+        finally:
+            browser.close()
+
+
 @pytest.fixture(scope="session")
 def chromium() -> str:
     problem = None
@@ -122,3 +139,6 @@ def chromium() -> str:
             pytest.fail(problem)
         pytest.skip(problem)
     return CHROMIUM
+
+
+from tests.services.conftest import broker  # noqa: E402,F401  (the broker fixture: skip with reason, failure in CI)

@@ -1,10 +1,12 @@
-"""``schedlab dashboard``: one local web app (aiohttp) serving the results explorer.
+"""``schedlab dashboard``: one local web app (aiohttp) serving the results explorer and the live cluster view.
 
-Routes: ``/`` the explorer page; ``/static/…`` its script, style and the vendored
-chart library (Vega, Vega-Lite and Vega-Embed, BSD-3: ``static/vendor``, so no CDN
-is needed — the app works with no network); ``/api/runs`` (``?reload=1`` reads the
-stores again), ``/api/cdf``, ``/api/percentiles``, ``/api/utilization`` (JSON, see
-:mod:`.explorer`).
+Routes: ``/`` the explorer page; ``/live`` the live view of the ``--cluster``
+(:mod:`.live`); ``/static/…`` their scripts, style and the vendored chart library
+(Vega, Vega-Lite and Vega-Embed, BSD-3: ``static/vendor``, so no CDN is needed —
+the app works with no network); ``/api/runs`` (``?reload=1`` reads the stores
+again), ``/api/cdf``, ``/api/percentiles``, ``/api/utilization`` (JSON, see
+:mod:`.explorer`); ``/api/live`` (the live state, JSON) and ``/api/live/stream``
+(the same, pushed as server-sent events after every read of the cluster).
 
 Access: bound to 127.0.0.1 by default, where anything on the machine may read
 it, as with any local development server. Bound to another address, every
@@ -20,6 +22,7 @@ logged once each.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import ipaddress
@@ -34,6 +37,7 @@ from typing import Any
 from aiohttp import web
 
 from schedlab.dashboard.explorer import Catalog
+from schedlab.dashboard.live import LiveMonitor
 from schedlab.errors import InputError
 
 log = logging.getLogger("schedlab.dashboard")
@@ -61,8 +65,9 @@ def _ids(request: web.Request) -> list[str]:
     return [r for r in raw.split(",") if r]
 
 
-def make_app(catalog: Catalog, token: str | None = None) -> web.Application:
-    """The dashboard's application over ``catalog``; ``token``: required of every request when given."""
+def make_app(catalog: Catalog, token: str | None = None, monitor: LiveMonitor | None = None) -> web.Application:
+    """The dashboard's application over ``catalog`` (and ``monitor``'s cluster); ``token``: required of every
+    request when given."""
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -81,7 +86,36 @@ def make_app(catalog: Catalog, token: str | None = None) -> web.Application:
         return response
 
     async def index(_request: web.Request) -> web.StreamResponse:
+        if monitor is not None and not catalog.runs and not catalog.problems:
+            raise web.HTTPFound("/live")
         return web.FileResponse(static_dir() / "index.html")
+
+    async def live_page(_request: web.Request) -> web.StreamResponse:
+        return web.FileResponse(static_dir() / "live.html")
+
+    async def live_state(_request: web.Request) -> web.StreamResponse:
+        if monitor is None:
+            return web.json_response({"error": "no cluster: start the dashboard with --cluster FILE"}, status=404)
+        return web.json_response(monitor.latest or {"cluster": monitor.loaded.name, "pending": True})
+
+    async def live_stream(request: web.Request) -> web.StreamResponse:
+        if monitor is None:
+            return web.json_response({"error": "no cluster: start the dashboard with --cluster FILE"}, status=404)
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+        q = monitor.subscribe()
+        try:
+            while True:
+                try:
+                    text = await asyncio.wait_for(q.get(), timeout=15.0)
+                    await resp.write(f"data: {text}\n\n".encode())
+                except TimeoutError:
+                    await resp.write(b": keep-alive\n\n")
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            monitor.unsubscribe(q)
+        return resp
 
     async def runs(request: web.Request) -> web.StreamResponse:
         if request.query.get("reload"):
@@ -103,7 +137,20 @@ def make_app(catalog: Catalog, token: str | None = None) -> web.Application:
         return web.json_response(catalog.utilization(_ids(request)))
 
     app = web.Application(middlewares=[guard])
+    if monitor is not None:
+
+        async def start_monitor(_app: web.Application) -> None:
+            await monitor.start()
+
+        async def stop_monitor(_app: web.Application) -> None:
+            await monitor.stop()
+
+        app.on_startup.append(start_monitor)
+        app.on_cleanup.append(stop_monitor)
     app.router.add_get("/", index)
+    app.router.add_get("/live", live_page)
+    app.router.add_get("/api/live", live_state)
+    app.router.add_get("/api/live/stream", live_stream)
     app.router.add_get("/api/runs", runs)
     app.router.add_get("/api/cdf", cdf)
     app.router.add_get("/api/percentiles", percentiles)
@@ -127,14 +174,12 @@ def resolve_token(host: str, token: str | None) -> str | None:
 
 
 def serve(catalog: Catalog, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
-          announce: Callable[[str], Any] = print) -> None:  # fmt: skip
+          announce: Callable[[str], Any] = print, monitor: LiveMonitor | None = None) -> None:  # fmt: skip
     """Serve until interrupted; ``announce(url)`` once listening (the URL carries the token, if any)."""
-    import asyncio
-
     _log_problems(catalog)
 
     async def main() -> None:
-        runner = web.AppRunner(make_app(catalog, token), access_log=None)
+        runner = web.AppRunner(make_app(catalog, token, monitor), access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         try:

@@ -41,6 +41,7 @@ from schedlab.schedulers.megha import MeghaParams
 from schedlab.services.embedded import EmbeddedMegha
 from schedlab.services.execution import TaskSpec
 from schedlab.services.fairness import user_assignment
+from schedlab.services.live import LIVE_EVERY, AllocationWindow
 from schedlab.services.messages import SubmitJob
 from schedlab.services.records import RunRecords
 from schedlab.sim.rng import RngStreams
@@ -121,6 +122,11 @@ async def replay(
     factory = _task_factory(task, cpus)
     run = secrets.randbits(31)
     records = await cluster.open_run(run)
+    publish_live = getattr(cluster, "publish_live", None)  # a cluster behind a broker: figures for its dashboard
+    live = None
+    if publish_live is not None:
+        records.window = AllocationWindow()
+        live = asyncio.create_task(_publish_live(records, publish_live))
     now = cluster.now
     gms = cluster.num_gms
     users = user_assignment(cluster.params, gms, seed)  # fair sharing: the simulator's users, the GM serving each
@@ -168,6 +174,9 @@ async def replay(
             except TimeoutError:
                 break
     finally:
+        if live is not None and publish_live is not None:
+            live.cancel()
+            publish_live(_live_snapshot(records, done=True))
         await cluster.close_run(run)
     wall = time.perf_counter() - t_wall
     counters = dict(preparer.counters())
@@ -199,6 +208,19 @@ async def replay(
     )
     return Result(summary, tdf, jdf, udf, extra={"outcomes": records.outcomes, "requests": list(records.tasks.request),
                                                 "preempted_runs": list(records.recorder.preempted_runs), "origin": records.origin})
+
+
+def _live_snapshot(records: RunRecords, done: bool = False) -> dict[str, Any]:
+    assert records.window is not None
+    return {"run": records.run, "time": time.time(), "done": done, "tasks": records.recorder.num_tasks, "tasks_done": records.tasks_done,
+            "jobs": records.recorder.num_jobs, "jobs_done": records.jobs_done, **records.window.snapshot()}
+
+
+async def _publish_live(records: RunRecords, publish: Callable[[dict[str, Any]], None]) -> None:
+    """Every ``LIVE_EVERY`` s, the run's live figures to the cluster's dashboard (:mod:`~.live`)."""
+    while True:
+        publish(_live_snapshot(records))
+        await asyncio.sleep(LIVE_EVERY)
 
 
 class Client:

@@ -226,6 +226,19 @@ class AmqpLink:
         self.queues[queue] = (q, await q.consume(on_ack_message))
         return int(getattr(q.declaration_result, "message_count", 0) or 0)
 
+    async def consume_transient(self, queue: str, on_body: Callable[[bytes], None]) -> None:
+        """Deliver ``queue``'s messages to ``on_body``, the queue this connection's alone and deleted with it
+        (exclusive, auto-deleted, not durable: a dashboard's live figures, :mod:`~.live`). Another consumer
+        holding it raises aio-pika's ``ChannelLockedResource``."""
+
+        async def on_message(message: Any) -> None:
+            body = self._authentic(message)
+            if body is not None:
+                on_body(body)
+
+        q = await self.channel.declare_queue(queue, durable=False, exclusive=True, auto_delete=True)
+        self.queues[queue] = (q, await q.consume(on_message, no_ack=True))
+
     async def consume_held(self, queue: str, on_message: Callable[[bytes, bool, Any], None]) -> None:
         """Deliver every message of the durable ``queue`` as ``on_message(body, redelivered, message)``, on a
         channel of its own with no prefetch limit, and leave its acknowledgement to the consumer

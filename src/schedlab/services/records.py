@@ -41,6 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 from schedlab.metrics.recorder import COMMUNICATION, Recorder
+from schedlab.services.live import AllocationWindow
 from schedlab.services.tasks import global_id, split_id
 from schedlab.workload.model import TaskTable
 
@@ -97,6 +98,7 @@ class RunRecords:
         self.tasks_done = 0
         self.counters: dict[str, int] = {"duplicate_starts": 0, "duplicate_finishes": 0, "duplicate_reports": 0, "unknown_task_events": 0}
         self._changed: asyncio.Event | None = None
+        self.window: AllocationWindow | None = None  # live figures for a dashboard (:mod:`~.live`), when published
 
     # -- the run's side ----------------------------------------------------------------------------
     def add_job(self, arrival: float, durations: list[float], masks: list[int] | None, requests: list[tuple[float, ...]] | None,
@@ -199,6 +201,9 @@ class RunRecords:
                     self.jobs_done += 1
                     del self._report_time[jid]
         self.tasks_done += 1
+        if self.window is not None and started:
+            comp = rec.component_of
+            self.window.add((comp(local, 0), comp(local, 1), comp(local, 2), comp(local, 3)))
         if self._changed is not None:
             self._changed.set()
 

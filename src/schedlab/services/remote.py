@@ -24,6 +24,7 @@ from schedlab.schedulers.megha import MeghaParams
 from schedlab.services.auth import AuthError, Signer, Verifier
 from schedlab.services.clusterfile import LoadedCluster, require_secret
 from schedlab.services.embedded import parse_params
+from schedlab.services.live import LIVE_KIND, live_queue
 from schedlab.services.messages import RecordEvents, SubmitJob, submit_address
 from schedlab.services.net import AmqpLink, Directory, NetTransport
 from schedlab.services.records import RunRecords
@@ -118,6 +119,11 @@ class RemoteCluster:
         if self.amqp is not None:
             await self.amqp.delete_queues([self.transport.directory.queue(("run", run))])
 
+    def publish_live(self, snapshot: dict[str, Any]) -> None:
+        """A run's live figures to the cluster's dashboard, if one listens (:mod:`~.live`)."""
+        if self.amqp is not None:
+            self.amqp.publish(live_queue(self.loaded.name), json.dumps({"kind": LIVE_KIND, **snapshot}, separators=(",", ":")).encode())
+
     def submit(self, job: SubmitJob, gm: int) -> None:
         assert self.rt is not None, "connect() first"
         self.rt.send(submit_address(gm), job)
@@ -154,27 +160,33 @@ class RemoteCluster:
         return self._messages
 
 
-async def fetch_statuses(loaded: LoadedCluster, timeout: float = 3.0) -> list[dict[str, Any]]:
+async def fetch_statuses(loaded: LoadedCluster, timeout: float = 3.0, session: aiohttp.ClientSession | None = None) -> list[dict[str, Any]]:
+    """Every node's ``/v1/status``, signed and checked with the cluster's secret (a node that does not answer
+    gives ``{"role", "id", "url", "error"}``). ``session``: one kept open between calls (a dashboard reading
+    the cluster every second reuses its connections instead of opening one per node and read)."""
+    if session is None:
+        async with aiohttp.ClientSession() as own:
+            return await fetch_statuses(loaded, timeout, own)
     nodes = [("gm", g.id, g.url) for g in loaded.spec.gms] + [("lm", lm.id, lm.url) for lm in loaded.spec.lms]
     nodes += [("worker", h.id, h.url) for _lm, h in loaded.spec.hosts()]
     secret = loaded.secret
     signer = None if not secret else Signer(secret, "client")
     verifier = None if not secret else Verifier(secret)
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session:
+    limit = aiohttp.ClientTimeout(total=timeout)
 
-        async def one(role: str, ident: int, url: str) -> dict[str, Any]:
-            try:
-                async with session.get(url + "/v1/status", headers=None if signer is None else signer.headers(b"")) as resp:
-                    body = await resp.read()
-                    if resp.status != 200:
-                        return {"role": role, "id": ident, "url": url, "error": f"HTTP {resp.status}: {body.decode(errors='replace').strip()}"}
-                    if verifier is not None:
-                        try:
-                            verifier.verify(resp.headers, body)
-                        except AuthError as e:
-                            return {"role": role, "id": ident, "url": url, "error": f"answer refused: {e}"}
-                    return json.loads(body)
-            except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as e:
-                return {"role": role, "id": ident, "url": url, "error": f"{type(e).__name__}: {e}" if str(e) else type(e).__name__}
+    async def one(role: str, ident: int, url: str) -> dict[str, Any]:
+        try:
+            async with session.get(url + "/v1/status", headers=None if signer is None else signer.headers(b""), timeout=limit) as resp:
+                body = await resp.read()
+                if resp.status != 200:
+                    return {"role": role, "id": ident, "url": url, "error": f"HTTP {resp.status}: {body.decode(errors='replace').strip()}"}
+                if verifier is not None:
+                    try:
+                        verifier.verify(resp.headers, body)
+                    except AuthError as e:
+                        return {"role": role, "id": ident, "url": url, "error": f"answer refused: {e}"}
+                return json.loads(body)
+        except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as e:
+            return {"role": role, "id": ident, "url": url, "error": f"{type(e).__name__}: {e}" if str(e) else type(e).__name__}
 
-        return list(await asyncio.gather(*(one(*n) for n in nodes)))
+    return list(await asyncio.gather(*(one(*n) for n in nodes)))
