@@ -28,6 +28,8 @@ def test_explorer_draws_cdfs_toggles_a_series_and_links_the_view(store: Path, da
         assert _lines(page) == 3  # the first three runs are selected at first
         assert page.locator("#percentiles tbody tr").count() == 3
         assert page.locator("#problems").is_hidden()
+        page.wait_for_function("document.querySelectorAll('#load-chart svg .mark-rect path').length > 0", timeout=20_000)
+        assert "Overall load per second" in page.locator("#load-note").inner_text()
         if SHOTS:
             page.screenshot(path=str(Path(SHOTS) / "explorer.png"), full_page=True)
 

@@ -129,3 +129,20 @@ def test_ratios_only_against_a_baseline_on_the_same_workload_and_data_center(sto
     t = cat.percentiles(list(cat.runs), "jrt_delay", base)
     ratios = {row["run"]: row["p50_ratio"] for row in t["rows"]}
     assert ratios["elsewhere"] is None and ratios[base] == 1.0
+
+
+def test_constraint_load_is_the_reports(store: Path, tmp_path: Path) -> None:
+    from schedlab.experiments.report import constraint_load_of
+
+    cat = Catalog([store])
+    run = next(iter(cat.runs.values()))
+    got = cat.constraint_load(run.id)
+    rc = json.loads((run.folder / "config.json").read_text())
+    rep = constraint_load_of(rc, run.workload)
+    assert got["rows"] == rep["per_constraint_load"] and got["load"] == rep["load"] and got["what"] == "gen on 30w"
+    assert len(got["rows"]) > 0
+    alone = tmp_path / "alone"
+    shutil.copytree(run.folder, alone)
+    (alone / "config.json").unlink()
+    cat = Catalog([], [alone])
+    assert "results store" in cat.constraint_load("alone")["note"]

@@ -21,7 +21,9 @@ interactive charts: the CDF of each job's JRT delay (``jobs`` table), of each
 task's allocation time (``tasks``) or of per-second utilization
 (``utilization``); the percentile table of a metric with each run's ratio to a
 chosen baseline run on the same workload and data center (from the summaries:
-the same figures as ``compare``); and
+the same figures as ``compare``); the per-constraint load of a run's workload on
+its data center (:func:`schedlab.experiments.report.constraint_load_of`, what the
+report draws); and
 utilization over time. A CDF is sent as at most :data:`CDF_POINTS` points taken
 at evenly spaced ranks of the sorted values (the first and last included), so
 a million-task run costs the browser what a small one does; the percentile
@@ -134,6 +136,7 @@ class Catalog:
         self.summaries = [Path(p) for p in summaries]
         self.runs: dict[str, Run] = {}
         self.problems: list[Problem] = []
+        self._loads: dict[str, dict[str, Any]] = {}  # per-constraint load by workload and data center
         self.reload()
 
     def reload(self) -> None:
@@ -287,6 +290,35 @@ class Catalog:
             name = series_name(run)
             points.extend({"run": run.id, "label": name, "time": float(a), "utilization": float(b)} for a, b in zip(t, v, strict=True))
         return {"points": points, "missing": missing}
+
+
+    def constraint_load(self, rid: str) -> dict[str, Any]:
+        """The per-constraint load (mean, median, p95, p99 of demand over supply per constraint id: the
+        constraint-aware paper's Figures 2–4, as ``schedlab report`` draws it) of a stored run's workload on its
+        data center, and the overall load (Table 1); or a ``note`` saying why there is none. Computed from the
+        trace once per workload and data center, then kept."""
+        from schedlab.experiments.report import constraint_load_of, constraint_load_source
+
+        run = self.run(rid)
+        cfg = run.folder / "config.json"
+        if not cfg.is_file():
+            return {"run": rid, "note": "per-constraint load is computed for runs of a results store (their config.json)"}
+        try:
+            rc = json.loads(cfg.read_text(encoding="utf-8"))
+            source = constraint_load_source(rc)
+        except (ValueError, KeyError, TypeError) as e:
+            return {"run": rid, "note": f"{cfg}: not a run config of this version ({type(e).__name__}: {e})"}
+        what = f"{run.workload} on {run.data_center}"
+        if isinstance(source, str):
+            return {"run": rid, "what": what, "note": source}
+        key = json.dumps([rc["config"]["workload"], source, rc.get("paths", {}).get("trace")], sort_keys=True)
+        if key not in self._loads:
+            try:
+                rep = constraint_load_of(rc, run.workload)
+            except (InputError, OSError) as e:
+                return {"run": rid, "what": what, "note": str(e)}
+            self._loads[key] = {"rows": rep["per_constraint_load"], "load": rep["load"]}
+        return {"run": rid, "what": what, **self._loads[key]}
 
 
 def series_name(run: Run) -> str:

@@ -4,8 +4,8 @@ Routes: ``/`` the explorer page; ``/live`` the live view of the ``--cluster``
 (:mod:`.live`); ``/static/…`` their scripts, style and the vendored chart library
 (Vega, Vega-Lite and Vega-Embed, BSD-3: ``static/vendor``, so no CDN is needed —
 the app works with no network); ``/api/runs`` (``?reload=1`` reads the stores
-again), ``/api/cdf``, ``/api/percentiles``, ``/api/utilization`` (JSON, see
-:mod:`.explorer`); ``/api/live`` (the live state, JSON) and ``/api/live/stream``
+again), ``/api/cdf``, ``/api/percentiles``, ``/api/utilization``, ``/api/constraint_load``
+(JSON, see :mod:`.explorer`); ``/api/live`` (the live state, JSON) and ``/api/live/stream``
 (the same, pushed as server-sent events after every read of the cluster).
 
 Access: bound to 127.0.0.1 by default, where anything on the machine may read
@@ -136,6 +136,10 @@ def make_app(catalog: Catalog, token: str | None = None, monitor: LiveMonitor | 
     async def utilization(request: web.Request) -> web.StreamResponse:
         return web.json_response(catalog.utilization(_ids(request)))
 
+    async def constraint_load(request: web.Request) -> web.StreamResponse:
+        # from the trace: seconds on a large one, so off the event loop (the live view keeps updating)
+        return web.json_response(await asyncio.to_thread(catalog.constraint_load, request.query.get("run", "")))
+
     app = web.Application(middlewares=[guard])
     if monitor is not None:
 
@@ -155,6 +159,7 @@ def make_app(catalog: Catalog, token: str | None = None, monitor: LiveMonitor | 
     app.router.add_get("/api/cdf", cdf)
     app.router.add_get("/api/percentiles", percentiles)
     app.router.add_get("/api/utilization", utilization)
+    app.router.add_get("/api/constraint_load", constraint_load)
     app.router.add_static("/static/", static_dir())
     return app
 

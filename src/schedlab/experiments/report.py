@@ -289,6 +289,32 @@ def _utilization_normalized(b: _Builder) -> None:
     b.add(f"Per {what}; 1 = the same mean utilization as {base}.", "", md_table(table), "")
 
 
+NO_CONSTRAINTS = "no placement constraints"
+NOT_SLOTS = "load is defined for one-task-per-worker data centers"
+
+
+def constraint_load_source(rc: dict[str, Any]) -> tuple[str | None, int | None] | str:
+    """Where a stored run's per-constraint load comes from: ``(config, workers)`` of its data center (one of
+    them None), or why it has none (:data:`NO_CONSTRAINTS`, :data:`NOT_SLOTS`)."""
+    wl, dc, paths = rc["config"]["workload"], rc["config"]["data_center"], rc.get("paths", {})
+    if not wl["constraints"]:
+        return NO_CONSTRAINTS
+    if dc["resource_mode"] != "slots":
+        return NOT_SLOTS
+    config = paths.get("config") or dc["config"]
+    return config, None if config is not None else dc["workers"]
+
+
+def constraint_load_of(rc: dict[str, Any], label: str) -> dict[str, Any]:
+    """The trace report (per-constraint load, overall load) of a stored run's workload on its data center;
+    ``rc`` must have a source (:func:`constraint_load_source`)."""
+    source = constraint_load_source(rc)
+    assert not isinstance(source, str), source
+    config, workers = source
+    wl, paths = rc["config"]["workload"], rc.get("paths", {})
+    return trace_report(workload_jobs(wl, paths.get("trace")), label=label, workers=workers, config=config, constraint_seed=wl["constraint_seed"])
+
+
 def _constraint_load(b: _Builder) -> None:
 
     b.add("## Per-constraint load (constraint-aware paper, Figures 2–4; Table 1)", "")
@@ -299,30 +325,21 @@ def _constraint_load(b: _Builder) -> None:
         for d in dcs:
             rid = b.df[(b.df["workload"] == w) & (b.df["data_center"] == d)]["id"].iloc[0]
             rc = b.store.run_config(rid)
-            wl, dc, paths = rc["config"]["workload"], rc["config"]["data_center"], rc.get("paths", {})
-            if not wl["constraints"]:
-                notes.append(f"{w}: no placement constraints")
+            source = constraint_load_source(rc)
+            if isinstance(source, str):
+                notes.append(f"{w}: {source}" if source == NO_CONSTRAINTS else f"{w} on {d}: {source}")
                 continue
-            if dc["resource_mode"] != "slots":
-                notes.append(f"{w} on {d}: load is defined for one-task-per-worker data centers")
-                continue
-            config = paths.get("config") or dc["config"]
-            key = (w, config if config is not None else dc["workers"])
+            config, workers = source
+            key = (w, config if config is not None else workers)
             if key in done:
                 continue
             done.add(key)
             try:
-                rep = trace_report(
-                    workload_jobs(wl, paths.get("trace")),
-                    label=w,
-                    workers=None if config is not None else dc["workers"],
-                    config=config,
-                    constraint_seed=wl["constraint_seed"],
-                )
+                rep = constraint_load_of(rc, w)
             except (InputError, OSError) as e:
                 notes.append(f"{w} on {d}: {e}")
                 continue
-            supply = d if config is not None else f"{dc['workers']} workers"
+            supply = d if config is not None else f"{workers} workers"
             fig = plots.constraint_load(rep["per_constraint_load"], title=f"per-constraint load — {w}, {supply}")
             b.image(fig, f"constraint_load_{w}_{d}", f"per-constraint load, {w} on {supply}")
             table1.append({"workload": w, "data center": supply, **{f"{k} load": v for k, v in rep["load"].items()}})

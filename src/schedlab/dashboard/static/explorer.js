@@ -196,16 +196,67 @@ async function drawUtilization() {
   return data.missing;
 }
 
+const LOAD_STATS = [["mean", "average"], ["p50", "median"], ["p95", "95th percentile"], ["p99", "99th percentile"]];
+
+function renderLoadChoices() {
+  // one choice per workload and data center among the selected runs (the load does not depend on the scheduler)
+  const sel = $("#load-of");
+  const previous = sel.value;
+  const seen = new Map();
+  for (const id of state.selected) {
+    const r = state.byId.get(id);
+    const key = `${r.workload} on ${r.data_center}`;
+    if (!seen.has(key)) seen.set(key, id);
+  }
+  sel.innerHTML = "";
+  for (const [key, id] of seen) {
+    const o = document.createElement("option");
+    o.value = id; o.textContent = key; o.selected = id === previous;
+    sel.appendChild(o);
+  }
+}
+
+async function drawLoad() {
+  const el = $("#load-chart"), note = $("#load-note");
+  const rid = $("#load-of").value;
+  if (!rid) { el.innerHTML = ""; note.textContent = ""; return; }
+  note.textContent = "computing from the trace…";
+  const t = await getJSON(`/api/constraint_load?run=${encodeURIComponent(rid)}`);
+  if ($("#load-of").value !== rid) return;  // the choice changed meanwhile
+  if (t.note) { el.innerHTML = ""; note.textContent = `${t.what || nameOf(rid)}: ${t.note}.`; return; }
+  const values = [];
+  for (const row of t.rows) for (const [k, name] of LOAD_STATS) values.push({ constraint: row.constraint, stat: name, load: row[k], workers: row.workers, tasks: row.tasks });
+  const spec = {
+    $schema: "https://vega.github.io/schema/vega-lite/v6.json",
+    width: "container", height: 220,
+    data: { values },
+    params: [{ name: "stat_shown", select: { type: "point", fields: ["stat"] }, bind: "legend" }],
+    mark: "bar",
+    encoding: {
+      x: { field: "constraint", type: "ordinal", title: "constraint id" },
+      xOffset: { field: "stat", sort: LOAD_STATS.map((s) => s[1]) },
+      y: { field: "load", type: "quantitative", title: "load (demand / supply)" },
+      color: { field: "stat", type: "nominal", sort: LOAD_STATS.map((s) => s[1]), title: null, legend: { orient: "top" } },
+      opacity: { condition: { param: "stat_shown", value: 1 }, value: 0.15 },
+      tooltip: [{ field: "constraint" }, { field: "stat" }, { field: "load", format: ".3f" }, { field: "workers", title: "workers satisfying it" }, { field: "tasks", title: "tasks needing it" }],
+    },
+  };
+  await vegaEmbed(el, spec, { renderer: "svg", actions: false });
+  const l = t.load;
+  note.textContent = `Overall load per second (demand / workers): median ${fmt(l.median, 3)}, mean ${fmt(l.mean, 3)}, p99 ${fmt(l.p99, 3)} (the constraint-aware paper's Table 1). Click a legend entry to pick out one statistic.`;
+}
+
 async function refresh() {
   writeHash();
   renderRuns();
   renderBaseline();
   renderToggles();
+  renderLoadChoices();
   $("#metric").value = state.metric;
   $("#logx").checked = state.logx;
   setStatus("drawing…");
   try {
-    const [m1, , m2] = await Promise.all([drawCdf(), drawPercentiles(), drawUtilization()]);
+    const [m1, , m2] = await Promise.all([drawCdf(), drawPercentiles(), drawUtilization(), drawLoad()]);
     const missing = [...new Set([...(m1 || []), ...(m2 || [])])];
     $("#missing").textContent = missing.length ? `Without the table this chart needs: ${missing.map(nameOf).join("; ")}.` : "";
     setStatus(`${state.runs.length} runs loaded`);
@@ -233,6 +284,7 @@ async function load(reload = false) {
 $("#metric").addEventListener("change", (e) => { state.metric = e.target.value; refresh(); });
 $("#logx").addEventListener("change", (e) => { state.logx = e.target.checked; refresh(); });
 $("#baseline").addEventListener("change", (e) => { state.baseline = e.target.value; refresh(); });
+$("#load-of").addEventListener("change", () => drawLoad().catch((e) => { $("#load-note").textContent = `error: ${e.message}`; }));
 $("#filter").addEventListener("input", (e) => { state.filter = e.target.value; renderRuns(); });
 $("#select-shown").addEventListener("click", () => {
   for (const tr of document.querySelectorAll("#runs-table tbody tr")) if (!state.selected.includes(tr.dataset.run)) state.selected.push(tr.dataset.run);
