@@ -69,3 +69,47 @@ def test_a_message_delivered_twice_is_applied_once():
 
     got, counters = asyncio.run(main())
     assert got == [1, 2, 3] and counters["duplicates_dropped"] == 2
+
+
+def test_an_answer_to_a_question_asked_again_drops_nothing_sent_to_this_receiver(monkeypatch):
+    """A running GM asks an LM for its state again after a gap timed out; the answer (number 6) comes by
+    HTTP before messages numbered 4 and 5, still in the broker (a launch rejected, a task finished): they
+    are delivered, not dropped as if they had been sent to a predecessor."""
+    monkeypatch.setattr(net, "GAP_TIMEOUT", 0.05)
+
+    async def main():
+        counters = defaultdict(int)
+        io = net.InOrder(counters)
+        io.on_gap = lambda src, dst: None
+        got = []
+        io.restart_at("lm:0", "gm:0", (1, 1))  # the GM's first question at its start: the link begins at 1
+        io.accept("lm:0", "gm:0", (1, 1), lambda: got.append("first answer"))
+        io.accept("lm:0", "gm:0", (1, 3), lambda: got.append(3))  # 2 is late: the gap times out
+        await asyncio.sleep(0.15)
+        assert got == ["first answer", 3]
+        io.restart_at("lm:0", "gm:0", (1, 6))  # the answer to the question asked again
+        io.accept("lm:0", "gm:0", (1, 6), lambda: got.append("second answer"))
+        for n in (4, 5, 2):
+            io.accept("lm:0", "gm:0", (1, n), lambda n=n: got.append(n))
+        return got, counters
+
+    got, counters = asyncio.run(main())
+    assert got == ["first answer", 3, 4, 5, "second answer", 2]
+    assert counters["duplicates_dropped"] == 0 and counters["late_after_gap"] == 1
+
+
+def test_a_first_answer_restarts_the_link_and_drops_what_the_predecessor_was_sent():
+    async def main():
+        counters = defaultdict(int)
+        io = net.InOrder(counters)
+        got = []
+        io.restart_at("lm:0", "gm:0", (1, 40))  # a restarted GM: the LM had numbered 39 messages for its predecessor
+        io.accept("lm:0", "gm:0", (1, 40), lambda: got.append("answer"))
+        io.accept("lm:0", "gm:0", (1, 38), lambda: got.append(38))  # still in the GM's durable queue
+        io.accept("lm:0", "gm:0", (1, 41), lambda: got.append(41))
+        io.restart_at("lm:0", "gm:0", (2, 7))  # the LM was taken over by its standby: a new incarnation
+        io.accept("lm:0", "gm:0", (2, 7), lambda: got.append("standby's answer"))
+        return got, counters
+
+    got, counters = asyncio.run(main())
+    assert got == ["answer", 41, "standby's answer"] and counters["duplicates_dropped"] == 1

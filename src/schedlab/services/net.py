@@ -413,17 +413,19 @@ class InOrder:
 
     def restart_at(self, src: Any, dst: Any, seq: tuple[int, int]) -> None:
         """The receiver restarted and ``seq`` answers its first question to ``src``: the link continues from
-        there; anything numbered before it was sent to its predecessor and is dropped when it comes."""
+        there; anything numbered before it was sent to its predecessor and is dropped when it comes.
+
+        Only a first answer restarts the link: the receiver has no state for the sender's incarnation yet
+        (a new process, or a sender that restarted or was taken over). A later answer of the same incarnation
+        — a running GM asking again after a gap timed out (``on_gap``) — leaves the link as it is: what was
+        numbered before it was sent to this very receiver, and some of it says what the answer does not (a
+        launch rejected, a task finished); it is delivered, late if its gap was skipped. (Dropping it lost
+        tasks under overload: a dropped ``LaunchRejected`` left its tasks with their GM for ever.)"""
         incarnation, n = seq
         key = (src, dst)
         st = self.links.get(key)
         if st is None or st[0] != incarnation:
-            st = self.links[key] = [incarnation, n, {}, None, set()]
-            return
-        if n > st[1]:
-            for k in [k for k in st[2] if k < n]:
-                del st[2][k]
-            st[1] = n
+            self.links[key] = [incarnation, n, {}, None, set()]
 
     def _drain(self, st: list) -> None:
         held = st[2]
