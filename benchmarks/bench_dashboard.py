@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -166,6 +167,8 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--rate", type=float, default=2500.0, help="--live: offered tasks/s (below the cluster's knee)")
     args = ap.parse_args()
+    # a run stopped by `timeout` or kill still stops its cluster's processes (the finally blocks run)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.live:
         bench_live(args.pairs, args.rate)
         return

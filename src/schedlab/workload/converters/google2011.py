@@ -72,7 +72,9 @@ from schedlab.workload.converters.common import Batch, Drops, read_csv_shards
 from schedlab.workload.converters.tasks import (
     TASK_BITS,
     Finished,
+    compact_constraints,
     constraint_frame,
+    constraint_part,
     count_constrained,
     new_jobs,
     operator_symbols,
@@ -577,9 +579,8 @@ def user_codes(names: np.ndarray, users: dict[str, int]) -> np.ndarray:
 
 def _constraints_pass(paths: Sequence[Path], bad_rows: Drops, counts: dict[str, int], skip_bad: bool, progress: Callable[[int], None] | None) -> Any:
     """Every constraint row, validated, deduplicated per task, sorted by task (file order within a task)."""
-    import pandas as pd
-
-    parts = []
+    parts: list[Any] = []
+    rows = 0
     use = ["job", "task", "operator", "attribute", "value"]
     for b in read_csv_shards(paths, TASK_CONSTRAINTS, skip_bad=skip_bad, bad_rows=bad_rows, use=use, progress=progress, as_arrays=True):
         job, idx, op = b["job"], b["task"], b["operator"]
@@ -599,8 +600,10 @@ def _constraints_pass(paths: Sequence[Path], bad_rows: Drops, counts: dict[str, 
                 bad_rows.add(reason, int(mask.sum()))
         ok = ~(bad_id | empty)
         sym, value = operator_symbols(np.where(ok, op, 0), value)
-        parts.append(pd.DataFrame({"key": ((job << TASK_BITS) | idx)[ok], "attribute": b["attribute"][ok], "operator": sym[ok], "value": value[ok]}))
-    counts["constraint_rows"] = sum(len(p) for p in parts)
+        parts.append(constraint_part(((job << TASK_BITS) | idx)[ok], b["attribute"][ok], sym[ok], value[ok]))
+        rows += int(ok.sum())
+        parts = compact_constraints(parts)
+    counts["constraint_rows"] = rows
     df = constraint_frame(parts)
     if parts:
         counts["constraint_rows_repeated"] = counts["constraint_rows"] - len(df)

@@ -101,7 +101,9 @@ from schedlab.workload.converters.google2011 import (
 from schedlab.workload.converters.tasks import (
     TASK_BITS,
     Finished,
+    compact_constraints,
     constraint_frame,
+    constraint_part,
     count_constrained,
     new_jobs,
     operator_symbols,
@@ -386,7 +388,8 @@ def _instances_pass(
             if sel.any():
                 stated += int(sel.sum())
                 sym, val = operator_symbols(r.rel[sel], r.value[sel])
-                cons_parts.append(pd.DataFrame({"key": ck[sel], "attribute": r.attr[sel], "operator": sym, "value": val}).drop_duplicates())
+                cons_parts.append(constraint_part(ck[sel], r.attr[sel], sym, val).drop_duplicates())
+                cons_parts = compact_constraints(cons_parts)
             if out.rows >= run_rows:
                 jobs = spill(out, runs, jobs, work.dir)
         if work.due() or (work.keeps and k + 1 == len(paths)):  # and after the last: the merge can fail too

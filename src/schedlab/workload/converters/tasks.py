@@ -134,17 +134,51 @@ def operator_symbols(op: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.
     return sym, np.where(op >= 6, "", value)
 
 
+CONSTRAINT_COLUMNS = ("attribute", "operator", "value")
+COMPACT_PARTS = 64  # constraint parts held before they are folded into one (:func:`compact_constraints`)
+
+
+def constraint_part(key: np.ndarray, attribute: Any, operator: Any, value: Any) -> Any:
+    """A block's constraint rows as a frame with categorical columns: one small code a row instead of a
+    string object (a constrained task's rows are held until the output is written)."""
+    import pandas as pd
+
+    return pd.DataFrame({"key": np.asarray(key, np.int64), **{c: pd.Categorical(v) for c, v in zip(CONSTRAINT_COLUMNS, (attribute, operator, value), strict=True)}})
+
+
+def compact_constraints(parts: list[Any]) -> list[Any]:
+    """``parts`` folded into one frame once there are :data:`COMPACT_PARTS` of them (the same rows
+    :func:`constraint_frame` would give in the end: duplicates within a task dropped, file order kept)."""
+    return [constraint_frame(parts)] if len(parts) >= COMPACT_PARTS else parts
+
+
 def constraint_frame(parts: list[Any]) -> Any:
     """The constraint rows of ``parts`` (frames of key, attribute, operator, value), duplicates within a task
-    removed, sorted by key (file order within a task), with categorical columns."""
+    removed, sorted by key (file order within a task), with categorical columns (categories sorted). The
+    columns are joined as categoricals, never as strings."""
     import pandas as pd
+    from pandas.api.types import union_categoricals
 
     if not parts:
         return pd.DataFrame({"key": np.zeros(0, np.int64), "attribute": [], "operator": [], "value": []})
-    df = pd.concat(parts, ignore_index=True)
-    df = df.drop_duplicates(["key", "attribute", "operator", "value"]).sort_values("key", kind="stable").reset_index(drop=True)
-    for c in ("attribute", "operator", "value"):
-        df[c] = df[c].astype("category")
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return constraint_frame([])
+
+    def categorical(col: Any) -> Any:
+        # one category dtype for all (a part of empty or missing values infers another): object, made
+        # what pandas infers from the values again at the end
+        cat = col.array if isinstance(col.dtype, pd.CategoricalDtype) else pd.Categorical(col)
+        return cat.rename_categories(pd.Index(cat.categories.to_numpy(object), dtype=object))
+
+    cols: dict[str, Any] = {"key": np.concatenate([p["key"].to_numpy(np.int64) for p in parts])}
+    for c in CONSTRAINT_COLUMNS:
+        cols[c] = union_categoricals([categorical(p[c]) for p in parts], sort_categories=True)
+    df = pd.DataFrame(cols)
+    df = df.drop_duplicates(["key", *CONSTRAINT_COLUMNS]).sort_values("key", kind="stable").reset_index(drop=True)
+    for c in CONSTRAINT_COLUMNS:
+        cat = df[c].cat.remove_unused_categories()
+        df[c] = cat.cat.rename_categories(pd.Index(cat.cat.categories.tolist()))
     return df
 
 
