@@ -40,7 +40,7 @@ def test_bad_requests_and_inputs_get_one_message_and_the_server_keeps_serving(st
     assert "no run 'nope'" in log and "Traceback" not in log
 
 
-def test_off_loopback_every_request_needs_the_token(store: Path, dashboard_of) -> None:
+def test_a_token_once_given_is_required_of_every_request(store: Path, dashboard_of) -> None:
     d = dashboard_of("--results", str(store), "--token", "s3cret")  # a token given is required even on loopback
     assert d.url.endswith("?token=s3cret")
     base = d.url.split("?")[0]
@@ -66,3 +66,17 @@ def test_a_port_in_use_is_one_line_and_exit_2(store: Path, tmp_path: Path) -> No
                            capture_output=True, text=True, timeout=60)  # fmt: skip
     assert r.returncode == 2
     assert f"--port {port}: cannot listen on 127.0.0.1:{port}" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_off_loopback_a_token_is_always_required(monkeypatch) -> None:
+    from schedlab.dashboard.server import TOKEN_ENV, is_loopback, resolve_token
+
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5") and not is_loopback("dash.example.org")
+    assert resolve_token("127.0.0.1", None) is None  # loopback: open, as a local development server
+    made = resolve_token("0.0.0.0", None)
+    assert made and len(made) >= 24 and made != resolve_token("0.0.0.0", None)  # generated, random
+    assert resolve_token("0.0.0.0", "given") == "given"
+    monkeypatch.setenv(TOKEN_ENV, "from-env")
+    assert resolve_token("0.0.0.0", None) == "from-env" and resolve_token("127.0.0.1", None) == "from-env"
