@@ -73,3 +73,12 @@ def test_allocation_window_is_exact_and_forgets_old_tasks() -> None:
     assert snap["components"]["worker_queuing"]["mean"] == pytest.approx(kept[:, 2].mean())
     now[0] = 1000.0
     assert w.snapshot() == {"window_s": 60.0, "tasks": 0, "allocation_time": {}, "components": {}}
+
+
+def test_only_live_snapshots_are_kept(monitor) -> None:
+    import json
+
+    monitor._on_live(json.dumps({"kind": "schedlab.live", "run": 7, "tasks": 3}).encode())
+    monitor._on_live(json.dumps({"kind": "something else", "run": 8}).encode())
+    monitor._on_live(b"not json")
+    assert sorted(monitor.runs) == [7]

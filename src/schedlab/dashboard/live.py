@@ -167,11 +167,15 @@ class LiveMonitor:
         self._event(time.time(), "failure", f"dashboard: a live snapshot refused ({e})")
 
     def _on_live(self, body: bytes) -> None:
+        from schedlab.services.live import LIVE_KIND
+
         try:
             snap = json.loads(body)
             run = int(snap["run"])
+            if snap.get("kind") != LIVE_KIND:
+                raise ValueError(snap.get("kind"))
         except (ValueError, KeyError, TypeError):
-            log.warning("live view: ignored a malformed live snapshot")
+            log.warning("live view: ignored a message on the live queue that is not a live snapshot")
             return
         snap["received"] = time.time()
         self.runs[run] = snap
