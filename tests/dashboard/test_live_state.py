@@ -81,4 +81,4 @@ def test_only_live_snapshots_are_kept(monitor) -> None:
     monitor._on_live(json.dumps({"kind": "schedlab.live", "run": 7, "tasks": 3}).encode())
     monitor._on_live(json.dumps({"kind": "something else", "run": 8}).encode())
     monitor._on_live(b"not json")
-    assert sorted(monitor.runs) == [7]
+    assert sorted(monitor.runs) == [7] and monitor.ignored_messages == 2

@@ -69,6 +69,7 @@ class LiveMonitor:
         self.events: deque[dict[str, Any]] = deque(maxlen=EVENTS_KEPT)
         self.runs: dict[int, dict[str, Any]] = {}
         self.live_problem: str | None = None
+        self.ignored_messages = 0
         self.latest: dict[str, Any] | None = None
         self.polls = 0
         self._subscribers: set[asyncio.Queue[str]] = set()
@@ -175,7 +176,9 @@ class LiveMonitor:
             if snap.get("kind") != LIVE_KIND:
                 raise ValueError(snap.get("kind"))
         except (ValueError, KeyError, TypeError):
-            log.warning("live view: ignored a message on the live queue that is not a live snapshot")
+            self.ignored_messages += 1
+            if self.ignored_messages == 1:
+                log.warning("live view: ignored a message on the live queue that is not a live snapshot (said once)")
             return
         snap["received"] = time.time()
         self.runs[run] = snap
