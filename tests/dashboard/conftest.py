@@ -23,6 +23,7 @@ import pytest
 
 from schedlab.experiments.runner import run_sweep
 from tests.experiments.helpers import write_spec
+from tests.services.conftest import broker  # noqa: F401  (the broker fixture: skip with reason, failure in CI)
 
 SPEC = """\
 name: dash
@@ -139,6 +140,3 @@ def chromium() -> str:
             pytest.fail(problem)
         pytest.skip(problem)
     return CHROMIUM
-
-
-from tests.services.conftest import broker  # noqa: E402,F401  (the broker fixture: skip with reason, failure in CI)

@@ -19,12 +19,12 @@ line naming the path and what is wrong — that the page and the log show.
 The series are what :mod:`schedlab.experiments.report` draws, as data for
 interactive charts: the CDF of each job's JRT delay (``jobs`` table), of each
 task's allocation time (``tasks``) or of per-second utilization
-(``utilization``); the percentile table of a metric with each run's ratio to a
-chosen baseline run on the same workload and data center (from the summaries:
-the same figures as ``compare``); the per-constraint load of a run's workload on
-its data center (:func:`schedlab.experiments.report.constraint_load_of`, what the
-report draws); and
-utilization over time. A CDF is sent as at most :data:`CDF_POINTS` points taken
+(``utilization``); utilization over time; the percentile table of a metric
+with each run's ratio to a chosen baseline run on the same workload and data
+center (from the summaries: the same figures as ``compare``); and the
+per-constraint load of a run's workload on its data center
+(:func:`schedlab.experiments.report.constraint_load_of`, what the report
+draws). A CDF is sent as at most :data:`CDF_POINTS` points taken
 at evenly spaced ranks of the sorted values (the first and last included), so
 a million-task run costs the browser what a small one does; the percentile
 table, not the curve, gives exact figures.
@@ -229,7 +229,7 @@ class Catalog:
         return [self.run(i) for i in ids]
 
     def cdf(self, ids: list[str], metric: str) -> dict[str, Any]:
-        """Each run's CDF of ``metric`` (see :data:`CDF_METRICS`) as points ``{run, label, value, p}``,
+        """Each run's CDF of ``metric`` (see :data:`CDF_METRICS`) as points ``{run, value, p}``,
         and the runs that lack the table."""
         if metric not in CDF_METRICS:
             raise InputError("metric", f"unknown metric {metric!r} (one of {', '.join(CDF_METRICS)})")
@@ -241,8 +241,7 @@ class Catalog:
             if values is None:
                 missing.append(run.id)
                 continue
-            for v, p in _cdf_points(values):
-                points.append({"run": run.id, "label": series_name(run), "value": v, "p": p})
+            points.extend({"run": run.id, "value": v, "p": p} for v, p in _cdf_points(values))
         return {"metric": metric, "points": points, "missing": missing}
 
     def percentiles(self, ids: list[str], metric: str, baseline: str | None) -> dict[str, Any]:
@@ -283,14 +282,12 @@ class Catalog:
                 missing.append(run.id)
                 continue
             t, v = u["time"].to_numpy(float), u[u.columns[1]].to_numpy(float)
-            if len(t) > TIMELINE_POINTS:
-                edges = np.linspace(0, len(t), TIMELINE_POINTS + 1).astype(int)
-                t = np.asarray([t[a] for a in edges[:-1]])
-                v = np.add.reduceat(v, edges[:-1]) / np.diff(edges)
-            name = series_name(run)
-            points.extend({"run": run.id, "label": name, "time": float(a), "utilization": float(b)} for a, b in zip(t, v, strict=True))
+            if len(t) > TIMELINE_POINTS:  # the mean of each of TIMELINE_POINTS equal stretches, at its start
+                starts = np.linspace(0, len(t), TIMELINE_POINTS + 1).astype(int)
+                v = np.add.reduceat(v, starts[:-1]) / np.diff(starts)
+                t = t[starts[:-1]]
+            points.extend({"run": run.id, "time": float(a), "utilization": float(b)} for a, b in zip(t, v, strict=True))
         return {"points": points, "missing": missing}
-
 
     def constraint_load(self, rid: str) -> dict[str, Any]:
         """The per-constraint load (mean, median, p95, p99 of demand over supply per constraint id: the

@@ -71,7 +71,6 @@ class LiveMonitor:
         self.live_problem: str | None = None
         self.ignored_messages = 0
         self.latest: dict[str, Any] | None = None
-        self.polls = 0
         self._subscribers: set[asyncio.Queue[str]] = set()
         self._task: asyncio.Task | None = None
         self._live_task: asyncio.Task | None = None
@@ -114,8 +113,9 @@ class LiveMonitor:
         state = self.update(time.time(), statuses)
         text = json.dumps(state, separators=(",", ":"))
         for q in list(self._subscribers):
-            if q.qsize() < 4:  # a page that stopped reading gets the latest only when it resumes
-                q.put_nowait(text)
+            while not q.empty():  # a page that fell behind gets the latest state only, not a backlog
+                q.get_nowait()
+            q.put_nowait(text)
         return state
 
     def subscribe(self) -> asyncio.Queue[str]:
@@ -226,7 +226,6 @@ class LiveMonitor:
             else:
                 self.prev[key] = st
         self.prev_time = now
-        self.polls += 1
         workers = sum(w["workers"] or 0 for w in nodes["worker"] if w["up"])
         running = sum(w["running"] or 0 for w in nodes["worker"] if w["up"])
         for run, snap in list(self.runs.items()):

@@ -111,7 +111,7 @@ def make_app(catalog: Catalog, token: str | None = None, monitor: LiveMonitor | 
                     await resp.write(f"data: {text}\n\n".encode())
                 except TimeoutError:
                     await resp.write(b": keep-alive\n\n")
-        except (ConnectionResetError, asyncio.CancelledError):
+        except ConnectionResetError:  # the page went away
             pass
         finally:
             monitor.unsubscribe(q)
@@ -126,18 +126,18 @@ def make_app(catalog: Catalog, token: str | None = None, monitor: LiveMonitor | 
             "problems": [{"where": p.where, "what": p.what} for p in catalog.problems],
         })  # fmt: skip
 
+    # handlers that read tables (or a trace) run off the event loop: the live view's pushes go on meanwhile
     async def cdf(request: web.Request) -> web.StreamResponse:
-        return web.json_response(catalog.cdf(_ids(request), request.query.get("metric", "jrt_delay")))
+        return web.json_response(await asyncio.to_thread(catalog.cdf, _ids(request), request.query.get("metric", "jrt_delay")))
 
     async def percentiles(request: web.Request) -> web.StreamResponse:
         q = request.query
         return web.json_response(catalog.percentiles(_ids(request), q.get("metric", "jrt_delay"), q.get("baseline") or None))
 
     async def utilization(request: web.Request) -> web.StreamResponse:
-        return web.json_response(catalog.utilization(_ids(request)))
+        return web.json_response(await asyncio.to_thread(catalog.utilization, _ids(request)))
 
     async def constraint_load(request: web.Request) -> web.StreamResponse:
-        # from the trace: seconds on a large one, so off the event loop (the live view keeps updating)
         return web.json_response(await asyncio.to_thread(catalog.constraint_load, request.query.get("run", "")))
 
     app = web.Application(middlewares=[guard])
