@@ -35,10 +35,17 @@ class OneSiteRun:
     reservations: dict[int, list[float]] = field(default_factory=dict)
 
 
-def run_one_site(jobs, processors: int, policy: str = "conservative", reference: bool = False) -> OneSiteRun:
-    """Simulate ``jobs`` = [(arrival, size, runtime, estimate)] on one site; record every reservation."""
+def run_one_site(
+    jobs, processors: int, policy: str = "conservative", reference: bool = False, compiled: bool = True
+) -> OneSiteRun:
+    """Simulate ``jobs`` = [(arrival, size, runtime, estimate)] on one site; record every reservation.
+
+    ``compiled=False`` makes a conservative site compress with the Python pass instead of the compiled one.
+    """
     kernel = Kernel()
     site = ReferenceConservativeSite(0, processors, kernel) if reference else make_site(policy, 0, processors, kernel)
+    if isinstance(site, ConservativeSite):
+        site.use_compiled = compiled
     entries = [Entry(size, est, run, i) for i, (_a, size, run, est) in enumerate(jobs)]
     out = OneSiteRun(site, entries)
     if isinstance(site, ConservativeSite):

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from schedlab.grid import profile as profile_module
 from schedlab.grid.profile import INF, Profile
 
 
@@ -126,6 +127,19 @@ def test_byte_profile_queries_match_brute_force(pn, data):
     p, now = pn
     assert isinstance(p.free, bytearray)
     _check(p, now, data)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_byte_profile_queries_match_brute_force_without_the_compiled_functions(data):
+    # Where the extension is not built, the byte profile's Python scans run: keep them checked.
+    saved = profile_module.compiled
+    profile_module.compiled = None
+    try:
+        p, now = data.draw(profiles(8))
+        _check(p, now, data)
+    finally:
+        profile_module.compiled = saved
 
 
 @settings(max_examples=150, deadline=None)

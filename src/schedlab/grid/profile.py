@@ -40,6 +40,11 @@ from typing import Any
 
 import numpy as np
 
+try:  # the compiled passes (setup.py builds them where a C compiler is at hand)
+    from schedlab.grid import _compress as compiled
+except ImportError:  # pragma: no cover - depends on the install
+    compiled = None
+
 INF = float("inf")
 
 # Largest processor count stored one byte per segment.
@@ -93,6 +98,15 @@ class Profile:
         self._masks[size] = mask
         return mask
 
+    @property
+    def narrow(self) -> bool:
+        """True when ``free`` is a bytearray (at most 255 processors): the compiled pass works on those."""
+        return not self._wide
+
+    def changed(self) -> None:
+        """Say that ``times`` or ``free`` were changed from outside (the compiled pass): cached masks go."""
+        self._masks.clear()
+
     # -- queries ------------------------------------------------------------------------------
     def earliest(self, now: float, size: int, duration: float) -> float:
         """The earliest ``t >= now`` such that ``size`` processors are free on all of ``[t, t + duration)``.
@@ -102,6 +116,8 @@ class Profile:
         """
         if duration <= 0:
             return now
+        if compiled is not None and not self._wide:
+            return compiled.earliest(self.times, self.free, now, size, duration)  # the same scan in C
         times = self.times
         mask = self._masks.get(size) or self._mask(size)
         j = bisect_right(times, now) - 1  # the segment holding `now`
@@ -233,6 +249,10 @@ class Profile:
         """Add ``delta`` free processors on ``[start, end)`` (negative to claim, positive to release)."""
         if not end > start:
             return
+        if compiled is not None and not self._wide:
+            compiled.add(self.times, self.free, start, end, delta)  # the same change, in C
+            self._masks.clear()
+            return
         i = self._breakpoint(start)
         j = self._breakpoint(end)
         free = self.free
@@ -320,6 +340,10 @@ class Profile:
 
     def merge(self) -> None:
         """Drop breakpoints where the free count does not change."""
+        if compiled is not None and not self._wide:
+            compiled.merge(self.times, self.free)  # the same, in place, without a NumPy round trip
+            self._masks.clear()
+            return
         free = np.frombuffer(self.free, dtype=np.int32 if self._wide else np.uint8)
         keep = np.flatnonzero(free[1:] != free[:-1]) + 1
         times = self.times

@@ -26,8 +26,13 @@ Queue policies (``policy``):
   (see :meth:`ConservativeSite._compress`), so the schedule is always fully
   compressed, and which lets the pass skip the jobs that provably cannot move
   — what keeps queues of hundreds of jobs affordable. The two orders can give
-  a hole to different jobs; both keep every guarantee above.
-  Zero-length jobs (estimate 0) claim nothing and start on arrival.
+  a hole to different jobs; both keep every guarantee above. Where the install
+  built it, the same pass runs compiled (``schedlab/grid/_compress.c``, the
+  same reservations bit for bit, 4–7× faster on herded queues); the Python
+  pass here is the reference and the fallback.
+  Zero-length jobs (estimate 0) claim nothing and start on arrival; so does, in effect, a job
+  too short to be told apart from zero where it starts (``t + estimate == t`` in floating
+  point): its claim is empty, so it holds no processor when it starts either.
 * ``easy`` — EASY backfilling: FCFS, and a waiting job may jump ahead if it
   does not delay the reservation of the *first* queued job (shadow time and
   extra processors computed from the running jobs' estimated ends).
@@ -64,6 +69,7 @@ from heapq import heappop, heappush
 from typing import Any
 
 from schedlab.errors import InputError, InvariantError
+from schedlab.grid import profile as profile_module
 from schedlab.grid.profile import Profile
 from schedlab.sim.kernel import Kernel
 
@@ -169,7 +175,7 @@ class Site:
         if owner is None:
             self.local_queue_times.append(now - e.submit)
             self.local_jobs.append(e.job)
-        if e.estimate == 0:
+        if e.estimate == 0 or now + e.estimate == now:
             # Claims no time, holds nothing: done as soon as started.
             e.state = DONE
             e.start = now
@@ -259,6 +265,10 @@ class ConservativeSite(Site):
         self.moves = 0
         self._freed_hi = -INF
         self.on_reserve: Callable[[Entry, float], None] | None = None  # test hook: called when a job is (re)placed
+        # Compress with the compiled pass (schedlab/grid/_compress.c) when it was built and the
+        # profile is one byte a segment; False runs the Python pass below, which gives the same
+        # reservations (tests/grid/test_compiled.py).
+        self.use_compiled = True
 
     def submit(self, e: Entry) -> None:
         now = self.kernel.now
@@ -361,6 +371,15 @@ class ConservativeSite(Site):
             return
         self.compressions += 1
         profile = self.profile
+        compiled = profile_module.compiled
+        if self.use_compiled and compiled is not None and profile.narrow:
+            moves = compiled.compress(queue, profile.times, profile.free, now, lo, hi, self.on_reserve)
+            if moves:
+                self.moves += moves
+                profile.changed()
+            if len(profile.times) > 2 * (len(queue) + len(self.running)) + 16:
+                profile.merge()
+            return
         longest_run = profile.longest_run
         earliest_move = profile.earliest_move
         shift = profile.shift
