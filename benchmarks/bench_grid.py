@@ -53,7 +53,6 @@ def main() -> None:
     compiled = profile_module.compiled
     if compiled is None:
         print("the compiled pass was not built (no C compiler at install): every run uses the Python pass")
-    if compiled is None:
         passes = ["python"]
     else:
         passes = ["compiled", "python"] if args.compare else ["python" if args.python else "compiled"]

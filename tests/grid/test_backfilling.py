@@ -111,3 +111,12 @@ def test_freed_regions_stay_sorted_disjoint_and_cover_what_was_freed(added):
         if holder:
             merged = [cap for a, length, cap in added if holder[0].a <= a and a + length <= holder[0].b]
             assert holder[0].cap == max(merged)
+
+
+def test_a_job_too_short_to_register_where_it_starts_holds_no_processor():
+    # 1e-38 s after t = 1 is still t = 1: its claim is empty, like a zero-length job's. It used to
+    # be counted as running beside the job reserved into that empty claim (17 of 16 processors).
+    jobs = [(0.0, 1, 1.0, 1.0), (0.0, 16, 1.175494351e-38, 1.175494351e-38), (0.0, 1, 2.0, 2.0)]
+    run = run_one_site(jobs, PROCESSORS)
+    assert all(e.state == DONE for e in run.entries)
+    assert max_allocated(run.entries) <= PROCESSORS

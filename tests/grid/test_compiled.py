@@ -112,3 +112,18 @@ def test_compiled_pass_refuses_malformed_arguments():
         compress([(1.0, 1)], [0.0], bytearray(b"\x10"), 0.0, 0.0, 1.0, None)
     with pytest.raises(TypeError):
         compress([], [0.0], bytearray(b"\x10"), 0.0, 0.0, 1.0)
+
+
+def test_compiled_profile_functions_refuse_what_the_profile_cannot_hold():
+    c = profile_module.compiled
+    with pytest.raises(ValueError, match="would leave"):  # more free than a byte holds: refused, nothing changed
+        times, free = [0.0], bytearray(b"\xf0")
+        c.add(times, free, 1.0, 2.0, 100)
+    # only the breakpoints were added (each a copy of its segment): the same step function
+    assert times == [0.0, 1.0, 2.0] and free == bytearray(b"\xf0\xf0\xf0")
+    with pytest.raises(ValueError, match="no room"):
+        c.earliest([0.0], bytearray(b"\x04"), 0.0, 8, 1.0)
+    with pytest.raises(ValueError, match="before the profile"):
+        c.earliest([5.0], bytearray(b"\x04"), 1.0, 1, 1.0)
+    with pytest.raises(TypeError):
+        c.merge([0.0], b"\x04")
