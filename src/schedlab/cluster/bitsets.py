@@ -20,6 +20,11 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
+try:  # kth_set_bit and random_set_bit in C (setup.py builds them where a C compiler is at hand)
+    from schedlab.cluster import _bits as compiled
+except ImportError:  # pragma: no cover - the install had no compiler: the Python twins below
+    compiled = None
+
 NUM_CONSTRAINTS = 21  # Sharma et al.'s catalog, ids 0..20
 
 # Memory one per-mask cache may hold before it sheds entries (see MaskCache).
@@ -117,6 +122,13 @@ def set_bits_array(x: int, nbits: int | None = None) -> np.ndarray:
 
 def kth_set_bit(x: int, k: int) -> int:
     """Index of the ``k``-th (0-based, from the lowest) set bit of ``x``."""
+    if compiled is not None:
+        return compiled.kth_set_bit(x, k)
+    return kth_set_bit_py(x, k)
+
+
+def kth_set_bit_py(x: int, k: int) -> int:
+    """:func:`kth_set_bit` in Python (the compiled one's reference)."""
     total = x.bit_count()
     if not 0 <= k < total:
         raise ValueError(f"x has {total} set bits, no bit number {k}")
@@ -141,7 +153,11 @@ def choose_position(cand: int, rng: random.Random | None) -> int:
     versatile workers free; with an ``rng`` (``random``) it is a uniformly random
     one. :func:`fit_position` is the same policy with resource requests.
     """
-    return cand.bit_length() - 1 if rng is None else random_set_bit(cand, rng)
+    if rng is None:
+        return cand.bit_length() - 1
+    if compiled is not None:  # the hot path of every random choice: no second Python call
+        return compiled.random_set_bit(cand, rng.random)
+    return random_set_bit_py(cand, rng)
 
 
 def random_set_bit(x: int, rng: random.Random) -> int:
@@ -150,8 +166,16 @@ def random_set_bit(x: int, rng: random.Random) -> int:
     Dense sets use rejection sampling on positions (a few cheap bit tests);
     sparse ones draw a rank and select it with :func:`kth_set_bit`. Positions
     come from ``int(rng.random() * n)``, several times cheaper than
-    ``randrange`` and uniform to within 2**-53 relative error.
+    ``randrange`` and uniform to within 2**-53 relative error. The compiled
+    twin makes the same draws and gives the same bit.
     """
+    if compiled is not None:
+        return compiled.random_set_bit(x, rng.random)
+    return random_set_bit_py(x, rng)
+
+
+def random_set_bit_py(x: int, rng: random.Random) -> int:
+    """:func:`random_set_bit` in Python (the compiled one's reference)."""
     n = x.bit_length()
     count = x.bit_count()
     r = rng.random
@@ -165,7 +189,7 @@ def random_set_bit(x: int, rng: random.Random) -> int:
         for _ in range(k):
             x &= x - 1
         return (x & -x).bit_length() - 1
-    return kth_set_bit(x, k)
+    return kth_set_bit_py(x, k)
 
 
 def fit_position(cand: int, free: Sequence[Sequence[float]], req: Sequence[float], rng: random.Random | None, tries: int = 16) -> int:
