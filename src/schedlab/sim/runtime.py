@@ -148,6 +148,25 @@ class SimRuntime:
         else:
             kernel.call_at(kernel.now + self._latency, self._arrive, dst, handler, msg, cost)
 
+    def send_each(self, dsts: tuple[Address, ...] | list[Address], msg: Any) -> None:
+        """``send(dst, msg)`` to each of ``dsts`` in turn (the same message object to all)."""
+        if self._costs:
+            for dst in dsts:
+                self.send(dst, msg)
+            return
+        cls = msg.__class__
+        kernel = self.kernel
+        at = kernel.now + self._latency
+        dispatch = self._dispatch
+        for dst in dsts:
+            try:
+                handler = dispatch[dst][cls]
+            except KeyError:
+                self.send(dst, msg)  # raises the precise error
+                raise
+            kernel.call_at(at, handler, msg)
+        self._counts[cls] += len(dsts)
+
     def _arrive(self, dst: Address, handler: Handler, msg: Any, cost: float) -> None:
         now = self.kernel.now
         busy = self._busy_until[dst]

@@ -23,10 +23,13 @@ vector) or on a worker whose machine constraints do not satisfy the task raises
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from schedlab.cluster.model import Cluster
 from schedlab.errors import InvariantError
 from schedlab.metrics.recorder import COMMUNICATION, Recorder
-from schedlab.sim.runtime import Component, SimRuntime
+from schedlab.sim.runtime import Address, Component, SimRuntime
 from schedlab.workers.protocol import (
     POOL_ADDRESS,
     BatchFinishCallback,
@@ -45,6 +48,7 @@ class WorkerPool(Component):
     def __init__(self, runtime: SimRuntime, cluster: Cluster, tasks: TaskTable, recorder: Recorder) -> None:
         super().__init__(POOL_ADDRESS, runtime)
         self.kernel = runtime.kernel
+        self._send_each = runtime.send_each
         self.cluster = cluster
         self.tasks = tasks
         self.rec = recorder
@@ -99,6 +103,10 @@ class WorkerPool(Component):
         Groups are in start order and their events in order of first start, so the
         run stays a pure function of the inputs.
         """
+        self._start_many(placements, self._finish_many, on_finish, component)
+
+    def _start_many(self, placements: list[tuple[int, int]], finish: Callable[[list[tuple[int, int]], Any], None], arg: Any, component: int) -> None:
+        """:meth:`start_many`, each group's end running ``finish(group, arg)``."""
         now = self.kernel.now
         duration = self.tasks.duration
         groups: dict[float, list[tuple[int, int]]] = {}
@@ -129,10 +137,9 @@ class WorkerPool(Component):
         self.rec.tasks_started(placements, now, component)
         self.busy_workers += len(placements)
         call_at = self.kernel.call_at
-        finish = self._finish_many
         timers = self._timers
         for end, g in groups.items():
-            ev = call_at(end, finish, g, on_finish)
+            ev = call_at(end, finish, g, arg)
             entry = (ev, g)
             for tid, _w in g:
                 timers[tid] = entry
@@ -145,6 +152,16 @@ class WorkerPool(Component):
         on_finish(tid, worker)
 
     def _finish_many(self, group: list[tuple[int, int]], on_finish: BatchFinishCallback) -> None:
+        self._end(group)
+        on_finish(group)
+
+    def _finish_reply(self, group: list[tuple[int, int]], reply_to: tuple[Address, ...]) -> None:
+        """A launched batch's group ended: one :class:`TasksFinished` to each of ``reply_to``."""
+        self._end(group)
+        self._send_each(reply_to, TasksFinished(group))
+
+    def _end(self, group: list[tuple[int, int]]) -> None:
+        """These tasks' execution ended now: free their workers and record it."""
         timers = self._timers
         if self.slot_mode:
             running = self.running
@@ -158,7 +175,6 @@ class WorkerPool(Component):
                 del timers[tid]
                 release(tid, worker)
         self.rec.tasks_finished(group, self.kernel.now)
-        on_finish(group)
 
     def _release(self, tid: int, worker: int) -> None:
         self.busy_workers -= 1
@@ -188,15 +204,7 @@ class WorkerPool(Component):
         self.start(msg.tid, msg.worker, lambda tid, w: send(reply_to, TaskFinished(tid, w)), COMMUNICATION)
 
     def _on_launch_batch(self, msg: LaunchBatch) -> None:
-        reply_to = msg.reply_to
-        send = self.rt.send
-
-        def finished(group: list[tuple[int, int]]) -> None:
-            m = TasksFinished(group)
-            for addr in reply_to:
-                send(addr, m)
-
-        self.start_many(msg.items, finished, COMMUNICATION)
+        self._start_many(msg.items, self._finish_reply, msg.reply_to, COMMUNICATION)
 
     # -- observation -------------------------------------------------------------------------------
     def is_running(self, tid: int) -> bool:

@@ -316,7 +316,7 @@ class AuthorsLM(LocalMaster):
 
     def _update_for(self, gm: int, extra: list[tuple[int, int]] | None = None) -> StateUpdate:
         if self.discard and extra is not None:  # a rejection with state-delta updates: the pending changes go
-            ch = self.changed[gm]
+            ch = self.pending_changes(gm)
             for j in range(len(ch)):
                 ch[j] = 0
             return StateUpdate(self.i, False)

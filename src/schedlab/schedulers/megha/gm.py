@@ -80,6 +80,9 @@ class GlobalMaster(Component):
     """One GM: its queue of waiting tasks and its view of every partition."""
 
     def __init__(self, g: int, shared: MeghaShared, rng: random.Random) -> None:
+        p = shared.params
+        # set before registering: without processing costs the inputs bypass the processor (see handlers)
+        self.costly = p.gm_match_cost > 0 or p.update_cost_per_worker > 0 or p.message_cost > 0
         super().__init__(gm_address(g), shared.runtime)
         self.g = g
         self.sh = shared
@@ -118,8 +121,6 @@ class GlobalMaster(Component):
             cap = shared.cluster.capacity
             assert cap is not None
             self.free = [[tuple(map(float, cap[w])) for w in lay.order[p]] for p in range(P)]
-        p = shared.params
-        self.costly = p.gm_match_cost > 0 or p.update_cost_per_worker > 0 or p.message_cost > 0
         self.proc = Processor(shared.runtime, self._before_send)
         # counters
         self.requests_sent = 0
@@ -129,6 +130,17 @@ class GlobalMaster(Component):
         self.fairness: FairSharing | None = None  # set by MeghaScheduler when fair sharing is on
 
     def handlers(self):
+        if not self.costly:
+            # Nothing takes processing time, so nothing ever waits for the processor: each input is
+            # handled on arrival (its messages leave at once, in the order the processor would send them).
+            return {
+                TasksFinished: self._on_finished,
+                StateUpdate: self._on_update,
+                LaunchRejected: self._on_rejected,
+                PreemptRejected: self._on_preempt_rejected,
+                TaskPreempted: self._on_preempted,
+                TaskLost: self._on_lost,
+            }
         return {
             TasksFinished: self._in_finished,
             StateUpdate: self._in_update,
@@ -231,17 +243,19 @@ class GlobalMaster(Component):
     def _match(self, tid: int) -> tuple[int, int] | None:
         """Find and take a worker for ``tid`` in the view: (partition, position) or None."""
         mask = self.tasks.mask[tid]
-        el = self.layout.eligible_cache.get(mask)
-        if el is None:
-            el = self.layout.eligible(mask)
-        avail = self.avail
-        rr = self.rr
         if self.group_scope:
+            el_all = self.layout.eligible(mask)
             for _g, group in self.groups:
-                m = self._choose_in_group(group, el)
+                m = self._choose_in_group(group, el_all)
                 if m is not None:
                     return m
             return None
+        lay = self.layout
+        el = lay.eligible_cache.get(mask)
+        if el is None:
+            el = lay.eligible_entry(mask)
+        avail = self.avail
+        rr = self.rr
         if self.slot_mode:
             # internal partitions (g = 0) before external ones (g = 1), each round-robin
             for g, group in self.groups:
@@ -252,7 +266,10 @@ class GlobalMaster(Component):
                     i += 1
                     if i == n:
                         i = 0
-                    cand = avail[p] & el[p]
+                    e = el[p]
+                    if e is None:
+                        e = lay.eligible_at(el, mask, p)
+                    cand = avail[p] & e
                     if cand:
                         rr[g] = i
                         return p, self._take_slot(p, cand)
@@ -268,7 +285,10 @@ class GlobalMaster(Component):
                 i += 1
                 if i == n:
                     i = 0
-                cand = avail[p] & el[p]
+                e = el[p]
+                if e is None:
+                    e = lay.eligible_at(el, mask, p)
+                cand = avail[p] & e
                 if cand:
                     pos = self._fit(p, cand, req)  # type: ignore[arg-type]
                     if pos >= 0:
@@ -422,25 +442,31 @@ class GlobalMaster(Component):
             self._add_request(out, tid, m[0], m[1])
 
     def _on_finished(self, msg: TasksFinished) -> None:
+        # One call per finished task on most runs (each task ends at a time of its own): kept lean.
         group = msg.group
-        self._charge(tasks=len(group))
-        now = self.rt.now()
-        self.rec.tasks_reported(group, now)
+        if self.costly:
+            self._charge(tasks=len(group))
+        self.rec.tasks_reported(group, self.rt.now())
         where = self.layout.where
-        freed = [where[w] for _tid, w in group]
+        freed: list[tuple[int, int]] = []
         if self.slot_mode:
             reserved, avail = self.reserved, self.avail
-            for p, pos in freed:
+            for _tid, w in group:
+                place = where[w]
+                freed.append(place)
+                p, pos = place
                 bit = 1 << pos
                 reserved[p] &= ~bit
                 avail[p] |= bit
         else:
             give_back = self._give_back
-            for (tid, _w), (p, pos) in zip(group, freed, strict=True):
-                give_back(p, pos, tid)
+            for tid, w in group:
+                place = where[w]
+                freed.append(place)
+                give_back(place[0], place[1], tid)
         if self.fairness is not None:
             self.fairness.finished(self, group)
-        if self.waiting_count():
+        if self.waiting.count if len(self.queues) == 1 else self.waiting_count():
             out: dict = {}
             self._refill_all(freed, out)
             self._dispatch(out)

@@ -71,6 +71,9 @@ class LocalMaster(Component):
     """One LM and its cluster's true state."""
 
     def __init__(self, i: int, shared: MeghaShared) -> None:
+        p = shared.params
+        # set before registering: without processing costs the inputs bypass the processor (see handlers)
+        self.costly = p.lm_verify_cost > 0 or p.message_cost > 0
         super().__init__(lm_address(i), shared.runtime)
         self.i = i
         self.sh = shared
@@ -94,11 +97,13 @@ class LocalMaster(Component):
             self.free = {p: [tuple(map(float, cap[w])) for w in lay.order[p]] for p in self.parts}
         # per GM, per local partition: positions changed since the last update to that GM
         self.changed: list[list[int]] = [[0] * self.G for _ in range(self.G)]
+        # per local partition, per GM whose task caused it (the last slot: no GM's): changes not yet in
+        # `changed`. A change is noted once here and folded into the other GMs' deltas only when one is
+        # read (an update), not G - 1 times as it happens: most tasks start and end between two updates.
+        self.noted: list[list[int]] = [[0] * (self.G + 1) for _ in range(self.G)]
         self.running: dict[int, tuple[int, int, int]] = {}  # tid -> (p, pos, gm)
         self.held: list[dict[tuple[int, int], list[float]]] = [{} for _ in range(self.G)]  # multi: per GM
         self.gm_addr = [gm_address(g) for g in range(self.G)]
-        p = shared.params
-        self.costly = p.lm_verify_cost > 0 or p.message_cost > 0
         self.proc = Processor(shared.runtime)
         # fair sharing's ledger (FairSharing in a simulation, a LedgerFeed in a real cluster):
         # told of every launch, vacate and carried-out preemption
@@ -113,6 +118,10 @@ class LocalMaster(Component):
         self.piggyback = shared.params.piggyback
 
     def handlers(self):
+        if not self.costly:
+            # Nothing takes processing time, so nothing ever waits for the processor: each input is
+            # handled on arrival (its messages leave at once, in the order the processor would send them).
+            return {LaunchRequest: self._on_request, TasksFinished: self._on_finished, PreemptRequest: self._on_preempt}
         return {
             LaunchRequest: self._in_request,
             TasksFinished: self._in_finished,
@@ -139,12 +148,24 @@ class LocalMaster(Component):
 
     # -- bookkeeping -------------------------------------------------------------------------------
     def _note(self, p: int, bit: int, by_gm: int) -> None:
-        """Position ``bit`` of partition ``p`` changed because of GM ``by_gm``'s task."""
-        j = p - self.base
-        changed = self.changed
-        for g in range(self.G):
-            if g != by_gm:
-                changed[g][j] |= bit
+        """Position ``bit`` of partition ``p`` changed because of GM ``by_gm``'s task (-1: no GM's)."""
+        self.noted[p - self.base][by_gm] |= bit
+
+    def _fold(self) -> None:
+        """Bring the noted changes into every other GM's pending delta (before any is read or reset)."""
+        changed, G = self.changed, self.G
+        for j, row in enumerate(self.noted):
+            for cause, bits in enumerate(row):
+                if bits:
+                    for g in range(G):
+                        if g != cause:
+                            changed[g][j] |= bits
+                    row[cause] = 0
+
+    def pending_changes(self, gm: int) -> list[int]:
+        """GM ``gm``'s pending delta, per local partition (the list itself: resetting an entry resets it)."""
+        self._fold()
+        return self.changed[gm]
 
     def _fits(self, p: int, pos: int, tid: int) -> bool:
         w = self.layout.order[p][pos]
@@ -211,7 +232,6 @@ class LocalMaster(Component):
             avail = self.avail
             tmask = self.tasks.mask
             masks = self.sh.cluster.machine_masks
-            changed = self.changed
             running = self.running
             taken: dict[int, int] = {}  # partition -> the bits this request took there
             for item in items:
@@ -230,12 +250,9 @@ class LocalMaster(Component):
                 else:
                     rejected.append(item)
             # the other GMs learn of the change at their next update (noted once per partition, not per task)
-            G, base = self.G, self.base
+            noted, base = self.noted, self.base
             for p, bits in taken.items():
-                j = p - base
-                for g in range(G):
-                    if g != gm:
-                        changed[g][j] |= bits
+                noted[p - base][gm] |= bits
         else:
             for item in items:
                 tid, p, pos = item
@@ -272,34 +289,26 @@ class LocalMaster(Component):
             self.rec.mark(tid, now, PROCESSING)
 
     def _on_finished(self, msg: TasksFinished) -> None:
-        self._charge(0)
+        if self.costly:
+            self._charge(0)
         if not self.slot_mode or self.fairness is not None:
             vacate = self._vacate
             for tid, _w in msg.group:
                 vacate(tid)
             return
-        # Slot-mode hot path: gather the freed bits per (partition, GM), then note them once.
-        running, avail, G = self.running, self.avail, self.G
-        freed: dict[int, int] = {}  # p·G + gm -> bits
+        # Slot-mode hot path (one call per finished task on most runs).
+        running, avail, noted, base = self.running, self.avail, self.noted, self.base
         for tid, _w in msg.group:
             p, pos, gm = running.pop(tid)
             bit = 1 << pos
             avail[p] |= bit
-            key = p * G + gm
-            freed[key] = freed.get(key, 0) | bit
-        changed, base = self.changed, self.base
-        for key, bits in freed.items():
-            p, gm = divmod(key, G)
-            j = p - base
-            for g in range(G):
-                if g != gm:
-                    changed[g][j] |= bits
+            noted[p - base][gm] |= bit
 
     # -- state updates -----------------------------------------------------------------------------
     def _update_for(self, gm: int, extra: list[tuple[int, int]] | None = None) -> StateUpdate:
         """What GM ``gm`` should learn now (its pending delta, or a snapshot); resets its delta."""
         upd = StateUpdate(self.i, self.snapshot_mode)
-        ch = self.changed[gm]
+        ch = self.pending_changes(gm)
         if extra:
             for p, pos in extra:
                 ch[p - self.base] |= 1 << pos
@@ -339,6 +348,7 @@ class LocalMaster(Component):
         self.proc.handle(self._on_heartbeat)
 
     def _on_heartbeat(self) -> None:
+        self._fold()
         for g in range(self.G):
             if not self.snapshot_mode and not any(self.changed[g]):
                 continue  # nothing new for this GM (most rounds of a long, quiet run): no update to build
@@ -401,7 +411,7 @@ class LocalMaster(Component):
         holds nothing to apply a delta to — and the tasks this LM runs for that GM, as ``(tid, p, pos)``.
         The GM's pending delta starts afresh from here."""
         upd = StateUpdate(self.i, True)
-        ch = self.changed[gm]
+        ch = self.pending_changes(gm)
         for j, p in enumerate(self.parts):
             if self.slot_mode:
                 a = self.avail[p]

@@ -9,10 +9,17 @@ workers are ranked by (number of machine constraints, global id) and the most
 preferred gets the highest bit (:class:`~schedlab.cluster.bitsets.ConstraintBitsets`),
 so the GM's "min-constraints" choice is ``cand.bit_length() - 1`` and every
 component refers to a worker as ``(p, pos)``. The same immutable layout object
-is shared by the GMs and LMs of a run (it holds no state).
+is shared by the GMs and LMs of a run (it holds no state but a cache).
+
+The workers eligible for a task mask are cached per mask, and computed one
+partition at a time as a GM's search reaches it: a search usually ends in the
+first partition it tries, so a new mask costs a few ANDs, not a few per
+partition of the data center.
 """
 
 from __future__ import annotations
+
+from typing import cast
 
 from schedlab.cluster.bitsets import ConstraintBitsets, MaskCache, constraint_count, iter_set_bits
 from schedlab.cluster.model import Cluster, Topology, split_federated
@@ -51,11 +58,12 @@ class Layout:
         self.full: list[int] = [idx.all for idx in self.index]
         # by_constraint[c][p]: partition p's bitset of workers with constraint c
         self.by_constraint: list[list[int]] = [list(col) for col in zip(*(idx.by_constraint for idx in self.index), strict=True)]
-        # every GM's every match reads it: a roomier budget than the default (a miss costs an AND per partition
-        # and constraint, about 70 µs on 100 partitions of 10⁵ workers)
+        # every GM's every match reads it: a roomier budget than the default. An entry is a list with None
+        # for the partitions not computed yet (eligible_entry, eligible_at), or a tuple once complete
+        # (eligible); its cost is counted in full either way.
         self._eligible = MaskCache(ELIGIBLE_CACHE_BYTES)
-        # what eligible() has computed, read directly by the GMs' matching loop (a dict lookup, not a call)
-        self.eligible_cache: dict[int, tuple[int, ...]] = self._eligible
+        # read directly by the GMs' matching loop (a dict lookup, not a call)
+        self.eligible_cache: dict[int, list[int | None] | tuple[int, ...]] = self._eligible
         self._entry_bytes = (len(self.where) + 7) // 8 + 8 * len(self.index)
 
     def partition(self, lm: int, gm: int) -> int:
@@ -64,13 +72,31 @@ class Layout:
     def eligible(self, mask: int) -> tuple[int, ...]:
         """For every partition, the bits of its workers that satisfy ``mask`` (cached per mask)."""
         e = self._eligible.get(mask)
+        if type(e) is tuple:
+            return e
         if e is None:
-            cur = self.full
-            for c in iter_set_bits(mask):
-                cur = [a & b for a, b in zip(cur, self.by_constraint[c], strict=True)] if c < len(self.by_constraint) else [0] * len(cur)
-            e = tuple(cur)
-            self._eligible.put(mask, e, self._entry_bytes)
+            e = self.eligible_entry(mask)
+        for p, bits in enumerate(e):
+            if bits is None:
+                self.eligible_at(e, mask, p)
+        done = tuple(cast(list[int], e))
+        self._eligible[mask] = done  # the same entry, complete (its cost was counted when it was made)
+        return done
+
+    def eligible_entry(self, mask: int) -> list[int | None]:
+        """A new cache entry for ``mask``, nothing computed yet: fill it with :meth:`eligible_at`."""
+        e: list[int | None] = [None] * self.num_partitions
+        self._eligible.put(mask, e, self._entry_bytes)
         return e
+
+    def eligible_at(self, entry: list[int | None] | tuple[int, ...], mask: int, p: int) -> int:
+        """The bits of partition ``p``'s workers that satisfy ``mask``, computed into ``mask``'s cache entry."""
+        cur = self.full[p]
+        by_constraint = self.by_constraint
+        for c in iter_set_bits(mask):
+            cur = cur & by_constraint[c][p] if c < len(by_constraint) else 0
+        cast(list, entry)[p] = cur
+        return cur
 
     def partitions_of_lm(self, lm: int) -> range:
         return range(lm * self.num_gms, (lm + 1) * self.num_gms)
