@@ -98,6 +98,54 @@ def test_messages_take_the_network_latency_and_are_counted():
     assert rt.message_counts() == {"Ping": 4}
 
 
+class Logged(Component):
+    """Logs (its address, time, message number) to a log shared with others."""
+
+    def __init__(self, address, rt, log):
+        super().__init__(address, rt)
+        self.log = log
+
+    def handlers(self):
+        return {Ping: self.on_ping}
+
+    def on_ping(self, msg: Ping) -> None:
+        self.log.append((self.address, self.rt.now(), msg.n))
+        if self.address == "a":  # a reply lands at the instant of later deliveries
+            self.rt.send("c", Ping(-msg.n))
+
+
+@given(st.lists(st.tuples(st.sampled_from(["each", "one"]), st.sampled_from([0.0, 0.25, 0.5])), min_size=1, max_size=12))
+def test_send_each_is_one_send_after_another(plan):
+    """Deliveries to several addresses at once: the order, times and counts of separate sends."""
+
+    def run(fused: bool):
+        rt = SimRuntime(seed=0, network=NetworkModel(latency=0.5))
+        log: list = []
+        for name in "abc":
+            Logged(name, rt, log)
+        for i, (how, at) in enumerate(plan):
+            def go(i=i, how=how):
+                if how == "one":
+                    rt.send("c", Ping(i))
+                elif fused:
+                    rt.send_each(("a", "b"), Ping(i))
+                else:
+                    rt.send("a", Ping(i))
+                    rt.send("b", Ping(i))
+            rt.kernel.call_at(at, go)
+        rt.kernel.run()
+        return log, rt.kernel.events, rt.message_counts()
+
+    assert run(True) == run(False)
+
+
+def test_send_each_to_an_unknown_address():
+    rt = SimRuntime()
+    Echo("a", rt)
+    with pytest.raises(KeyError, match="no component"):
+        rt.send_each(("a", "nowhere"), Ping(1))
+
+
 def test_processing_cost_serialises_the_receiver():
     rt = SimRuntime(seed=0, network=NetworkModel(latency=0.1, processing={"Ping": 1.0}))
     b = Echo("b", rt)

@@ -149,23 +149,33 @@ class SimRuntime:
             kernel.call_at(kernel.now + self._latency, self._arrive, dst, handler, msg, cost)
 
     def send_each(self, dsts: tuple[Address, ...] | list[Address], msg: Any) -> None:
-        """``send(dst, msg)`` to each of ``dsts`` in turn (the same message object to all)."""
+        """``send(dst, msg)`` to each of ``dsts`` in turn (the same message object to all).
+
+        The deliveries happen at the same instant, one after the other, with nothing
+        between them (events are run in scheduling order), so they are one kernel
+        entry that runs each handler — still counted as one event per delivery.
+        """
         if self._costs:
             for dst in dsts:
                 self.send(dst, msg)
             return
         cls = msg.__class__
-        kernel = self.kernel
-        at = kernel.now + self._latency
         dispatch = self._dispatch
+        handlers = []
         for dst in dsts:
             try:
-                handler = dispatch[dst][cls]
+                handlers.append(dispatch[dst][cls])
             except KeyError:
                 self.send(dst, msg)  # raises the precise error
                 raise
-            kernel.call_at(at, handler, msg)
         self._counts[cls] += len(dsts)
+        kernel = self.kernel
+        kernel.call_at(kernel.now + self._latency, self._deliver_each, handlers, msg)
+
+    def _deliver_each(self, handlers: list[Handler], msg: Any) -> None:
+        self.kernel.events += len(handlers) - 1  # the kernel counts this entry once
+        for handler in handlers:
+            handler(msg)
 
     def _arrive(self, dst: Address, handler: Handler, msg: Any, cost: float) -> None:
         now = self.kernel.now
