@@ -243,14 +243,10 @@ class Recorder:
 
     def task_reported(self, tid: int, now: float) -> bool:
         """The scheduler learned the task finished; returns True when that completes its job."""
-        return self._report([(tid, -1)], now) > 0
+        return self.tasks_reported([(tid, -1)], now) > 0
 
-    def tasks_reported(self, group: list[tuple[int, int]], now: float) -> None:
-        """:meth:`task_reported` for each ``(tid, worker)``."""
-        self._report(group, now)
-
-    def _report(self, group: list[tuple[int, int]], now: float) -> int:
-        """Record the reports; returns how many jobs they completed."""
+    def tasks_reported(self, group: list[tuple[int, int]], now: float) -> int:
+        """:meth:`task_reported` for each ``(tid, worker)``; returns how many jobs they completed."""
         chunks, remaining, done = self._chunks, self.j_remaining, self.j_done
         completed = 0
         for tid, _worker in group:

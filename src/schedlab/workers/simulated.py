@@ -9,7 +9,9 @@ a scheduler sends :class:`~schedlab.workers.protocol.LaunchTask` or
 :class:`~schedlab.workers.protocol.TasksFinished` groups of tasks that started
 and ended together. Components that sit on the workers (node monitors, an LM
 preempting) and schedulers with no communication at all (``ideal``) use its
-:class:`~schedlab.workers.protocol.LocalWorkers` methods directly.
+:class:`~schedlab.workers.protocol.LocalWorkers` methods directly; one that
+preempts calls :meth:`WorkerPool.allow_preemption` first, so that the pool
+follows each running task's finish event (other runs skip that bookkeeping).
 
 The pool records every start and end in the run's
 :class:`~schedlab.metrics.recorder.Recorder`; it is the only place that does.
@@ -61,12 +63,21 @@ class WorkerPool(Component):
             assert cluster.capacity is not None
             self.free = [list(map(float, row)) for row in cluster.capacity]
         # tid -> (finish event, its group): tasks started together that end together
-        # share one event, and a preempted task is taken out of its group.
-        self._timers: dict[int, tuple[list, list[tuple[int, int]]]] = {}
+        # share one event, and a preempted task is taken out of its group. Kept only
+        # once a scheduler that preempts asked for it (allow_preemption): two dict
+        # operations a task that other runs need not pay.
+        self._timers: dict[int, tuple[list, list[tuple[int, int]]]] | None = None
         self.busy_workers = 0
 
     def handlers(self):
         return {LaunchTask: self._on_launch, LaunchBatch: self._on_launch_batch}
+
+    def allow_preemption(self) -> None:
+        """Keep what :meth:`preempt` and :meth:`is_running` need; call before any task starts."""
+        if self._timers is None:
+            if self.busy_workers:
+                raise InvariantError("allow_preemption() must come before the first task starts")
+            self._timers = {}
 
     # -- starting and finishing ----------------------------------------------------------------
     def _occupy(self, tid: int, worker: int) -> None:
@@ -95,7 +106,8 @@ class WorkerPool(Component):
         self.rec.task_started(tid, now, worker, component)
         group = [(tid, worker)]
         ev = self.kernel.call_at(now + self.tasks.duration[tid], self._finish_one, group, on_finish)
-        self._timers[tid] = (ev, group)
+        if self._timers is not None:
+            self._timers[tid] = (ev, group)
 
     def start_many(self, placements: list[tuple[int, int]], on_finish: BatchFinishCallback, component: int) -> None:
         """Start every ``(tid, worker)`` now; ``on_finish(group)`` runs once per group of tasks ending together.
@@ -138,6 +150,10 @@ class WorkerPool(Component):
         self.busy_workers += len(placements)
         call_at = self.kernel.call_at
         timers = self._timers
+        if timers is None:
+            for end, g in groups.items():
+                call_at(end, finish, g, arg)
+            return
         for end, g in groups.items():
             ev = call_at(end, finish, g, arg)
             entry = (ev, g)
@@ -146,7 +162,8 @@ class WorkerPool(Component):
 
     def _finish_one(self, group: list[tuple[int, int]], on_finish: FinishCallback) -> None:
         tid, worker = group[0]
-        del self._timers[tid]
+        if self._timers is not None:
+            del self._timers[tid]
         self._release(tid, worker)
         self.rec.task_finished(tid, self.kernel.now)
         on_finish(tid, worker)
@@ -163,16 +180,17 @@ class WorkerPool(Component):
     def _end(self, group: list[tuple[int, int]]) -> None:
         """These tasks' execution ended now: free their workers and record it."""
         timers = self._timers
+        if timers is not None:
+            for tid, _worker in group:
+                del timers[tid]
         if self.slot_mode:
             running = self.running
-            for tid, worker in group:
-                del timers[tid]
+            for _tid, worker in group:
                 running[worker] = -1
             self.busy_workers -= len(group)
         else:
             release = self._release
             for tid, worker in group:
-                del timers[tid]
                 release(tid, worker)
         self.rec.tasks_finished(group, self.kernel.now)
 
@@ -187,7 +205,7 @@ class WorkerPool(Component):
 
     def preempt(self, tid: int, worker: int) -> None:
         """Kill running task ``tid`` on ``worker``; no finish callback will run for it."""
-        entry = self._timers.pop(tid, None)
+        entry = self._tracked().pop(tid, None)
         if entry is None:
             raise InvariantError(f"task {tid} is not running, cannot preempt it")
         ev, group = entry
@@ -208,4 +226,9 @@ class WorkerPool(Component):
 
     # -- observation -------------------------------------------------------------------------------
     def is_running(self, tid: int) -> bool:
-        return tid in self._timers
+        return tid in self._tracked()
+
+    def _tracked(self) -> dict[int, tuple[list, list[tuple[int, int]]]]:
+        if self._timers is None:
+            raise InvariantError("the worker pool does not follow running tasks: a scheduler that preempts calls allow_preemption() first")
+        return self._timers

@@ -181,6 +181,7 @@ class MeghaScheduler(Scheduler):
             self.fairness = FairSharing(params.shares, self.users.queue_gm, layout, ctx.cluster, ctx.tasks, self.gms)
             for lm in self.lms:
                 lm.fairness = self.fairness  # the run-wide truth, told at once (a real cluster sends it)
+            ctx.pool.allow_preemption()  # Algorithm 2 kills running tasks
         self.rt = rt
         # the authors' event queue hands out events of one instant last in, first out: each GM folds the LMs'
         # updates of a heartbeat last LM first
