@@ -22,14 +22,16 @@ def test_events_run_in_time_order_and_ties_in_insertion_order():
     assert k.events == 5
 
 
-@given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 1000)), max_size=60))
+@given(st.lists(st.tuples(st.integers(0, 20), st.booleans()), max_size=60))
 def test_order_is_sorted_by_time_then_schedule_order(items):
+    """Events scheduled with a handle (call_at) or posted: one order, by time then scheduling."""
     k = Kernel()
     seen = []
-    for i, (t, _) in enumerate(items):
-        k.call_at(float(t), seen.append, (t, i))
+    for i, (t, posted) in enumerate(items):
+        (k.post if posted else k.call_at)(float(t), seen.append, (t, i))
     k.run()
     assert seen == sorted(seen)
+    assert k.events == len(items)
 
 
 def test_cancel_and_until():
@@ -54,6 +56,8 @@ def test_cannot_schedule_in_the_past():
         k.call_at(1.0, lambda: None)
     with pytest.raises(ValueError):
         k.call_later(-1.0, lambda: None)
+    with pytest.raises(ValueError, match="before now"):
+        k.post(1.0, lambda: None)
 
 
 def test_progress_callback_is_called_periodically():
@@ -182,17 +186,19 @@ def test_named_streams_are_deterministic_and_independent():
         RngStreams(-1)
 
 
-def test_a_failing_event_leaves_the_events_after_it_pending_in_order():
+@pytest.mark.parametrize("posted", [False, True])
+def test_a_failing_event_leaves_the_events_after_it_pending_in_order(posted):
     k = Kernel()
     seen = []
+    schedule = k.post if posted else k.call_at
 
     def boom():
         k.call_later(0.0, seen.append, "scheduled by the failing event")
         raise RuntimeError("handler failed")
 
     k.call_at(1.0, seen.append, "a")
-    k.call_at(1.0, boom)
-    k.call_at(1.0, seen.append, "b")
+    schedule(1.0, boom)
+    schedule(1.0, seen.append, "b")
     k.call_at(2.0, seen.append, "c")
     with pytest.raises(RuntimeError):
         k.run()

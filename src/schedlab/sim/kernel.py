@@ -15,7 +15,9 @@ time while its list runs opens a new list for it, after the ones already there.
 
 An event is a list ``[fn, args]``; the list itself is the cancellation handle:
 :meth:`Kernel.cancel` blanks its callable in place (lazy deletion), which costs
-nothing for the many events that are never cancelled.
+nothing for the many events that are never cancelled. An event nobody will
+cancel (a message's delivery) can be posted as a tuple instead (:meth:`Kernel.post`),
+one allocation less; both kinds share the same lists and order.
 
 The loop is deliberately bare; progress reporting runs every ``progress_every``
 events or so (checked between times), not per event.
@@ -27,7 +29,7 @@ from collections.abc import Callable
 from heapq import heappop, heappush
 from typing import Any
 
-Event = list  # [fn: Callable | None, args: tuple]
+Event = list  # [fn: Callable | None, args: tuple]; posted events are (fn, args) tuples
 
 
 class Kernel:
@@ -39,7 +41,7 @@ class Kernel:
         self.now: float = start
         self.events: int = 0
         self._times: list[float] = []  # heap of the distinct times with pending events
-        self._at: dict[float, list[Event]] = {}  # time -> its events, in scheduling order
+        self._at: dict[float, list] = {}  # time -> its events ([fn, args] lists or (fn, args) tuples), in scheduling order
 
     def call_at(self, time: float, fn: Callable[..., Any], *args: Any) -> Event:
         """Run ``fn(*args)`` at simulated ``time`` (never earlier than now)."""
@@ -53,6 +55,17 @@ class Kernel:
         else:
             same.append(ev)
         return ev
+
+    def post(self, time: float, fn: Callable[..., Any], *args: Any) -> None:
+        """:meth:`call_at` for an event that will never be cancelled (no handle)."""
+        if time < self.now:
+            raise ValueError(f"cannot schedule at {time!r}, before now={self.now!r}")
+        same = self._at.get(time)
+        if same is None:
+            self._at[time] = [(fn, args)]
+            heappush(self._times, time)
+        else:
+            same.append((fn, args))
 
     def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Event:
         """Run ``fn(*args)`` after ``delay`` simulated seconds (``delay`` ≥ 0)."""

@@ -144,9 +144,9 @@ class SimRuntime:
         kernel = self.kernel
         cost = self._costs.get(cls) if self._costs else None
         if cost is None:
-            kernel.call_at(kernel.now + self._latency, handler, msg)
+            kernel.post(kernel.now + self._latency, handler, msg)
         else:
-            kernel.call_at(kernel.now + self._latency, self._arrive, dst, handler, msg, cost)
+            kernel.post(kernel.now + self._latency, self._arrive, dst, handler, msg, cost)
 
     def send_each(self, dsts: tuple[Address, ...] | list[Address], msg: Any) -> None:
         """``send(dst, msg)`` to each of ``dsts`` in turn (the same message object to all).
@@ -170,7 +170,7 @@ class SimRuntime:
                 raise
         self._counts[cls] += len(dsts)
         kernel = self.kernel
-        kernel.call_at(kernel.now + self._latency, self._deliver_each, handlers, msg)
+        kernel.post(kernel.now + self._latency, self._deliver_each, handlers, msg)
 
     def _deliver_each(self, handlers: list[Handler], msg: Any) -> None:
         self.kernel.events += len(handlers) - 1  # the kernel counts this entry once
@@ -182,7 +182,7 @@ class SimRuntime:
         busy = self._busy_until[dst]
         start = busy if busy > now else now
         self._busy_until[dst] = start + cost
-        self.kernel.call_at(start + cost, handler, msg)
+        self.kernel.post(start + cost, handler, msg)
 
     def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Any:
         return self.kernel.call_later(delay, fn, *args)

@@ -150,9 +150,10 @@ class WorkerPool(Component):
         self.busy_workers += len(placements)
         call_at = self.kernel.call_at
         timers = self._timers
-        if timers is None:
+        if timers is None:  # nothing will be preempted: no handles to keep
+            post = self.kernel.post
             for end, g in groups.items():
-                call_at(end, finish, g, arg)
+                post(end, finish, g, arg)
             return
         for end, g in groups.items():
             ev = call_at(end, finish, g, arg)
