@@ -101,6 +101,7 @@ class LocalMaster(Component):
         # `changed`. A change is noted once here and folded into the other GMs' deltas only when one is
         # read (an update), not G - 1 times as it happens: most tasks start and end between two updates.
         self.noted: list[list[int]] = [[0] * (self.G + 1) for _ in range(self.G)]
+        self.any_noted = False  # whether `noted` holds anything: most heartbeats of a quiet run fold nothing
         self.running: dict[int, tuple[int, int, int]] = {}  # tid -> (p, pos, gm)
         self.held: list[dict[tuple[int, int], list[float]]] = [{} for _ in range(self.G)]  # multi: per GM
         self.gm_addr = [gm_address(g) for g in range(self.G)]
@@ -150,9 +151,13 @@ class LocalMaster(Component):
     def _note(self, p: int, bit: int, by_gm: int) -> None:
         """Position ``bit`` of partition ``p`` changed because of GM ``by_gm``'s task (-1: no GM's)."""
         self.noted[p - self.base][by_gm] |= bit
+        self.any_noted = True
 
     def _fold(self) -> None:
         """Bring the noted changes into every other GM's pending delta (before any is read or reset)."""
+        if not self.any_noted:
+            return
+        self.any_noted = False
         changed, G = self.changed, self.G
         for j, row in enumerate(self.noted):
             for cause, bits in enumerate(row):
@@ -253,6 +258,8 @@ class LocalMaster(Component):
             noted, base = self.noted, self.base
             for p, bits in taken.items():
                 noted[p - base][gm] |= bits
+            if taken:
+                self.any_noted = True
         else:
             for item in items:
                 tid, p, pos = item
@@ -303,6 +310,7 @@ class LocalMaster(Component):
             bit = 1 << pos
             avail[p] |= bit
             noted[p - base][gm] |= bit
+        self.any_noted = True
 
     # -- state updates -----------------------------------------------------------------------------
     def _update_for(self, gm: int, extra: list[tuple[int, int]] | None = None) -> StateUpdate:
