@@ -153,7 +153,9 @@ class SimRuntime:
 
         The deliveries happen at the same instant, one after the other, with nothing
         between them (events are run in scheduling order), so they are one kernel
-        entry that runs each handler — still counted as one event per delivery.
+        entry that runs each handler — still counted as one event per delivery. If a
+        handler raises, the run stops there and the later addresses get nothing (separate
+        events would have stayed pending; a simulation is not resumed after a handler fails).
         """
         if self._costs:
             for dst in dsts:
