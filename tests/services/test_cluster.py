@@ -57,6 +57,13 @@ def replay_killing(path, trace, role, timeout):
     return asyncio.run(_with_cluster(path, body))
 
 
+def log_errors(path, role, ident) -> str:
+    """The ERROR lines of a service's log in the cluster's run folder (for a failing assertion's message)."""
+    log = path.with_suffix(".run") / f"{role}-{ident}.log"
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else [f"(no log at {log})"]
+    return f"{log.name}:\n" + "\n".join(ln for ln in lines if "ERROR" in ln or "Error" in ln)[-4000:]
+
+
 def rabbitmqctl(why: str) -> str:
     """rabbitmqctl's path; without it the test skips with the reason (fails under CI, where it must run)."""
     import shutil
@@ -441,7 +448,10 @@ def test_a_broker_restart_mid_run_loses_nothing_and_runs_nothing_twice(broker, t
     assert_valid_schedule(result, loaded.cluster)
     c = result.summary["counters"]
     assert result.summary["tasks"] == 120 and c.get("lost_runs", 0) == 0
-    assert all(st.get("handler_errors", 0) == 0 and st.get("publish_errors", 0) == 0 for st in statuses)
+    troubled = [(st["role"], st.get("id"), st.get("handler_errors", 0), st.get("publish_errors", 0))
+                for st in statuses if st.get("handler_errors", 0) or st.get("publish_errors", 0)]
+    assert not troubled, f"services with handler or publish errors (role, id, handler, publish): {troubled}\n" + "\n".join(
+        log_errors(path, role, ident) for role, ident, *_ in troubled)
     assert all(st.get("hosts_down", 0) == 0 for st in statuses if st["role"] == "lm")
 
 
