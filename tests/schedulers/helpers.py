@@ -71,6 +71,10 @@ class FakeObserver:
     def mark(self, tid: int, now: float, component: int) -> None:
         self.marks.append((tid, now, component))
 
+    def mark_each(self, entries, now: float, component: int) -> None:
+        for entry in entries:
+            self.mark(entry[0], now, component)
+
     def tasks_reported(self, group, now: float) -> None:
         self.groups_reported.append((list(group), now))
 

@@ -6,6 +6,8 @@ through the simulator's :class:`~schedlab.metrics.recorder.Recorder` itself:
 
 * ``mark(tid, now, component)`` — from the task's previous mark until ``now``
   it was in ``component`` (one of :data:`~schedlab.metrics.recorder.COMPONENTS`);
+  ``mark_each(entries, now, component)`` the same for the task id first in
+  each entry (a request's ``(tid, p, pos)`` items);
 * ``tasks_reported(group, now)`` / ``task_reported(tid, now)`` — the scheduler
   learned that these ``(tid, worker)`` tasks finished (what JRT is measured by).
 
@@ -18,11 +20,14 @@ schema as a simulated one.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 
 class Observer(Protocol):
     def mark(self, tid: int, now: float, component: int) -> None: ...
+
+    def mark_each(self, entries: Iterable[Sequence[int]], now: float, component: int) -> None: ...
 
     def tasks_reported(self, group: list[tuple[int, int]], now: float) -> object: ...  # any return is ignored
 

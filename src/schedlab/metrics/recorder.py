@@ -45,6 +45,7 @@ import tempfile
 import weakref
 from array import array
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from schedlab.errors import InputError, InvariantError
@@ -58,6 +59,9 @@ COMPONENTS = ("framework_queuing", "processing", "worker_queuing", "communicatio
 CHUNK_BITS = 16
 CHUNK = 1 << CHUNK_BITS  # task ids per chunk: 65,536 (about 6 MB of columns while live)
 _LOW = CHUNK - 1
+# what a loop over tasks holds before it looks up its first chunk's columns
+_NO_COLUMN = array("d")
+_NO_IDS = array("q")
 
 _NAN = float("nan")
 # The per-task columns a chunk spills, with their array typecodes (the components are c0..c3).
@@ -200,6 +204,24 @@ class Recorder:
         ch.comp[component][i] += now - last[i]
         last[i] = now
 
+    def mark_each(self, entries: Iterable[Sequence[int]], now: float, component: int) -> None:
+        """:meth:`mark` for the task id first in each entry (a request's ``(tid, p, pos)`` items, say)."""
+        # Entries of one request are mostly in one chunk: its columns are looked up once per run of them.
+        chunks = self._chunks
+        k_prev = -1
+        comp = last = _NO_COLUMN
+        for entry in entries:
+            tid = entry[0]
+            k = tid >> CHUNK_BITS
+            if k != k_prev:
+                ch = chunks[k]
+                if ch is None:
+                    raise self._retired(tid, "marked")
+                comp, last, k_prev = ch.comp[component], ch.last_mark, k
+            i = tid & _LOW
+            comp[i] += now - last[i]
+            last[i] = now
+
     # -- lifecycle -----------------------------------------------------------------------------
     def task_started(self, tid: int, now: float, worker: int, component: int = FRAMEWORK_QUEUING) -> None:
         """The task starts running on ``worker``; the time since its last mark goes to ``component``."""
@@ -208,19 +230,24 @@ class Recorder:
     def tasks_started(self, placements: list[tuple[int, int]], now: float, component: int = FRAMEWORK_QUEUING) -> None:
         """:meth:`task_started` for each ``(tid, worker)``."""
         chunks = self._chunks
+        k_prev = -1
+        start = comp = last = _NO_COLUMN
+        workers = _NO_IDS
         for tid, worker in placements:
-            ch = chunks[tid >> CHUNK_BITS]
-            if ch is None:
-                raise self._retired(tid, "started")
+            k = tid >> CHUNK_BITS
+            if k != k_prev:  # a batch's tasks are mostly in one chunk
+                ch = chunks[k]
+                if ch is None:
+                    raise self._retired(tid, "started")
+                start, comp, last, workers, k_prev = ch.start, ch.comp[component], ch.last_mark, ch.worker, k
             i = tid & _LOW
-            start = ch.start
             if start[i] == start[i]:  # not NaN: already running or finished
-                raise InvariantError(f"task {tid} started twice (running on worker {ch.worker[i]})")
+                raise InvariantError(f"task {tid} started twice (running on worker {workers[i]})")
             # The last mark is not moved: the next phase of a running task can only start
             # with a preemption, which sets it.
-            ch.comp[component][i] += now - ch.last_mark[i]
+            comp[i] += now - last[i]
             start[i] = now
-            ch.worker[i] = worker
+            workers[i] = worker
 
     def task_finished(self, tid: int, now: float) -> None:
         """The task's execution ended on its worker."""
@@ -229,14 +256,18 @@ class Recorder:
     def tasks_finished(self, group: list[tuple[int, int]], now: float) -> None:
         """:meth:`task_finished` for each ``(tid, worker)``."""
         chunks = self._chunks
+        k_prev = -1
+        start = end = _NO_COLUMN
         for tid, _worker in group:
-            ch = chunks[tid >> CHUNK_BITS]
-            if ch is None:
-                raise self._retired(tid, "finished")
+            k = tid >> CHUNK_BITS
+            if k != k_prev:
+                ch = chunks[k]
+                if ch is None:
+                    raise self._retired(tid, "finished")
+                start, end, k_prev = ch.start, ch.end, k
             i = tid & _LOW
-            if ch.start[i] != ch.start[i]:
+            if start[i] != start[i]:
                 raise InvariantError(f"task {tid} finished without running")
-            end = ch.end
             if end[i] == end[i]:
                 raise InvariantError(f"task {tid} finished twice")
             end[i] = now
@@ -249,22 +280,28 @@ class Recorder:
         """:meth:`task_reported` for each ``(tid, worker)``; returns how many jobs they completed."""
         chunks, remaining, done = self._chunks, self.j_remaining, self.j_done
         completed = 0
+        k_prev = -1
+        ch: Any = None  # the chunk of the task at hand, looked up once per run of tasks in it
+        end, reported, job = _NO_COLUMN, bytearray(), _NO_IDS
         for tid, _worker in group:
             k = tid >> CHUNK_BITS
-            ch = chunks[k]
-            if ch is None:
-                raise self._retired(tid, "reported finished")
+            if k != k_prev:
+                found = chunks[k]
+                if found is None:
+                    raise self._retired(tid, "reported finished")
+                ch = found
+                end, reported, job, k_prev = ch.end, ch.reported, ch.job, k
             i = tid & _LOW
-            if ch.end[i] != ch.end[i]:
+            if end[i] != end[i]:
                 raise InvariantError(f"task {tid} reported finished before it finished")
-            reported = ch.reported
             if reported[i]:
                 raise InvariantError(f"task {tid} reported finished twice")
             reported[i] = 1
             ch.done += 1
             if ch.done == CHUNK and self._spill_enabled:
                 self._retire(k)
-            jid = ch.job[i]
+                k_prev = -1  # gone: a later report of one of its tasks finds it retired
+            jid = job[i]
             rem = remaining[jid] - 1
             remaining[jid] = rem
             if rem == 0:

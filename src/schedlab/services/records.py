@@ -37,7 +37,7 @@ so multi-host figures carry that error).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from schedlab.metrics.recorder import COMMUNICATION, Recorder
@@ -66,6 +66,12 @@ class EventObserver:
     def mark(self, tid: int, now: float, component: int) -> None:
         run, local = split_id(tid)
         self.emit(run, (MARK, local, now, component))
+
+    def mark_each(self, entries: Iterable[Sequence[int]], now: float, component: int) -> None:
+        emit = self.emit
+        for entry in entries:
+            run, local = split_id(entry[0])
+            emit(run, (MARK, local, now, component))
 
     def tasks_reported(self, group: list[tuple[int, int]], now: float) -> None:
         emit = self.emit

@@ -232,10 +232,9 @@ class GlobalMaster(Component):
         if not out:
             return
         now = self.rt.now()
-        mark = self.rec.mark
+        mark_each = self.rec.mark_each
         for lm, items in out.items():
-            for tid, _p, _pos in items:
-                mark(tid, now, FRAMEWORK_QUEUING)
+            mark_each(items, now, FRAMEWORK_QUEUING)
             self.requests_sent += len(items)
             self.proc.send(self.lm_addr[lm], LaunchRequest(self.g, items))
 

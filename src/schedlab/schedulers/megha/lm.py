@@ -238,6 +238,7 @@ class LocalMaster(Component):
             tmask = self.tasks.mask
             masks = self.sh.cluster.machine_masks
             running = self.running
+            fairness = self.fairness
             taken: dict[int, int] = {}  # partition -> the bits this request took there
             for item in items:
                 tid, p, pos = item
@@ -248,16 +249,17 @@ class LocalMaster(Component):
                     running[tid] = (p, pos, gm)
                     taken[p] = taken.get(p, 0) | bit
                     accepted.append((tid, w))
-                    if owner[p] != gm:
-                        self.repartitions += 1
-                    if self.fairness is not None:
-                        self.fairness.launched(tid, p, pos)
+                    if fairness is not None:
+                        fairness.launched(tid, p, pos)
                 else:
                     rejected.append(item)
-            # the other GMs learn of the change at their next update (noted once per partition, not per task)
+            # the other GMs learn of the change at their next update (noted once per partition, not per task);
+            # each task accepted took a bit of its own, so a partition's bits count its tasks
             noted, base = self.noted, self.base
             for p, bits in taken.items():
                 noted[p - base][gm] |= bits
+                if owner[p] != gm:
+                    self.repartitions += bits.bit_count()
             if taken:
                 self.any_noted = True
         else:
@@ -271,8 +273,7 @@ class LocalMaster(Component):
                 else:
                     rejected.append(item)
         if self.costly:
-            for tid, _p, _pos in items:
-                self.rec.mark(tid, now, FRAMEWORK_QUEUING)
+            self.rec.mark_each(items, now, FRAMEWORK_QUEUING)
         if accepted:
             self.launched += len(accepted)
             self.proc.send(POOL_ADDRESS, LaunchBatch(accepted, (self.address, self.gm_addr[gm])))

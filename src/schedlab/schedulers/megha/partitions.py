@@ -40,7 +40,8 @@ class Layout:
         self.index: list[ConstraintBitsets] = []
         self.lm_of: list[int] = []
         self.owner: list[int] = []  # GM whose internal partition it is
-        self.where: dict[int, tuple[int, int]] = {}  # worker -> (p, pos)
+        # worker -> (p, pos): a list, read for every finished task (a third cheaper than a dict lookup)
+        where: list[tuple[int, int] | None] = [None] * len(cluster.machine_masks)
         masks = cluster.machine_masks
         num_constraints = constraint_count(masks)  # the same for every partition: their bitsets line up per constraint
         for lm, parts in enumerate(topology.partitions):
@@ -53,7 +54,10 @@ class Layout:
                 self.lm_of.append(lm)
                 self.owner.append(gm)
                 for pos, w in enumerate(idx.order):
-                    self.where[w] = (p, pos)
+                    where[w] = (p, pos)
+        if None in where:
+            raise InputError("topology", f"worker {where.index(None)} is in no partition")
+        self.where = cast("list[tuple[int, int]]", where)
         self.order: list[list[int]] = [idx.order for idx in self.index]
         self.full: list[int] = [idx.all for idx in self.index]
         # by_constraint[c][p]: partition p's bitset of workers with constraint c
