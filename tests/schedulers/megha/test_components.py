@@ -20,6 +20,8 @@ Construction note (a finding about the sans-IO boundary, see the report):
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, PROCESSING
 from schedlab.schedulers.megha.gm import GlobalMaster
@@ -355,3 +357,27 @@ def test_gm_matches_waiting_tasks_to_a_freed_worker_by_what_is_left_after_each_m
     ((dst, req),) = rt.take()
     assert dst == ("lm", 0) and [tid for tid, _p, _pos in req.items] == [0, 1, 3]
     assert gm.waiting_count() == 1 and gm.free[0][0] == (0.0, 2560.0)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["launch", "vacate", "round"]), st.integers(0, 11), st.integers(0, 1), st.integers(0, 1)),
+                max_size=80))
+def test_fair_sharing_rounds_publish_exactly_the_truth(steps):
+    # A round brings only the tasks launched or vacated since the last one up to date: what the GMs
+    # read afterwards is what a fresh copy of the truth would be (tasks relaunched elsewhere, vacated
+    # twice, launched and vacated within one round)
+    from schedlab.schedulers.megha.fairness import FairSharing
+
+    _rt, _obs, _tasks, layout, shared = megha([0] * 4, gms=2, lms=1, shares=[0.5, 0.5])
+    fair = FairSharing([0.5, 0.5], [0, 1], layout, shared.cluster, shared.tasks, [])
+    user_of = {}
+    for op, tid, p, pos in steps:
+        if op == "launch" and tid not in fair.info:
+            user = user_of.setdefault(tid, tid % 2)
+            fair.record_launch(tid, p, pos, user, [1.0])
+        elif op == "vacate":
+            fair.record_vacate(tid)
+        elif op == "round":
+            fair.publish()
+            assert fair.published_running == [dict(r) for r in fair.running]
+            assert fair.published_info == fair.info
+            assert fair.published_used == fair.used

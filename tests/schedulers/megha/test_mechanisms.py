@@ -11,11 +11,14 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from schedlab import simulate
 from schedlab.cluster import Cluster
 from schedlab.errors import InputError
 from schedlab.schedulers.megha import gm as gm_module
+from schedlab.schedulers.megha.fairness import _Candidates, worker_masks_of
 from schedlab.workload.trace import TraceJob, read_trace
 
 ND = 0.0005
@@ -161,6 +164,22 @@ def test_fair_share_preempts_the_most_violating_user():
     assert r.jobs.user.tolist() == [0, 1, 0]
 
 
+@pytest.mark.parametrize("queue_gms", [[1, 2], [1, 1]], ids=["user-on-another-gm", "user-on-the-same-gm"])
+def test_the_victim_runs_on_a_worker_the_task_can_use(queue_gms):
+    # 4 workers, only worker 0 has constraint 0; user 0 holds all four when user 1's task, which
+    # needs constraint 0, arrives: of user 0's tasks only the one on worker 0 is a candidate, however
+    # new the others are (one attempt, no refusal). User 0's queue on another GM is known as of the
+    # last round (the preemption waits for the round at t = 5); on the same GM, exactly and at once.
+    trace = [job(0.0, [100.0] * 4), job(1.0, [5.0], masks=[0b1])]
+    r = megha(trace, [0b1, 0, 0, 0], gms=2, lms=1, shares=[0.5, 0.5], queue_gms=queue_gms)
+    t = r.tasks.set_index("task")
+    c = r.summary["counters"]
+    assert c["preemptions"] == 1 and c["preemption_attempts"] == 1
+    victim = t.index[(t.job == 0) & (t.starts == 2)].tolist()
+    assert len(victim) == 1 and t.loc[4, "worker"] == 0
+    assert t.loc[4, "start"] == pytest.approx((5.0 if queue_gms == [1, 2] else 1.0) + 2 * ND)
+
+
 def test_a_user_at_or_over_its_share_does_not_preempt():
     trace = [job(0.0, [100.0] * 4), job(1.0, [5.0])]
     r = megha(trace, [0] * 4, gms=2, lms=1, shares=[0.9, 0.1], queue_gms=[2, 1], user_assignment="round-robin")
@@ -281,3 +300,19 @@ def test_choice_scope_group_chooses_among_every_internal_candidate():
     assert 85 <= on_w0() <= 115 and 25 <= on_w0(choice_scope="group") <= 55
     with pytest.raises(InputError, match="choice_scope"):
         megha([job(0.0, [1.0], requests=[(1.0, 1.0)])], [0] * 4, multi=(4.0, 8.0), gms=2, lms=1, choice_scope="group")
+
+
+@given(
+    worker_masks=st.lists(st.integers(0, (1 << 70) - 1) | st.integers(0, 15), min_size=0, max_size=120),
+    mask=st.integers(0, 15) | st.integers(0, (1 << 70) - 1),
+)
+def test_fair_sharing_candidates_are_the_compatible_victims_in_order(worker_masks, mask):
+    # one worker per victim: what Algorithm 2 may preempt for a task of `mask`, newest first, a chunk at
+    # a time — the same as testing every victim in turn (int64 masks and wider ones alike)
+    victims = [(1000 - i, (0, i)) for i in range(len(worker_masks))]
+    order = [list(range(len(worker_masks)))]
+    cands = _Candidates.of(victims, worker_masks_of(victims, worker_masks, order), mask, lambda v: v / 1000)
+    while cands.more():
+        pass
+    expected = [(v, p, pos, v / 1000) for v, (p, pos) in victims if not mask & ~worker_masks[pos]]
+    assert cands.found == expected

@@ -38,8 +38,11 @@ in multi-resource mode.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from schedlab.schedulers.megha.gm import EPS, GlobalMaster, lm_address
 from schedlab.schedulers.megha.messages import PreemptRejected, PreemptRequest, TaskPreempted
@@ -91,6 +94,46 @@ class UserAssignment:
         return u
 
 
+def worker_masks_of(victims: list[tuple[int, tuple[int, int]]], masks: list[int], order: list[list[int]]) -> np.ndarray:
+    """The machine masks of the victims' workers, as an int64 array — or of Python ints when a trace's
+    own constraints need more than 63 bits (tested elementwise then)."""
+    wm = [masks[order[p][pos]] for _victim, (p, pos) in victims]
+    return np.array(wm, dtype=object if wm and max(wm) >> 63 else np.int64)
+
+
+class _Candidates:
+    """Victims on workers satisfying a task mask, newest first, as ``(victim, p, pos, size)``: taken from
+    ``compatible`` (an iterator of ``(victim, (p, pos))``) a chunk at a time as scans reach them — most
+    scans stop at one of the first."""
+
+    __slots__ = ("found", "_source", "_size")
+
+    CHUNK = 32
+
+    def __init__(self, compatible: Iterator[tuple[int, tuple[int, int]]], size: Callable[[int], float]) -> None:
+        self.found: list[tuple[int, int, int, float]] = []
+        self._source = compatible
+        self._size = size
+
+    @classmethod
+    def of(cls, victims: list[tuple[int, tuple[int, int]]], worker_masks: np.ndarray, mask: int,
+           size: Callable[[int], float]) -> _Candidates:
+        """The compatible ones among ``victims`` (whose workers' masks are ``worker_masks``), found at once
+        by one vectorised test (a worker has every constraint of the mask)."""
+        if mask >> 63 and worker_masks.dtype != object:  # a mask beyond int64 (a trace's own constraints)
+            worker_masks = worker_masks.astype(object)
+        where = np.flatnonzero((worker_masks & mask) == mask).tolist()
+        return cls(map(victims.__getitem__, where), size)
+
+    def more(self) -> bool:
+        """Take up to CHUNK more; False when there are no more."""
+        found, size = self.found, self._size
+        before = len(found)
+        for victim, (p, pos) in islice(self._source, self.CHUNK):
+            found.append((victim, p, pos, size(victim)))
+        return len(found) > before
+
+
 class FairSharing:
     """Users, shares, holdings and the preemption decisions of Algorithm 2, for some GMs.
 
@@ -125,6 +168,7 @@ class FairSharing:
         self.published_running: list[dict[int, tuple[int, int]]] = [{} for _ in range(n)]
         self.published_used: list[list[float]] = [[0.0] * len(self.total) for _ in range(n)]
         self.published_info: dict[int, tuple[int, list[float]]] = {}
+        self._unpublished: set[int] = set()  # tasks launched or vacated since the last round
         # victims of preemptions not yet carried out or refused -> (gm, requester user, victim user,
         # requester's gain, victim's loss): a GM counts its own pending preemptions in its estimates
         self.in_flight: dict[int, tuple[int, int, int, float, float]] = {}
@@ -136,6 +180,10 @@ class FairSharing:
         self.version = 0  # bumped on every launch and vacate: what a round's knowledge depends on
         self._round_version = -1
         self._published_sorted: dict[int, list] = {}
+        # (user, task mask) -> that user's published running tasks on workers satisfying the mask: the
+        # candidates of Algorithm 2 for tasks of that mask until the next round (see _candidates)
+        self._published_compatible: dict[tuple[int, int], _Candidates] = {}
+        self._published_masks: dict[int, np.ndarray] = {}  # user -> its sorted victims' workers' masks
         # each GM serves its users' queues
         for gm in self.gms:
             mine = [u for u in range(n) if self.queue_gm[u] == gm.g]
@@ -166,6 +214,7 @@ class FairSharing:
 
     def record_launch(self, tid: int, p: int, pos: int, user: int, amount: list[float]) -> None:
         self.version += 1
+        self._unpublished.add(tid)
         self.running[user][tid] = (p, pos)
         self.info[tid] = (user, amount)
         used = self.used[user]
@@ -178,6 +227,7 @@ class FairSharing:
 
     def record_vacate(self, tid: int) -> None:
         self.version += 1
+        self._unpublished.add(tid)
         info = self.info.pop(tid, None)
         if info is not None:
             u, amount = info
@@ -187,11 +237,27 @@ class FairSharing:
                 used[k] -= a
 
     def publish(self) -> None:
-        """A heartbeat round: every GM's knowledge of every user catches up."""
-        self.published_running = [dict(r) for r in self.running]
+        """A heartbeat round: every GM's knowledge of every user catches up.
+
+        Only the tasks launched or vacated since the last round are brought up to date (a round is
+        frequent and most running tasks run through many), to the same content as a fresh copy.
+        """
+        info, running = self.info, self.running
+        pub_info, pub_running = self.published_info, self.published_running
+        for tid in self._unpublished:
+            was = pub_info.pop(tid, None)
+            if was is not None:
+                del pub_running[was[0]][tid]
+            now = info.get(tid)
+            if now is not None:
+                u = now[0]
+                pub_running[u][tid] = running[u][tid]
+                pub_info[tid] = now
+        self._unpublished.clear()
         self.published_used = [list(v) for v in self.used]
-        self.published_info = dict(self.info)
         self._published_sorted = {}
+        self._published_compatible = {}
+        self._published_masks = {}
 
     # -- Algorithm 2 -----------------------------------------------------------------------------------
     def _holding(self, u: int, gm: GlobalMaster) -> float:
@@ -215,6 +281,30 @@ class FairSharing:
             cached = self._published_sorted[v] = sorted(self.published_running[v].items(), key=lambda kv: -kv[0])
         return cached
 
+    def _candidates(self, v: int, gm: GlobalMaster, mask: int) -> _Candidates:
+        """User ``v``'s running tasks as ``gm`` knows them on workers satisfying ``mask``, newest first.
+
+        Under contention most of a user's running tasks sit on workers a constrained task cannot use
+        (seven in ten on the Google trace), and a task whose preemptions are refused asks again and again
+        in one round: the published ones are filtered once per round and task mask, by one vectorised
+        test. A user of ``gm``'s own queues is known exactly, as it changes: filtered as scanned.
+        """
+        if self.queue_gm[v] == gm.g:
+            masks, order = self.cluster.machine_masks, self.layout.order
+            own = self._victims(v, gm)
+            return _Candidates((e for e in own if not mask & ~masks[order[e[1][0]][e[1][1]]]), self._size)
+        key = (v, mask)
+        cands = self._published_compatible.get(key)
+        if cands is None:
+            masks_v = self._published_masks.get(v)
+            if masks_v is None:
+                masks_v = self._published_masks[v] = self._worker_masks(self._victims(v, gm))
+            cands = self._published_compatible[key] = _Candidates.of(self._victims(v, gm), masks_v, mask, self._size)
+        return cands
+
+    def _worker_masks(self, victims: list[tuple[int, tuple[int, int]]]) -> np.ndarray:
+        return worker_masks_of(victims, self.cluster.machine_masks, self.layout.order)
+
     def try_preempt(self, gm: GlobalMaster, tid: int) -> bool:
         """Algorithm 2 for a task that matched nowhere: True if a preemption request was sent.
 
@@ -235,20 +325,20 @@ class FairSharing:
         tried = self.tried.get(tid, ())
         mask = self.tasks.mask[tid]
         req = self.tasks.request[tid]
-        masks = self.cluster.machine_masks
-        order = self.layout.order
         in_flight = self.in_flight
         for v in violators:
             room = holding[v] - self.shares[v] + EPS  # what v can lose and stay at its share
-            for victim, (p, pos) in self._victims(v, gm):
-                if victim in in_flight or victim in tried or self._size(victim) > room:
-                    continue
-                if mask & ~masks[order[p][pos]]:
+            cands = self._candidates(v, gm, mask)
+            found = cands.found
+            i = 0
+            while i < len(found) or cands.more():
+                victim, p, pos, dv = found[i]
+                i += 1
+                if dv > room or victim in in_flight or victim in tried:
                     continue
                 if req is not None and not self._fits_after(p, pos, victim, req, gm):
                     continue
                 self.attempts += 1
-                dv = self._size(victim)
                 in_flight[victim] = (gm.g, u, v, size, dv)
                 self.pending[gm.g][u] += size
                 self.pending[gm.g][v] -= dv
