@@ -58,10 +58,20 @@ def replay_killing(path, trace, role, timeout):
 
 
 def log_errors(path, role, ident) -> str:
-    """The ERROR lines of a service's log in the cluster's run folder (for a failing assertion's message)."""
+    """schedlab's own errors in a service's log in the cluster's run folder, each with its traceback (for a
+    failing assertion's message; the AMQP client's connection errors of a broker outage are left out)."""
+    import re
+
     log = path.with_suffix(".run") / f"{role}-{ident}.log"
-    lines = log.read_text(errors="replace").splitlines() if log.exists() else [f"(no log at {log})"]
-    return f"{log.name}:\n" + "\n".join(ln for ln in lines if "ERROR" in ln or "Error" in ln)[-4000:]
+    if not log.exists():
+        return f"(no log at {log})"
+    out, keep = [], False
+    for line in log.read_text(errors="replace").splitlines():
+        if re.match(r"\d{4}-\d\d-\d\d ", line):  # a new record: kept if it is one of schedlab's errors
+            keep = " ERROR schedlab." in line
+        if keep:
+            out.append(line)
+    return f"{log.name}:\n" + "\n".join(out)[-4000:]
 
 
 def rabbitmqctl(why: str) -> str:
