@@ -1,8 +1,10 @@
-"""Build of the compiled parts: the grid's compression pass (src/schedlab/grid/_compress.c) and the
-worker choice's bit selection (src/schedlab/cluster/_bits.c).
+"""Build of the compiled parts: the grid's compression pass (src/schedlab/grid/_compress.c), the
+worker choice's bit selection (src/schedlab/cluster/_bits.c) and Megha's slot-mode inner loops
+(src/schedlab/schedulers/megha/_slots.c).
 
 Optional: where no C compiler is at hand the install goes on without them and the same functions
-run in Python (schedlab.grid.site, schedlab.cluster.bitsets), with the same results, only slower.
+run in Python (schedlab.grid.site, schedlab.cluster.bitsets, schedlab.schedulers.megha.slots), with
+the same results, only slower.
 Everything else is in pyproject.toml.
 """
 
@@ -20,7 +22,15 @@ setup(
         Extension(
             "schedlab.cluster._bits",
             ["src/schedlab/cluster/_bits.c"],
+            depends=["src/schedlab/cluster/_bitsel.h"],
             extra_compile_args=["-O2", "-ffp-contract=off"],
+            optional=True,
+        ),
+        Extension(
+            "schedlab.schedulers.megha._slots",
+            ["src/schedlab/schedulers/megha/_slots.c"],
+            depends=["src/schedlab/cluster/_bitsel.h"],
+            extra_compile_args=["-O2"],
             optional=True,
         ),
     ]

@@ -16,7 +16,7 @@ bit query; the preferred worker holds the highest bit (see ConstraintBitsets).
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -176,9 +176,23 @@ def random_set_bit(x: int, rng: random.Random) -> int:
 
 def random_set_bit_py(x: int, rng: random.Random) -> int:
     """:func:`random_set_bit` in Python (the compiled one's reference)."""
+    return random_set_bit_drawn(x, rng.random)
+
+
+def choose_position_drawn(cand: int, draw: Callable[[], float] | None) -> int:
+    """:func:`choose_position` given the stream's bound ``random`` method (or None for min-constraints):
+    for callers that keep the bound method rather than look it up per task."""
+    if draw is None:
+        return cand.bit_length() - 1
+    if compiled is not None:
+        return compiled.random_set_bit(cand, draw)
+    return random_set_bit_drawn(cand, draw)
+
+
+def random_set_bit_drawn(x: int, r: Callable[[], float]) -> int:
+    """:func:`random_set_bit_py` with the draws of ``r`` (a stream's ``random`` method)."""
     n = x.bit_length()
     count = x.bit_count()
-    r = rng.random
     if count * 8 >= n:
         while True:
             p = int(r() * n)

@@ -56,6 +56,7 @@ from schedlab.schedulers.megha.messages import (
     TaskLost,
     TaskPreempted,
 )
+from schedlab.schedulers.megha.slots import gm_release, gm_take, partition_walk
 from schedlab.schedulers.waiting import WaitingClasses
 from schedlab.sim.processor import Processor
 from schedlab.sim.runtime import Component
@@ -93,6 +94,7 @@ class GlobalMaster(Component):
         self.rng = rng
         self.random_choice = shared.params.worker_choice == "random"
         self.choice_rng = self.rng if self.random_choice else None  # the worker-choice policy's (choose_position)
+        self.choice_draw = self.rng.random if self.random_choice else None  # the same, as gm_take takes it
         self.snapshot_mode = shared.params.updates == "snapshot"
         self.slot_mode = shared.slot_mode
         self.group_scope = shared.params.choice_scope == "group"
@@ -253,47 +255,22 @@ class GlobalMaster(Component):
         el = lay.eligible_cache.get(mask)
         if el is None:
             el = lay.eligible_entry(mask)
-        avail = self.avail
-        rr = self.rr
         if self.slot_mode:
-            # internal partitions (g = 0) before external ones (g = 1), each round-robin
-            for g, group in self.groups:
-                n = len(group)
-                i = rr[g]
-                for _ in range(n):
-                    p = group[i]
-                    i += 1
-                    if i == n:
-                        i = 0
-                    e = el[p]
-                    if e is None:
-                        e = lay.eligible_at(el, mask, p)
-                    cand = avail[p] & e
-                    if cand:
-                        rr[g] = i
-                        return p, self._take_slot(p, cand)
-            return None
-        # Multi-resource mode: the same walk, plus a fit check per candidate; kept apart from the
-        # slot-mode loop above, which is the hot path of every slot-mode run.
+            return gm_take(mask, el, lay.eligible_at, self.groups, self.rr, self.avail, self.reserved, self.choice_draw)
+        # Multi-resource mode: gm_take's walk, plus a fit check per candidate.
         req = self.tasks.request[tid]
-        for g, group in self.groups:
-            n = len(group)
-            i = rr[g]
-            for _ in range(n):
-                p = group[i]
-                i += 1
-                if i == n:
-                    i = 0
-                e = el[p]
-                if e is None:
-                    e = lay.eligible_at(el, mask, p)
-                cand = avail[p] & e
-                if cand:
-                    pos = self._fit(p, cand, req)  # type: ignore[arg-type]
-                    if pos >= 0:
-                        rr[g] = i
-                        self._take_multi(p, pos, req)  # type: ignore[arg-type]
-                        return p, pos
+        avail = self.avail
+        for g, after, p in partition_walk(self.groups, self.rr):
+            e = el[p]
+            if e is None:
+                e = lay.eligible_at(el, mask, p)
+            cand = avail[p] & e
+            if cand:
+                pos = self._fit(p, cand, req)  # type: ignore[arg-type]
+                if pos >= 0:
+                    self.rr[g] = after
+                    self._take_multi(p, pos, req)  # type: ignore[arg-type]
+                    return p, pos
         return None
 
     def _choose_in_group(self, group: list[int], el: Sequence[int]) -> tuple[int, int] | None:
@@ -449,14 +426,7 @@ class GlobalMaster(Component):
         where = self.layout.where
         freed: list[tuple[int, int]] = []
         if self.slot_mode:
-            reserved, avail = self.reserved, self.avail
-            for _tid, w in group:
-                place = where[w]
-                freed.append(place)
-                p, pos = place
-                bit = 1 << pos
-                reserved[p] &= ~bit
-                avail[p] |= bit
+            gm_release(group, where, self.reserved, self.avail, freed)
         else:
             give_back = self._give_back
             for tid, w in group:

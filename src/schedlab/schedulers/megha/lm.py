@@ -48,6 +48,7 @@ from schedlab.schedulers.megha.messages import (
     TaskLost,
     TaskPreempted,
 )
+from schedlab.schedulers.megha.slots import lm_accept, lm_vacate
 from schedlab.sim.processor import Processor
 from schedlab.sim.runtime import Component
 from schedlab.workers.protocol import POOL_ADDRESS, LaunchBatch, TasksFinished
@@ -234,25 +235,13 @@ class LocalMaster(Component):
         owner = self.layout.owner
         order = self.layout.order
         if self.slot_mode:
-            avail = self.avail
-            tmask = self.tasks.mask
-            masks = self.sh.cluster.machine_masks
-            running = self.running
-            fairness = self.fairness
-            taken: dict[int, int] = {}  # partition -> the bits this request took there
-            for item in items:
-                tid, p, pos = item
-                bit = 1 << pos
-                w = order[p][pos]
-                if avail[p] & bit and not tmask[tid] & ~masks[w]:
-                    avail[p] ^= bit
-                    running[tid] = (p, pos, gm)
-                    taken[p] = taken.get(p, 0) | bit
-                    accepted.append((tid, w))
-                    if fairness is not None:
-                        fairness.launched(tid, p, pos)
-                else:
-                    rejected.append(item)
+            # partition -> the bits this request took there
+            taken = lm_accept(items, self.avail, self.tasks.mask, self.sh.cluster.machine_masks, order, self.running, gm, accepted, rejected)
+            if self.fairness is not None:  # told once the request is checked: what it records bears on no check
+                running, launched = self.running, self.fairness.launched
+                for tid, _w in accepted:
+                    p, pos, _gm = running[tid]
+                    launched(tid, p, pos)
             # the other GMs learn of the change at their next update (noted once per partition, not per task);
             # each task accepted took a bit of its own, so a partition's bits count its tasks
             noted, base = self.noted, self.base
@@ -305,12 +294,7 @@ class LocalMaster(Component):
                 vacate(tid)
             return
         # Slot-mode hot path (one call per finished task on most runs).
-        running, avail, noted, base = self.running, self.avail, self.noted, self.base
-        for tid, _w in msg.group:
-            p, pos, gm = running.pop(tid)
-            bit = 1 << pos
-            avail[p] |= bit
-            noted[p - base][gm] |= bit
+        lm_vacate(msg.group, self.running, self.avail, self.noted, self.base)
         self.any_noted = True
 
     # -- state updates -----------------------------------------------------------------------------
