@@ -185,103 +185,141 @@ check_args(const char *name, Py_ssize_t nargs, Py_ssize_t want)
     return -1;
 }
 
+/* step(item, ctx) for each item of the iterable items, stopping at the first that fails: 0, or -1 with
+ * the exception set (the three per-group functions below differ only in their step). */
+static int
+each_item(PyObject *items, int (*step)(PyObject *item, void *ctx), void *ctx)
+{
+    PyObject *it = PyObject_GetIter(items);
+    if (it == NULL)
+        return -1;
+    PyObject *item;
+    while ((item = PyIter_Next(it)) != NULL) {
+        int rc = step(item, ctx);
+        Py_DECREF(item);
+        if (rc < 0) {
+            Py_DECREF(it);
+            return -1;
+        }
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+struct accept_ctx {
+    PyObject *avail, *tmask, *masks, *order, *running, *gm, *accepted, *rejected, *taken;
+};
+
+/* lm_accept's step: one (tid, p, pos) item of a launch request, accepted or rejected. */
+static int
+accept_one(PyObject *item, void *ctx_)
+{
+    struct accept_ctx *c = ctx_;
+    PyObject *f[3], *bit = NULL, *row = NULL, *w = NULL, *x = NULL, *t = NULL, *m = NULL, *y = NULL;
+    PyObject *where = NULL, *now = NULL, *pair = NULL;
+    int rc = -1;
+    PyObject *fast = unpack(item, 3, f);
+    if (fast == NULL)
+        return -1;
+    PyObject *tid = f[0], *p = f[1], *pos_o = f[2];
+    Py_ssize_t pos = position(pos_o);
+    if (pos < 0 || (bit = bit_of(pos, pos_o)) == NULL)
+        goto done;
+    if ((row = item_at(c->order, p)) == NULL || (w = item_at(row, pos_o)) == NULL || (x = item_at(c->avail, p)) == NULL)
+        goto done;
+    int free_ = bit_is_set(x, pos), lack = 1;
+    if (free_ < 0)
+        goto done;
+    if (free_ && ((t = item_at(c->tmask, tid)) == NULL || (m = item_at(c->masks, w)) == NULL || (lack = lacks(t, m)) < 0))
+        goto done;
+    if (!free_ || lack) {
+        rc = PyList_Append(c->rejected, item);
+        goto done;
+    }
+    if ((y = PyNumber_Xor(x, bit)) == NULL || set_item_at(c->avail, p, y) < 0)
+        goto done;
+    if ((where = PyTuple_Pack(3, p, pos_o, c->gm)) == NULL || PyDict_SetItem(c->running, tid, where) < 0)
+        goto done;
+    PyObject *before = PyDict_GetItemWithError(c->taken, p); /* borrowed */
+    if (before == NULL && PyErr_Occurred())
+        goto done;
+    now = before == NULL ? (Py_INCREF(bit), bit) : PyNumber_Or(before, bit);
+    if (now == NULL || PyDict_SetItem(c->taken, p, now) < 0)
+        goto done;
+    if ((pair = PyTuple_Pack(2, tid, w)) == NULL)
+        goto done;
+    rc = PyList_Append(c->accepted, pair);
+done:
+    Py_DECREF(fast);
+    Py_XDECREF(bit);
+    Py_XDECREF(row);
+    Py_XDECREF(w);
+    Py_XDECREF(x);
+    Py_XDECREF(t);
+    Py_XDECREF(m);
+    Py_XDECREF(y);
+    Py_XDECREF(where);
+    Py_XDECREF(now);
+    Py_XDECREF(pair);
+    return rc;
+}
+
 /* lm_accept(items, avail, tmask, machine_masks, order, running, gm, accepted, rejected) -> taken */
 static PyObject *
 lm_accept(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (check_args("lm_accept", nargs, 9) < 0)
         return NULL;
-    PyObject *items = args[0], *avail = args[1], *tmask = args[2], *masks = args[3], *order = args[4];
-    PyObject *running = args[5], *gm = args[6], *accepted = args[7], *rejected = args[8];
-    if (!PyDict_Check(running) || !PyList_Check(accepted) || !PyList_Check(rejected)) {
+    struct accept_ctx c = {args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], NULL};
+    if (!PyDict_Check(c.running) || !PyList_Check(c.accepted) || !PyList_Check(c.rejected)) {
         PyErr_SetString(PyExc_TypeError, "lm_accept: running must be a dict, accepted and rejected lists");
         return NULL;
     }
-    PyObject *taken = PyDict_New();
-    PyObject *it = taken ? PyObject_GetIter(items) : NULL;
-    if (it == NULL) {
-        Py_XDECREF(taken);
+    if ((c.taken = PyDict_New()) == NULL)
+        return NULL;
+    if (each_item(args[0], accept_one, &c) < 0) {
+        Py_DECREF(c.taken);
         return NULL;
     }
-    PyObject *item;
-    while ((item = PyIter_Next(it)) != NULL) {
-        PyObject *f[3], *bit = NULL, *row = NULL, *w = NULL, *x = NULL, *t = NULL, *m = NULL;
-        PyObject *fast = unpack(item, 3, f);
-        int ok = 0;
-        if (fast == NULL)
-            goto next;
-        PyObject *tid = f[0], *p = f[1], *pos_o = f[2];
-        Py_ssize_t pos = position(pos_o);
-        if (pos < 0 || (bit = bit_of(pos, pos_o)) == NULL)
-            goto next;
-        if ((row = item_at(order, p)) == NULL || (w = item_at(row, pos_o)) == NULL)
-            goto next;
-        if ((x = item_at(avail, p)) == NULL)
-            goto next;
-        int free_ = bit_is_set(x, pos), lack = 1;
-        if (free_ < 0)
-            goto next;
-        if (free_) {
-            if ((t = item_at(tmask, tid)) == NULL || (m = item_at(masks, w)) == NULL || (lack = lacks(t, m)) < 0)
-                goto next;
-        }
-        if (free_ && !lack) {
-            PyObject *y = PyNumber_Xor(x, bit);
-            if (y == NULL)
-                goto next;
-            int rc = set_item_at(avail, p, y);
-            Py_DECREF(y);
-            if (rc < 0)
-                goto next;
-            PyObject *where = PyTuple_Pack(3, p, pos_o, gm);
-            if (where == NULL)
-                goto next;
-            rc = PyDict_SetItem(running, tid, where);
-            Py_DECREF(where);
-            if (rc < 0)
-                goto next;
-            PyObject *before = PyDict_GetItemWithError(taken, p); /* borrowed */
-            if (before == NULL && PyErr_Occurred())
-                goto next;
-            PyObject *now = before == NULL ? (Py_INCREF(bit), bit) : PyNumber_Or(before, bit);
-            if (now == NULL)
-                goto next;
-            rc = PyDict_SetItem(taken, p, now);
-            Py_DECREF(now);
-            if (rc < 0)
-                goto next;
-            PyObject *pair = PyTuple_Pack(2, tid, w);
-            if (pair == NULL)
-                goto next;
-            rc = PyList_Append(accepted, pair);
-            Py_DECREF(pair);
-            if (rc < 0)
-                goto next;
-        } else if (PyList_Append(rejected, item) < 0) {
-            goto next;
-        }
-        ok = 1;
-    next:
-        Py_XDECREF(fast);
-        Py_XDECREF(bit);
-        Py_XDECREF(row);
-        Py_XDECREF(w);
-        Py_XDECREF(x);
-        Py_XDECREF(t);
-        Py_XDECREF(m);
-        Py_DECREF(item);
-        if (!ok) {
-            Py_DECREF(it);
-            Py_DECREF(taken);
-            return NULL;
-        }
+    return c.taken;
+}
+
+struct vacate_ctx {
+    PyObject *running, *avail, *noted, *base;
+};
+
+/* lm_vacate's step: one finished (tid, worker) leaves running; its worker is free and noted for its GM. */
+static int
+vacate_one(PyObject *item, void *ctx_)
+{
+    struct vacate_ctx *c = ctx_;
+    PyObject *tid = NULL, *entry = NULL, *fast = NULL, *bit = NULL, *j = NULL, *row = NULL, *f[3];
+    int rc = -1;
+    if ((tid = PySequence_GetItem(item, 0)) == NULL)
+        goto done;
+    entry = PyDict_GetItemWithError(c->running, tid); /* running.pop(tid) */
+    if (entry == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetObject(PyExc_KeyError, tid);
+        goto done;
     }
-    Py_DECREF(it);
-    if (PyErr_Occurred()) {
-        Py_DECREF(taken);
-        return NULL;
-    }
-    return taken;
+    Py_INCREF(entry);
+    if (PyDict_DelItem(c->running, tid) < 0 || (fast = unpack(entry, 3, f)) == NULL)
+        goto done;
+    Py_ssize_t pos = position(f[1]);
+    if (pos < 0 || put_bit_at(c->avail, f[0], pos, f[1], &bit, 1) < 0)
+        goto done;
+    if ((j = PyNumber_Subtract(f[0], c->base)) == NULL || (row = item_at(c->noted, j)) == NULL)
+        goto done;
+    rc = put_bit_at(row, f[2], pos, f[1], &bit, 1);
+done:
+    Py_XDECREF(tid);
+    Py_XDECREF(entry);
+    Py_XDECREF(fast);
+    Py_XDECREF(bit);
+    Py_XDECREF(j);
+    Py_XDECREF(row);
+    return rc;
 }
 
 /* lm_vacate(group, running, avail, noted, base) -> None */
@@ -290,54 +328,41 @@ lm_vacate(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (check_args("lm_vacate", nargs, 5) < 0)
         return NULL;
-    PyObject *group = args[0], *running = args[1], *avail = args[2], *noted = args[3], *base = args[4];
-    if (!PyDict_Check(running)) {
+    struct vacate_ctx c = {args[1], args[2], args[3], args[4]};
+    if (!PyDict_Check(c.running)) {
         PyErr_SetString(PyExc_TypeError, "lm_vacate: running must be a dict");
         return NULL;
     }
-    PyObject *it = PyObject_GetIter(group);
-    if (it == NULL)
-        return NULL;
-    PyObject *item;
-    while ((item = PyIter_Next(it)) != NULL) {
-        PyObject *tid = NULL, *entry = NULL, *fast = NULL, *bit = NULL, *j = NULL, *row = NULL, *f[3];
-        int ok = 0;
-        if ((tid = PySequence_GetItem(item, 0)) == NULL)
-            goto next;
-        entry = PyDict_GetItemWithError(running, tid); /* running.pop(tid) */
-        if (entry == NULL) {
-            if (!PyErr_Occurred())
-                PyErr_SetObject(PyExc_KeyError, tid);
-            goto next;
-        }
-        Py_INCREF(entry);
-        if (PyDict_DelItem(running, tid) < 0 || (fast = unpack(entry, 3, f)) == NULL)
-            goto next;
-        Py_ssize_t pos = position(f[1]);
-        if (pos < 0 || put_bit_at(avail, f[0], pos, f[1], &bit, 1) < 0)
-            goto next;
-        if ((j = PyNumber_Subtract(f[0], base)) == NULL || (row = item_at(noted, j)) == NULL)
-            goto next;
-        if (put_bit_at(row, f[2], pos, f[1], &bit, 1) < 0)
-            goto next;
-        ok = 1;
-    next:
-        Py_XDECREF(tid);
-        Py_XDECREF(entry);
-        Py_XDECREF(fast);
-        Py_XDECREF(bit);
-        Py_XDECREF(j);
-        Py_XDECREF(row);
-        Py_DECREF(item);
-        if (!ok) {
-            Py_DECREF(it);
-            return NULL;
-        }
-    }
-    Py_DECREF(it);
-    if (PyErr_Occurred())
+    if (each_item(args[0], vacate_one, &c) < 0)
         return NULL;
     Py_RETURN_NONE;
+}
+
+struct release_ctx {
+    PyObject *where, *reserved, *avail, *freed;
+};
+
+/* gm_release's step: one finished (tid, worker)'s place is freed: out of reserved, into avail. */
+static int
+release_one(PyObject *item, void *ctx_)
+{
+    struct release_ctx *c = ctx_;
+    PyObject *w = NULL, *place = NULL, *fast = NULL, *bit = NULL, *f[2];
+    int rc = -1;
+    if ((w = PySequence_GetItem(item, 1)) == NULL || (place = item_at(c->where, w)) == NULL)
+        goto done;
+    if (PyList_Append(c->freed, place) < 0 || (fast = unpack(place, 2, f)) == NULL)
+        goto done;
+    Py_ssize_t pos = position(f[1]);
+    if (pos < 0 || put_bit_at(c->reserved, f[0], pos, f[1], &bit, 0) < 0)
+        goto done;
+    rc = put_bit_at(c->avail, f[0], pos, f[1], &bit, 1);
+done:
+    Py_XDECREF(w);
+    Py_XDECREF(place);
+    Py_XDECREF(fast);
+    Py_XDECREF(bit);
+    return rc;
 }
 
 /* gm_release(group, where, reserved, avail, freed) -> None */
@@ -346,39 +371,12 @@ gm_release(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (check_args("gm_release", nargs, 5) < 0)
         return NULL;
-    PyObject *group = args[0], *where = args[1], *reserved = args[2], *avail = args[3], *freed = args[4];
-    if (!PyList_Check(freed)) {
+    struct release_ctx c = {args[1], args[2], args[3], args[4]};
+    if (!PyList_Check(c.freed)) {
         PyErr_SetString(PyExc_TypeError, "gm_release: freed must be a list");
         return NULL;
     }
-    PyObject *it = PyObject_GetIter(group);
-    if (it == NULL)
-        return NULL;
-    PyObject *item;
-    while ((item = PyIter_Next(it)) != NULL) {
-        PyObject *w = NULL, *place = NULL, *fast = NULL, *bit = NULL, *f[2];
-        int ok = 0;
-        if ((w = PySequence_GetItem(item, 1)) == NULL || (place = item_at(where, w)) == NULL)
-            goto next;
-        if (PyList_Append(freed, place) < 0 || (fast = unpack(place, 2, f)) == NULL)
-            goto next;
-        Py_ssize_t pos = position(f[1]);
-        if (pos < 0 || put_bit_at(reserved, f[0], pos, f[1], &bit, 0) < 0 || put_bit_at(avail, f[0], pos, f[1], &bit, 1) < 0)
-            goto next;
-        ok = 1;
-    next:
-        Py_XDECREF(w);
-        Py_XDECREF(place);
-        Py_XDECREF(fast);
-        Py_XDECREF(bit);
-        Py_DECREF(item);
-        if (!ok) {
-            Py_DECREF(it);
-            return NULL;
-        }
-    }
-    Py_DECREF(it);
-    if (PyErr_Occurred())
+    if (each_item(args[0], release_one, &c) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
