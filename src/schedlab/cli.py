@@ -49,6 +49,7 @@ from schedlab.services.cli import chaos_cmd as _chaos_cmd
 from schedlab.services.cli import cluster_app as _cluster_app
 from schedlab.services.cli import serve_cmd as _serve_cmd
 from schedlab.services.cli import submit_cmd as _submit_cmd
+from schedlab.services.dst.cli import dst_cmd as _dst_cmd
 
 try:  # recent typer vendors click; older releases depend on it
     from typer._click.exceptions import ClickException as _ClickException
@@ -71,6 +72,7 @@ app.add_typer(_cluster_app, name="cluster")
 app.command("serve")(_serve_cmd)
 app.command("submit")(_submit_cmd)
 app.command("chaos")(_chaos_cmd)
+app.command("dst")(_dst_cmd)
 
 # Piped output gets a fixed, roomy width so tables are never cut to 80 columns.
 out = Console(width=None if sys.stdout.isatty() else 140)

@@ -25,7 +25,7 @@ from schedlab.services.messages import (
     VerifyEnds,
 )
 from schedlab.services.tasks import TaskStore
-from schedlab.services.wire import Codec, WireError, roundtrip_codec
+from schedlab.services.wire import Codec, WireError
 from schedlab.workers.protocol import LaunchBatch, TasksFinished
 from schedlab.workload.trace import TraceJob
 
@@ -108,7 +108,7 @@ def test_bad_input_is_one_line(data, reason):
 
 
 def test_decisions_unchanged_when_every_message_crosses_the_wire():
-    # the in-process transport can push every message through encode/decode: the schemas
+    # the embedded cluster can push every message through its wire form: the schemas
     # carry everything the components need, so the decisions match the simulator's
     masks = [0b11, 0b01, 0, 0b10, 0, 0]
     cl = Cluster.slots(masks)
@@ -117,9 +117,10 @@ def test_decisions_unchanged_when_every_message_crosses_the_wire():
     sim = simulate("megha", trace, cluster=cl, params=params, seed=4, constraints=False)
 
     async def main():
-        async with EmbeddedMegha(cl, params, seed=4, codec=roundtrip_codec()) as c:
+        async with EmbeddedMegha(cl, params, seed=4, wire="json") as c:
             r = await replay(c, trace, seed=4, constraints=False, timeout=30)
-            return r, c.runtime.transport.bytes_sent
+            assert c.mem is not None
+            return r, sum(node.router.wire.unpacked for node in c.mem.nodes.values())
 
     real, sent = asyncio.run(main())
     assert real.tasks.worker.tolist() == sim.tasks.worker.tolist()

@@ -101,7 +101,7 @@ def up_cmd(
     for p in procs:
         t.add_row(f"{p.role} {p.id}", p.url, str(p.pid), str(p.log))
     out.print(t)
-    out.print(f"broker {supervise._safe_url(loaded.broker)}: queues {loaded.name}.gm.N, .lm.N, .submit.N", highlight=False)
+    out.print(f"broker {supervise.safe_url(loaded.broker)}: queues {loaded.name}.gm.N, .lm.N, .submit.N", highlight=False)
     if foreground:
         import signal
         import time

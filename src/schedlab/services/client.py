@@ -252,24 +252,24 @@ class Client:
     async def connect(self) -> None:
         if self.embedded:
             self.handle = EmbeddedMegha(self.loaded.cluster, self.loaded.megha_params(), seed=self.loaded.spec.seed)
-            self.handle.start()
+            await self.handle.start()
             return
         from schedlab.services.net import BrokerUnreachable  # no broker transport when embedded
         from schedlab.services.remote import RemoteCluster  # (idem)
-        from schedlab.services.supervise import _safe_url  # (idem)
+        from schedlab.services.supervise import safe_url  # (idem)
 
         handle = RemoteCluster(self.loaded)
         try:
             await handle.connect()
         except BrokerUnreachable as e:
-            raise InputError(f"broker {_safe_url(e.url)}", e.reason) from None
+            raise InputError(f"broker {safe_url(e.url)}", e.reason) from None
         self.handle = handle
 
     async def close(self) -> None:
         if self.handle is None:
             return
         if self.embedded:
-            self.handle.stop()
+            await self.handle.stop()
         else:
             await self.handle.close()
         self.handle = None

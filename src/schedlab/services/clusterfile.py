@@ -44,7 +44,7 @@ from schedlab.cluster.bitsets import NUM_CONSTRAINTS
 from schedlab.cluster.model import Cluster, Topology
 from schedlab.errors import InputError
 from schedlab.experiments.spec import parse_yaml_mapping, spec_error
-from schedlab.services.embedded import parse_params
+from schedlab.services.assembly import parse_params
 
 DEFAULT_AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/"
 

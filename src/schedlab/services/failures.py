@@ -47,7 +47,6 @@ declared down after one lease).
 from __future__ import annotations
 
 import logging
-import secrets
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -55,14 +54,16 @@ from typing import Any
 from schedlab.schedulers.megha.gm import GlobalMaster, lm_address
 from schedlab.schedulers.megha.lm import LocalMaster
 from schedlab.schedulers.megha.messages import (
+    LaunchRejected,
     LaunchRequest,
+    PreemptRejected,
     PreemptRequest,
     TaskLost,
     TaskPreempted,
 )
 from schedlab.services.messages import HostAlive, HostFinished, KillTask, TaskKilled, VerifyEnds
 from schedlab.services.records import FINISHED, LOST, Emit
-from schedlab.services.runtime import AsyncRuntime
+from schedlab.services.runtime import ServiceRuntime
 from schedlab.services.tasks import split_id
 from schedlab.workers.protocol import POOL_ADDRESS, TasksFinished
 
@@ -74,18 +75,19 @@ RECENT = 1 << 16  # completions a GM remembers (tid -> worker), to record again 
 class HostBeacon:
     """A worker host's side of its lease: ``HostAlive`` to its LM every ``every`` seconds."""
 
-    def __init__(self, rt: AsyncRuntime, host: int, lm: int, running: Callable[[], list[tuple[int, int]]], every: float) -> None:
+    def __init__(self, rt: ServiceRuntime, host: int, lm: int, running: Callable[[], list[tuple[int, int]]], every: float,
+                 incarnation: int) -> None:
         self.rt = rt
         self.host = host
         self.lm = lm_address(lm)
         self.running = running
         self.every = every
-        self.incarnation = secrets.randbits(31)
-        self._timer = rt.loop.call_soon(self._beat)
+        self.incarnation = incarnation  # drawn afresh by each process of the host
+        self._timer = rt.call_soon(self._beat)
 
     def _beat(self) -> None:
-        self.rt._guarded(lambda: self.rt.send(self.lm, HostAlive(self.host, self.incarnation, self.running())), ())
-        self._timer = self.rt.loop.call_later(self.every, self._beat)
+        self._timer = self.rt.call_later(self.every, self._beat)
+        self.rt.send(self.lm, HostAlive(self.host, self.incarnation, self.running(), self.rt.now()))
 
     def stop(self) -> None:
         self._timer.cancel()
@@ -94,7 +96,7 @@ class HostBeacon:
 class HostMonitor:
     """An LM's side: which of its worker hosts are up, and what happens when one stops answering."""
 
-    def __init__(self, rt: AsyncRuntime, lm: LocalMaster, workers_of_host: dict[int, list[int]], lease: float) -> None:
+    def __init__(self, rt: ServiceRuntime, lm: LocalMaster, workers_of_host: dict[int, list[int]], lease: float) -> None:
         self.rt = rt
         self.lm = lm
         self.lease = lease
@@ -109,10 +111,11 @@ class HostMonitor:
         self.tasks_relaunched = 0
         self.zombie_kills = 0
         self.on_lost: Callable[[int], None] | None = None  # each lost task (an LM process forgets it was launched)
+        self.on_alive: Callable[[HostAlive], None] | None = None  # every beacon of a host that is up (launches in doubt)
         rt.add_handler(lm.address, HostAlive, self._on_alive)
         if not rt.accepts(lm.address, TaskKilled):
             rt.add_handler(lm.address, TaskKilled, lambda _msg: None)  # kills of lost runs: nothing to do after
-        self._timer = rt.loop.call_later(lease / 3, self._check)
+        self._timer = rt.call_later(lease / 3, self._check)
 
     def _on_alive(self, msg: HostAlive) -> None:
         h = msg.host
@@ -125,13 +128,20 @@ class HostMonitor:
             self._declare_down(h, "restarted")  # died and came back within its lease: its tasks are gone
         if h in self.down:
             self._rejoin(h, msg)
+        elif self.on_alive is not None:
+            self.on_alive(msg)
+
+    def deadline(self, h: int) -> float:
+        """Until when host ``h`` may act on a launch sent now: this LM cannot declare it down before then
+        (it does so only after ``lease`` seconds without news, and news only comes later than the last)."""
+        return self.last.get(h, self.rt.now()) + self.lease
 
     def _check(self) -> None:
         now = self.rt.now()
         for h, t in self.last.items():
             if h not in self.down and now - t > self.lease:
-                self.rt._guarded(self._declare_down, (h, f"silent for {now - t:.1f} s"))
-        self._timer = self.rt.loop.call_later(self.lease / 3, self._check)
+                self.rt.guarded(self._declare_down, h, f"silent for {now - t:.1f} s")
+        self._timer = self.rt.call_later(self.lease / 3, self._check)
 
     def mark_down(self, h: int) -> None:
         """A host that did not answer an LM process taking over: down (nothing of it was adopted)."""
@@ -183,7 +193,7 @@ class CompletionRelay:
     late — are dropped here, before they are recorded.
     """
 
-    def __init__(self, rt: AsyncRuntime, lms: list[LocalMaster], emit: Emit) -> None:
+    def __init__(self, rt: ServiceRuntime, lms: list[LocalMaster], emit: Emit) -> None:
         self.rt = rt
         self.emit = emit
         self.lms = {lm.address: lm for lm in lms}
@@ -191,6 +201,9 @@ class CompletionRelay:
         self.completed: Any = None  # a RecentIds of the ends relayed, for a restarted GM's questions (:mod:`~.recovery`)
         self.takeover = False  # an LM process draining its queue after taking over: ends nobody adopted go to their GM
         self.verify_sent = 0
+        # vouch(tid, launch id): is this the end of the run the LM launched (or adopted)? An earlier run of the same
+        # task on the same worker ends with another launch id (found by the deterministic simulation)
+        self.vouch: Callable[[int, int], bool] | None = None
         for addr in self.lms:
             def on_finished(msg: HostFinished, a: Any = addr) -> None:  # the default binds each LM's own address
                 self._on_finished(a, msg)
@@ -202,9 +215,11 @@ class CompletionRelay:
         running, order = lm.running, lm.layout.order
         group = []
         unvouched: list[tuple[tuple[int, int], tuple]] = []
-        for (tid, w), (started, ended, outcome) in zip(msg.group, msg.runs, strict=True):
+        launches = msg.launches or [0] * len(msg.group)
+        vouch = self.vouch
+        for (tid, w), (started, ended, outcome), launch in zip(msg.group, msg.runs, launches, strict=True):
             where = running.get(tid)
-            if where is None or order[where[0]][where[1]] != w:
+            if where is None or order[where[0]][where[1]] != w or (vouch is not None and not vouch(tid, launch)):
                 if self.takeover and where is None:
                     unvouched.append(((tid, w), (started, ended, outcome)))
                 else:
@@ -233,7 +248,7 @@ class GMPlacements:
     """A GM process remembers where it placed each task: completions from elsewhere, and losses of tasks
     already completed, are dropped; an accepted loss is recorded."""
 
-    def __init__(self, rt: AsyncRuntime, gm: GlobalMaster, emit: Emit) -> None:
+    def __init__(self, rt: ServiceRuntime, gm: GlobalMaster, emit: Emit) -> None:
         self.rt = rt
         self.gm = gm
         self.emit = emit
@@ -243,6 +258,8 @@ class GMPlacements:
         self.recent: OrderedDict[int, int] = OrderedDict()  # the last RECENT completions: tid -> worker
         self.ends_repeated = 0
         self.withdrawn = 0
+        self.stale_rejections = 0
+        self.on_orphans: Callable[[list[int]], None] | None = None  # completions of tasks this process does not know
         self.dropped_completions = 0
         self.dropped_losses = 0
         order = gm.layout.order
@@ -251,6 +268,8 @@ class GMPlacements:
         rt.before_delivery(TasksFinished, self._finished)
         rt.before_delivery(TaskLost, self._lost)
         rt.before_delivery(TaskPreempted, self._preempted)
+        rt.before_delivery(LaunchRejected, self._rejected)
+        rt.before_delivery(PreemptRejected, self._preempt_rejected)
         self.order = order
 
     def adopt(self, running: list[tuple[int, int, int]]) -> None:
@@ -273,10 +292,49 @@ class GMPlacements:
         self.sent_at[msg.tid] = self.last_sent = self.rt.now()
         return msg
 
+    def forget(self, items: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+        """These requests never took effect: their tasks are placed nowhere now (queued again, or requested
+        anew — a new request places them again). A task left placed while it waits in the GM's queue would be
+        requested a second time when its LM takes over without it (found by the deterministic simulation).
+        Returns the requests that still stood (a task completed or requested again since is left alone)."""
+        placed, order = self.placed, self.order
+        out = []
+        for item in items:
+            tid, p, pos = item
+            if placed.get(tid) == order[p][pos]:
+                del placed[tid]
+                self.sent_at.pop(tid, None)
+                out.append(item)
+        return out
+
+    def _rejected(self, _dst: Any, msg: LaunchRejected) -> LaunchRejected | None:
+        """A rejection applies to the request it answers: a late one (a retried request answered twice, its
+        first answer lost then found) is dropped if this GM has requested the task again since."""
+        if msg.sent:
+            items = [it for it in msg.items if self.sent_at.get(it[0]) == msg.sent]
+            if len(items) != len(msg.items):
+                self.stale_rejections += len(msg.items) - len(items)
+                if not items:
+                    return None
+                msg = LaunchRejected(msg.lm, items, msg.update, msg.sent)
+        self.forget(msg.items)
+        return msg
+
+    def _preempt_rejected(self, _dst: Any, msg: PreemptRejected) -> PreemptRejected:
+        self.forget([(msg.tid, msg.p, msg.pos)])
+        return msg
+
     def _finished(self, _dst: Any, msg: TasksFinished) -> TasksFinished | None:
         placed = self.placed
         group = [(tid, w) for tid, w in msg.group if placed.get(tid) == w]
         recent = self.recent
+        if len(group) != len(msg.group) and self.on_orphans is not None:
+            # an end relayed by an LM of a task this process never placed nor completed: it restarted, and the
+            # task's job will come back to it (DurableJobs keeps the completion)
+            orphans = [tid for tid, _w in msg.group if tid not in placed and tid not in recent]
+            if orphans:
+                self.withdrawn += self.gm.withdraw(orphans)
+                self.on_orphans(orphans)
         for tid, w in group:
             del placed[tid]
             self.sent_at.pop(tid, None)
@@ -346,4 +404,4 @@ class GMPlacements:
 
     def counters(self) -> dict[str, int]:
         return {"completions_dropped": self.dropped_completions, "losses_dropped": self.dropped_losses, "ends_recorded_again": self.ends_repeated,
-                "requests_withdrawn": self.withdrawn}
+                "requests_withdrawn": self.withdrawn, "rejections_dropped": self.stale_rejections}

@@ -45,7 +45,7 @@ from schedlab.schedulers.megha.lm import LocalMaster
 from schedlab.schedulers.megha.messages import TaskPreempted
 from schedlab.schedulers.megha.partitions import Layout
 from schedlab.services.messages import HoldingsReport, KillTask, TaskKilled
-from schedlab.services.runtime import AsyncRuntime
+from schedlab.services.runtime import ServiceRuntime
 from schedlab.services.tasks import TaskStore
 from schedlab.sim.rng import RngStreams
 from schedlab.workers.protocol import POOL_ADDRESS
@@ -67,7 +67,7 @@ def holding_event(store: TaskStore, tid: int, p: int, pos: int) -> tuple:
 class LedgerFeed:
     """An LM's fair-sharing ledger in a real cluster: its events, sent to every GM in order."""
 
-    def __init__(self, rt: AsyncRuntime, lm: LocalMaster, store: TaskStore, num_gms: int) -> None:
+    def __init__(self, rt: ServiceRuntime, lm: LocalMaster, store: TaskStore, num_gms: int) -> None:
         self.rt = rt
         self.lm = lm
         self.store = store
@@ -77,7 +77,7 @@ class LedgerFeed:
 
     def _add(self, ev: tuple) -> None:
         if not self.events:
-            self.rt.loop.call_soon(self.rt._guarded, self.flush, ())
+            self.rt.call_soon(self.flush)
         self.events.append(ev)
 
     def launched(self, tid: int, p: int, pos: int) -> None:
@@ -104,7 +104,7 @@ class HostWorkers:
     in an embedded cluster).
     """
 
-    def __init__(self, rt: AsyncRuntime, store: TaskStore, forget_killed: bool = True) -> None:
+    def __init__(self, rt: ServiceRuntime, store: TaskStore, forget_killed: bool = True) -> None:
         self.rt = rt
         self.lms: dict[Any, LocalMaster] = {}
         self.store = store
@@ -171,7 +171,7 @@ class HostWorkers:
 class GMFairness:
     """A GM process's fair sharing: the simulator's FairSharing, fed by the LMs' reports, with its own rounds."""
 
-    def __init__(self, rt: AsyncRuntime, gms: list[GlobalMaster], params: MeghaParams, layout: Layout, cluster: Cluster,
+    def __init__(self, rt: ServiceRuntime, gms: list[GlobalMaster], params: MeghaParams, layout: Layout, cluster: Cluster,
                  store: TaskStore) -> None:
         assert params.shares is not None
         self.rt = rt
@@ -180,10 +180,11 @@ class GMFairness:
         self.reports = 0
         self.rounds = 0
         for gm in gms:
-            rt.add_handler(gm.address, HoldingsReport, self._on_report)
-        self._timer = rt.loop.call_later(self.heartbeat, self._round)
+            rt.add_handler(gm.address, HoldingsReport, self.apply_report)
+        self._timer = rt.call_later(self.heartbeat, self._round)
 
-    def _on_report(self, msg: HoldingsReport) -> None:
+    def apply_report(self, msg: HoldingsReport) -> None:
+        """Fold an LM's holdings events into this GM's ledger (a report, or the holdings of a ``Recovered``)."""
         self.reports += 1
         f = self.fairness
         for ev in msg.events:
@@ -198,8 +199,8 @@ class GMFairness:
 
     def _round(self) -> None:
         self.rounds += 1
-        self.rt._guarded(self.fairness.round, ())
-        self._timer = self.rt.loop.call_later(self.heartbeat, self._round)
+        self._timer = self.rt.call_later(self.heartbeat, self._round)
+        self.fairness.round()
 
     def stop(self) -> None:
         self._timer.cancel()

@@ -26,10 +26,10 @@ be implemented using an active-standby configuration". Here:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import socket
+from collections.abc import Callable
 from typing import Any
 
 import aio_pika
@@ -81,13 +81,17 @@ class Lease:
             with contextlib.suppress(Exception):
                 await connection.close()
 
-    async def keep(self, stop: asyncio.Event) -> None:
-        """The active LM's side: take the lease again whenever it was lost (a broker restart)."""
-        while not stop.is_set():
-            if not self.held and not await self.try_acquire():
-                await self.release()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), 1.0)
+
+
+async def keep(lease: Any, rt: Any, stop: Any) -> None:
+    """The active LM's side: take the lease again whenever it was lost (a broker restart), until ``stop`` is set.
+
+    ``rt`` is the LM's runtime (:class:`~.runtime.ServiceRuntime`), ``stop`` one of its events.
+    """
+    while not stop.is_set():
+        if not lease.held and not await lease.try_acquire():
+            await lease.release()
+        await rt.wait(stop, 1.0)
 
 
 def bind(host: str, port: int) -> socket.socket | None:
@@ -105,14 +109,12 @@ def bind(host: str, port: int) -> socket.socket | None:
     return sock
 
 
-async def wait_to_serve(url: str, name: str, host: str, port: int) -> tuple[Lease, socket.socket]:
-    """A standby's wait: until it holds the lease *and* has bound the port."""
-    lease = Lease(url, name)
+async def wait_to_serve(lease: Any, bind: Callable[[], bool], rt: Any) -> Any:
+    """A standby's wait: until it holds ``lease`` *and* ``bind()`` took the LM's port; returns the lease."""
     while True:
         if await lease.try_acquire():
-            sock = bind(host, port)
-            if sock is not None:
-                return lease, sock
-            log.warning("lease %s free but %s:%d still served by another process: waiting", name, host, port)
+            if bind():
+                return lease
+            log.warning("lease %s free but the LM's port is still served by another process: waiting", getattr(lease, "name", ""))
             await lease.release()
-        await asyncio.sleep(POLL)
+        await rt.sleep(POLL)

@@ -49,7 +49,7 @@ from schedlab.schedulers.megha.gm import GlobalMaster, lm_address
 from schedlab.schedulers.megha.messages import LaunchRequest, PreemptRequest
 from schedlab.services.failures import GMPlacements
 from schedlab.services.messages import Resolve, Resolved
-from schedlab.services.runtime import AsyncRuntime
+from schedlab.services.runtime import ServiceRuntime
 
 log = logging.getLogger("schedlab.services.links")
 
@@ -64,7 +64,7 @@ class Questions:
     """``Resolve`` questions from one GM to LMs: each asked again every :data:`ASK_AGAIN` s until every LM
     asked has answered, then ``done(completed, running)`` with the union of the answers."""
 
-    def __init__(self, rt: AsyncRuntime, gm: GlobalMaster) -> None:
+    def __init__(self, rt: ServiceRuntime, gm: GlobalMaster) -> None:
         self.rt = rt
         self.g = gm.g
         self.open: dict[int, list] = {}  # ask -> [tids, LMs yet to answer, completed, running, done]
@@ -82,7 +82,7 @@ class Questions:
             return
         for i in sorted(entry[1]):
             self.rt.send(lm_address(i), Resolve(self.g, ask, entry[0]))
-        self.rt.loop.call_later(ASK_AGAIN, self.rt._guarded, self._send, (ask,))
+        self.rt.call_later(ASK_AGAIN, self._send, ask)
 
     def _on_resolved(self, msg: Resolved) -> None:
         entry = self.open.get(msg.ask)
@@ -99,7 +99,7 @@ class Questions:
 class LaunchLinks:
     """A GM's requests that got no answer from their LM (see the module)."""
 
-    def __init__(self, rt: AsyncRuntime, gm: GlobalMaster, placements: GMPlacements, questions: Questions, recovery: Any) -> None:
+    def __init__(self, rt: ServiceRuntime, gm: GlobalMaster, placements: GMPlacements, questions: Questions, recovery: Any) -> None:
         self.rt = rt
         self.gm = gm
         self.placements = placements
@@ -112,21 +112,26 @@ class LaunchLinks:
         self.in_doubt = 0
         self.doubt_running = 0  # in doubt, found running (or completed) at the LM
         self.doubt_again = 0  # in doubt, found nowhere: requested again
-        self.pending: set[int] = set()  # tids in doubt, not settled yet
-        recovery.in_doubt = lambda: self.pending
+        self.pending: dict[int, tuple[int, float | None]] = {}  # tid -> (LM, stamp) of its request in doubt, not settled yet
+        recovery.in_doubt = self.doubtful
 
     def undelivered(self, dst: Any, msgs: list[Any], outcome: str) -> None:
         """The transport's report: ``msgs`` to ``dst`` got no answer — ``unsent`` (never left: certainly not
-        acted on), ``stale`` (the LM process answering refused it unread; an earlier one may have acted on
-        it) or ``unreachable``."""
+        acted on), ``refused`` (refused unread: not acted on), ``stale`` (the LM process answering refused it
+        unread; an earlier one may have acted on it) or ``unreachable``."""
         if not (isinstance(dst, tuple) and dst[0] == "lm"):
             return
-        items = [it for m in msgs for it in _items(m)]
+        # a task requested twice in the batch (a request retried, then requested again): the later request is
+        # the one that stands — settling both would request the task twice (found by the deterministic simulation)
+        latest = {it[0]: it for m in msgs for it in _items(m)}
+        items = list(latest.values())
         if not items:
             return
-        if outcome == "unsent":
+        if outcome in ("unsent", "refused"):
+            items = self.placements.forget(items)  # those still standing (a task may have completed meanwhile)
             self.never_sent += len(items)
-            self.gm.launch_failed(items)
+            if items:
+                self.gm.launch_failed(items)
             return
         i = dst[1]
         self.in_doubt += len(items)
@@ -139,22 +144,30 @@ class LaunchLinks:
                         self.gm.g, i, len(items))
             self.gm.suspend_lm(i)
             self.recovery.ask_again(i)
-        self.pending.update(t for t, _p, _pos in items)
-        self.rt.loop.call_later(REQUEST_FRESH + FENCE_MARGIN, self.rt._guarded, self.questions.ask,
-                                ({i}, [t for t, _p, _pos in items], lambda c, r: self._settle(items, stamps, c, r)))
+        for (t, _p, _pos), stamp in zip(items, stamps, strict=True):
+            self.pending[t] = (i, stamp)
+        self.rt.call_later(REQUEST_FRESH + FENCE_MARGIN, self.questions.ask,
+                           {i}, [t for t, _p, _pos in items], lambda c, r: self._settle(items, stamps, c, r))
 
     def _settle(self, items: list[tuple[int, int, int]], stamps: list[float | None], completed: set[int], running: set[int]) -> None:
         placed, sent_at, order = self.placements.placed, self.placements.sent_at, self.order
         again = []
         for (tid, p, pos), stamp in zip(items, stamps, strict=True):
-            self.pending.discard(tid)
+            if self.pending.get(tid, (None, None))[1] == stamp:
+                del self.pending[tid]
             if tid in completed or tid in running:
                 self.doubt_running += 1
             elif placed.get(tid) == order[p][pos] and sent_at.get(tid) == stamp:
                 again.append((tid, p, pos))  # still as the doubtful request left it, and it never ran: request again
         self.doubt_again += len(again)
         if again:
+            self.placements.forget(again)
             self.gm.launch_failed(again)
+
+    def doubtful(self, lm: int) -> set[int]:
+        """The tasks whose current request, to LM ``lm``, is in doubt (a request superseded since is not)."""
+        sent_at = self.placements.sent_at
+        return {t for t, (i, stamp) in self.pending.items() if i == lm and sent_at.get(t) == stamp}
 
     def counters(self) -> dict[str, int]:
         return {"lm_suspensions": self.suspensions, "requests_never_sent": self.never_sent, "requests_stale": self.stale,

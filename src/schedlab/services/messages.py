@@ -78,6 +78,7 @@ class HostAlive:
     host: int
     incarnation: int
     running: list[tuple[int, int]] = field(default_factory=list)  # (tid, worker)
+    at: float = 0.0  # when the host sent it, by its clock (an LM settles launches in doubt with it: failures)
 
 
 @dataclass(slots=True)
@@ -89,6 +90,7 @@ class HostFinished:
     group: list[tuple[int, int]]
     reply_to: tuple
     runs: list[tuple[float, float, dict]] = field(default_factory=list)
+    launches: list[int] = field(default_factory=list)  # the id of the launch that started each run (0: unknown)
 
 
 @dataclass(slots=True)
@@ -149,6 +151,32 @@ class HostReport:
     host: int
     incarnation: int
     running: list[tuple[int, int, int]] = field(default_factory=list)
+    launches: list[int] = field(default_factory=list)  # the id of the launch that started each (0: unknown)
+
+
+@dataclass(slots=True)
+class Done:
+    """A GM → its own completion log (a durable queue it consumes itself): these tasks of its jobs completed.
+
+    Kept until their jobs are acknowledged, so a GM process that restarts learns which tasks of the jobs it
+    gets again had completed — even if every process that knew it (the dead GM, an LM that restarted since)
+    is gone (:mod:`~.recovery`)."""
+
+    gm: int
+    tids: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Marker:
+    """A process → one of its own queues: when it comes back, everything that waited in the queue before it has
+    been delivered (a starting node reads what its predecessor left exactly, whatever the link's speed)."""
+
+    token: int
+
+
+def log_address(g: int) -> tuple[str, int]:
+    """Where GM ``g``'s completion log lives (a queue, ``<name>.done.<g>``)."""
+    return ("done", g)
 
 
 @dataclass(slots=True)

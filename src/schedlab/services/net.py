@@ -1,44 +1,21 @@
-"""The network transport: HTTP for the synchronous calls, RabbitMQ for everything asynchronous.
+"""The real network: HTTP with aiohttp and RabbitMQ with aio-pika, under the services' routing.
 
-As in the Megha paper's prototype (Section V-D):
+:mod:`~.transport` decides where each message goes and holds everything the
+protocol depends on (request queues, retries, outcomes, ordering); this module
+is the IO it runs on in a real process:
 
-* **HTTP** carries launch and preemption requests (GM → LM), task launches
-  and kills (LM → worker host) and worker hosts' beacons (host → LM: a
-  broker outage must not look like dead hosts). A request is answered synchronously: whatever the
-  receiver sends back to the requester while handling it — a
-  :class:`~schedlab.schedulers.megha.messages.LaunchRejected`, a piggybacked
-  :class:`~schedlab.schedulers.megha.messages.StateUpdate` — travels in the
-  HTTP response. Messages queued for one peer go in one POST (a JSON list of
-  envelopes), in order, so a busy GM does not pay one round trip per request.
-* **RabbitMQ** (aio-pika) carries LM state updates (heartbeats), fair
-  sharing's holdings reports, task completions, job submission and the run
-  records clients collect. Each
-  component consumes its own queue, ``<cluster>.<kind>.<index>`` (e.g.
-  ``demo.gm.0``); messages are published, in order, to the default exchange.
+* :class:`AioHttpPort` posts a request — a JSON list of envelopes, signed
+  (:mod:`~.auth`) — and checks the signature of the answer;
+* :class:`AmqpLink` is one RabbitMQ connection: consumers for this process's
+  queues (acknowledged once their output is in the broker: :mod:`~.acks`) and
+  an ordered publisher with confirms that holds messages while the broker is
+  away;
+* :class:`AmqpFrames` is the broker port of a service: envelopes in, frames
+  out.
 
 aiohttp serves and sends HTTP: one mature asyncio package for both ends, with
 connection keep-alive, a request-size limit and few dependencies (the
 alternative, starlette + uvicorn + httpx, is three).
-
-Which way a message goes depends only on its type (:data:`HTTP_TYPES`) and
-whether its destination is hosted in this process (then it is delivered on
-the next loop turn, like the in-process transport).
-
-**Order on the LM → GM link.** The decision code assumes what the simulator
-gives it: messages from one component to another arrive in the order they
-were sent. An LM reaches a GM by two channels — state updates through
-RabbitMQ, rejections and piggybacked state in HTTP responses — which can
-overtake each other; and with delta updates, an old update applied after a
-newer one makes the GM believe a stale state that no later delta corrects (a
-task then waits for good for a worker it believes busy). So every message on
-that link carries ``seq = (sender incarnation, number)`` and the GM side
-delivers them in order (:class:`InOrder`), holding back one that arrives
-early until the gap closes — or, if a message was lost, until
-:data:`GAP_TIMEOUT` has passed (counted as ``gaps_skipped``). A message lost
-for good — a state update still queued in the broker when it restarted (state
-updates are not persistent) — would leave a GM's view stale where that delta
-changed it, so a GM whose link skipped a gap asks that LM for its whole state
-(``Recover``, :mod:`~.recovery`).
 """
 
 from __future__ import annotations
@@ -47,35 +24,20 @@ import asyncio
 import contextlib
 import json
 import logging
-import secrets
 import time
-from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from schedlab.services.acks import Acknowledger, AcksAfterOutput
 from schedlab.services.auth import AuthError, Signer, Verifier
 from schedlab.services.clusterfile import LoadedCluster
-from schedlab.services.runtime import Address, AsyncRuntime
-from schedlab.services.wire import Codec, Frame, WireError, address_str
-from schedlab.workers.protocol import POOL_ADDRESS
+from schedlab.services.runtime import Address
+from schedlab.services.transport import REPLY_REFUSED, Frame, Unreachable
+from schedlab.services.wire import Codec, WireError
 
 log = logging.getLogger("schedlab.services.net")
 
-HTTP_TYPES = frozenset({"LaunchRequest", "PreemptRequest", "LaunchBatch", "LaunchTask", "KillTask", "HostAlive", "Recover", "Resolve",
-                        "HostState"})
 HTTP_PATH = "/v1/message"
-HTTP_TIMEOUT = 10.0
-HTTP_RETRIES = 5
-GAP_TIMEOUT = 2.0
-STALE_REQUEST = "stale request"  # the start of a 409's text: a request refused unread because it is too old (links)
-ORDERED_LINKS = frozenset({("lm", "gm")})  # (sender kind, receiver kind) delivered in send order
-
-
-ACK_EVERY = 0.005  # seconds: handled messages are acknowledged together
-# Broker messages that need not survive a broker restart: a lost state update or beacon is
-# superseded by the next one. Everything else (jobs, completions, losses, holdings, records) is
-# persistent in durable queues.
-TRANSIENT_TYPES = frozenset({"StateUpdate", "HostAlive"})
 RUN_QUEUE_EXPIRES_MS = 600_000  # a client's run queue outlives a broker restart, not a dead client (10 min)
 
 
@@ -132,7 +94,7 @@ class Directory:
         return f"{self.name}.{dst}"
 
 
-class AmqpLink:
+class AmqpLink(AcksAfterOutput):
     """One RabbitMQ connection: consumers for this process's queues, an ordered publisher.
 
     With a ``signer`` every published message carries its authentication
@@ -157,10 +119,13 @@ class AmqpLink:
         self._outage: float | None = None
         self._closing = False
         self.queues: dict[str, Any] = {}
-        self._to_ack: Any = None  # the latest message handled and not yet acknowledged
-        # a service: acknowledge only once what handling caused has reached the broker — at_flush(fn) runs fn when
-        # the service's pending output (its run records) is handed to the publisher (:class:`~.node.RecordsPublisher`)
-        self.at_flush: Callable[[Callable[[], None]], None] | None = None
+        # a service: acknowledge only once what handling caused has reached the broker (acks); its records
+        # publisher sets ``at_flush``
+        self.acks = Acknowledger(self._ack_now, self.when_published, self._call_later)
+
+    @staticmethod
+    def _call_later(delay: float, fn: Callable[..., Any], *args: Any) -> Any:
+        return asyncio.get_running_loop().call_later(delay, fn, *args)
 
     async def connect(self, timeout: float = 5.0) -> None:
         import aio_pika  # (idem)
@@ -216,12 +181,7 @@ class AmqpLink:
             body = self._authentic(message)
             if body is not None:
                 on_body(body)
-            if self._to_ack is None:
-                if self.at_flush is not None:
-                    self.at_flush(self._ack_when_published)
-                else:
-                    asyncio.get_running_loop().call_later(ACK_EVERY, self._ack_handled)
-            self._to_ack = message
+            self.acks.handled(message)
 
         self.queues[queue] = (q, await q.consume(on_ack_message))
         return int(getattr(q.declaration_result, "message_count", 0) or 0)
@@ -239,7 +199,7 @@ class AmqpLink:
         q = await self.channel.declare_queue(queue, durable=False, exclusive=True, auto_delete=True)
         self.queues[queue] = (q, await q.consume(on_message, no_ack=True))
 
-    async def consume_held(self, queue: str, on_message: Callable[[bytes, bool, Any], None]) -> None:
+    async def consume_held(self, queue: str, on_message: Callable[[bytes, bool, Any], None]) -> int:
         """Deliver every message of the durable ``queue`` as ``on_message(body, redelivered, message)``, on a
         channel of its own with no prefetch limit, and leave its acknowledgement to the consumer
         (:meth:`ack`) — a GM's jobs, acknowledged when they are done (:mod:`~.recovery`).
@@ -258,6 +218,7 @@ class AmqpLink:
             on_message(body, bool(message.redelivered), message)
 
         self.queues[queue] = (q, await q.consume(on_raw))
+        return int(getattr(q.declaration_result, "message_count", 0) or 0)
 
     def ack(self, message: Any) -> None:
         """Acknowledge one message of :meth:`consume_held` (a failure — the channel closed by a broker
@@ -276,21 +237,9 @@ class AmqpLink:
                 self.on_refused(e)
             return None
 
-    def _ack_when_published(self) -> None:
-        """Everything handled so far has put its output in the publish queue: acknowledge it once that is
-        confirmed (a service killed before then gets the messages again — its output may be lost, not its input)."""
-        last, self._to_ack = self._to_ack, None
-        if last is not None:
-            self.when_published(lambda: self._ack_now(last))
-
     def _ack_now(self, message: Any) -> None:
         task = asyncio.get_running_loop().create_task(message.ack(multiple=True))
         task.add_done_callback(_log_ack_failure)
-
-    def _ack_handled(self) -> None:
-        last, self._to_ack = self._to_ack, None
-        if last is not None:
-            self._ack_now(last)
 
     def publish(self, queue: str, body: bytes, persistent: bool = False) -> None:
         self._out.put_nowait((queue, body, persistent))
@@ -372,346 +321,118 @@ class AmqpLink:
             await self.connection.close()
 
 
-class InOrder:
-    """Delivers each sender's sequenced messages in order; a gap waits at most ``GAP_TIMEOUT`` seconds."""
-
-    def __init__(self, counters: dict[str, int]) -> None:
-        self.counters = counters
-        self.links: dict[tuple[Any, Any], list] = {}  # (src, dst) -> [incarnation, expected, {n: deliver}, timer]
-        # on_gap(src, dst): a gap timed out — a message of the link is lost for good (a state update queued in the
-        # broker when it restarted: those are not persistent), so the receiver should ask for the sender's state
-        self.on_gap: Callable[[Any, Any], None] | None = None
-
-    def accept(self, src: Any, dst: Any, seq: tuple[int, int] | None, deliver: Callable[[], None]) -> None:
-        if seq is None:
-            deliver()
-            return
-        incarnation, n = seq
-        key = (src, dst)
-        st = self.links.get(key)
-        if st is None or st[0] != incarnation:
-            if st is not None:  # the sender restarted: what it sent before comes first
-                self._flush(key, skip=True)
-            # a sender numbers each link from 1: start there, not at the first number seen — the first
-            # to arrive may have overtaken earlier ones (an HTTP reply beating a broker message)
-            st = self.links[key] = [incarnation, 1, {}, None, set()]  # [.., skipped numbers]
-        if n < st[1]:
-            if n in st[4]:  # skipped when its gap timed out: late, deliver it now
-                st[4].discard(n)
-                self.counters["late_after_gap"] += 1
-                deliver()
-            else:  # delivered already (the broker redelivers what was not acknowledged when a link dropped)
-                self.counters["duplicates_dropped"] += 1
-            return
-        st[2][n] = deliver
-        self._drain(st)
-        if st[2] and st[3] is None:
-            st[3] = asyncio.get_running_loop().call_later(GAP_TIMEOUT, self._gap_timed_out, key)
-        elif not st[2] and st[3] is not None:
-            st[3].cancel()
-            st[3] = None
-
-    def restart_at(self, src: Any, dst: Any, seq: tuple[int, int]) -> None:
-        """The receiver restarted and ``seq`` answers its first question to ``src``: the link continues from
-        there; anything numbered before it was sent to its predecessor and is dropped when it comes.
-
-        Only a first answer restarts the link: the receiver has no state for the sender's incarnation yet
-        (a new process, or a sender that restarted or was taken over). A later answer of the same incarnation
-        — a running GM asking again after a gap timed out (``on_gap``) — leaves the link as it is: what was
-        numbered before it was sent to this very receiver, and some of it says what the answer does not (a
-        launch rejected, a task finished); it is delivered, late if its gap was skipped. (Dropping it lost
-        tasks under overload: a dropped ``LaunchRejected`` left its tasks with their GM for ever.)"""
-        incarnation, n = seq
-        key = (src, dst)
-        st = self.links.get(key)
-        if st is None or st[0] != incarnation:
-            self.links[key] = [incarnation, n, {}, None, set()]
-
-    def _drain(self, st: list) -> None:
-        held = st[2]
-        while st[1] in held:
-            held.pop(st[1])()
-            st[1] += 1
-
-    def _gap_timed_out(self, key: tuple[Any, Any]) -> None:
-        if self._flush(key, True) and self.on_gap is not None:
-            self.on_gap(*key)
-
-    def _flush(self, key: tuple[Any, Any], skip: bool) -> int:
-        """Deliver what is held, skipping the gaps; returns how many numbers were skipped."""
-        st = self.links.get(key)
-        if st is None:
-            return 0
-        if st[3] is not None:
-            st[3].cancel()
-            st[3] = None
-        held = st[2]
-        gaps = 0
-        while held:
-            first = min(held)
-            gaps += first - st[1]
-            self.counters["gaps_skipped"] += first - st[1]
-            skipped = st[4]
-            skipped.update(range(st[1], first))
-            if len(skipped) > 100_000:  # bounded: the oldest gaps are given up
-                for n in sorted(skipped)[: len(skipped) - 100_000]:
-                    skipped.discard(n)
-            st[1] = first
-            self._drain(st)
-        return gaps
 
 
-class _Capture:
-    """Replies to the sender of the HTTP request being handled go into its response."""
+class AioHttpPort:
+    """Requests over HTTP (aiohttp): a JSON list of envelopes, signed; the answer's signature checked.
 
-    __slots__ = ("dst", "frames")
-
-    def __init__(self, dst: Address) -> None:
-        self.dst = dst
-        self.frames: list[dict] = []
-
-
-class LocalBus:
-    """Services sharing one process (``cluster up --embedded``): their messages skip sockets and the broker.
-
-    A message between two of them still goes through its wire form (the
-    sender's codec attaches the task descriptions, the receiver's files them
-    in its own store), is delivered on a later loop turn, and a request is
-    answered as over HTTP — only the socket is gone.
+    ``local`` maps the URLs of nodes served by this very process (``cluster up --embedded``) to their
+    request handlers: a request to one of them is handed over without a socket.
     """
 
-    def __init__(self, expected: set | None = None) -> None:
-        self.routes: dict[Address, NetTransport] = {}
-        # every address that will join (all of a cluster file's components): a message to one not started yet
-        # waits for it rather than taking a socket
-        self.expected: set = expected or set()
-
-
-class NetTransport:
-    """Routes every message of one process: locally, over HTTP, or through RabbitMQ."""
-
-    def __init__(self, identity: str, directory: Directory, codec: Codec, amqp: AmqpLink | None, bus: LocalBus | None = None,
-                 secret: str | None = None) -> None:
-        self.identity = identity
-        self.signer = None if secret is None else Signer(secret, identity)
-        # an LM: the current incarnation of a destination that is one of its worker hosts (Any: it looks inside addresses)
-        self.incarnation_of: Callable[[Any], int | None] | None = None
-        # a GM: told of requests that got no answer — on_undelivered(dst, messages, outcome) (:mod:`~.links`)
-        self.on_undelivered: Callable[[Address, list[Any], str], None] | None = None
-        # a GM: the time its request was first sent (stamped in the envelope; every retry carries it)
-        self.sent_of: Callable[[Any], float] | None = None
-        self.tries: dict[str, tuple[float, int]] = {}  # destination kind -> (timeout per try, tries); default HTTP_*
-        self._launches = 0
-        self.verifier = None if secret is None else Verifier(secret)
-        self.directory = directory
-        self.codec = codec
-        self.amqp = amqp
-        self.local: dict[Address, AsyncRuntime] = {}
-        self.capture: _Capture | None = None
-        self._http_out: dict[str, list[tuple[dict, Any, Address]]] = defaultdict(list)  # url -> (envelope, message, dst)
-        self._senders: dict[str, asyncio.Task] = {}
-        self._wake: dict[str, asyncio.Event] = {}
+    def __init__(self, signer: Signer | None, verifier: Verifier | None,
+                 local: dict[str, Callable[[list[Any]], Awaitable[tuple[int, Any]]]] | None = None) -> None:
+        self.signer = signer
+        self.verifier = verifier
         self.session: Any = None
-        self.counters: dict[str, int] = defaultdict(int)
-        self.in_order = InOrder(self.counters)
-        self.bus = bus
-        self.incarnation = secrets.randbits(31)
-        self._next_seq: dict[Address, int] = defaultdict(int)
-        self._kind = identity.partition(":")[0]
+        self.local = local if local is not None else {}
 
-    def _seq(self, dst: Address) -> tuple[int, int] | None:
-        if isinstance(dst, tuple) and (self._kind, dst[0]) in ORDERED_LINKS:
-            self._next_seq[dst] += 1
-            return (self.incarnation, self._next_seq[dst])
-        return None
-
-    def bind(self, address: Address, runtime: AsyncRuntime) -> None:
-        self.local[address] = runtime
-        if self.bus is not None and address != POOL_ADDRESS:
-            self.bus.routes[address] = self
-
-    def send(self, dst: Address, msg: Any) -> None:
-        cap = self.capture
-        if cap is not None and dst == cap.dst:
-            cap.frames.append(self.codec.envelope(self.identity, dst, msg, self._seq(dst)))
-            return
-        rt = self.local.get(dst)
-        if rt is not None:
-            rt.loop.call_soon(rt.deliver, dst, msg)
-            return
-        peer = None if self.bus is None else self.bus.routes.get(dst)
-        if peer is None and self.bus is not None and dst in self.bus.expected:
-            asyncio.get_running_loop().call_later(0.01, self.send, dst, msg)  # its component is still starting
-            return
-        if peer is not None:
-            env = self.codec.envelope(self.identity, dst, msg, self._seq(dst))
-            asyncio.get_running_loop().call_soon(peer._from_bus, env, self)
-            return
-        name = msg.__class__.__name__
-        if name in HTTP_TYPES:
-            url = self.directory.url(dst)
-            if url is None:
-                raise KeyError(f"no HTTP endpoint for {dst!r}")
-            env = self.codec.envelope(self.identity, dst, msg)
-            if self.sent_of is not None and name in ("LaunchRequest", "PreemptRequest"):
-                env["sent"] = self.sent_of(msg)
-            if self.incarnation_of is not None:
-                inc = self.incarnation_of(dst)
-                if inc is not None:  # stamped now: a retry must not reach a process that started since
-                    env["inc"] = inc
-                if name in ("LaunchBatch", "LaunchTask"):  # a retry repeats it; a relaunch is a new launch
-                    self._launches += 1
-                    env["bid"] = self.incarnation << 32 | self._launches
-            self._http_out[url].append((env, msg, dst))
-            self._kick(url)
-            return
-        if self.amqp is None:
-            raise KeyError(f"{name} to {dst!r} needs the broker, and this process has none")
-        data = self.codec.encode(self.identity, dst, msg, self._seq(dst))
-        self.amqp.publish(self.directory.queue(dst), data, persistent=name not in TRANSIENT_TYPES)
-
-    # -- HTTP client ------------------------------------------------------------------------------
-    def _kick(self, url: str) -> None:
-        ev = self._wake.get(url)
-        if ev is None:
-            ev = self._wake[url] = asyncio.Event()
-            self._senders[url] = asyncio.get_running_loop().create_task(self._http_sender(url, ev))
-        ev.set()
-
-    async def _http_sender(self, url: str, wake: asyncio.Event) -> None:
+    async def post(self, url: str, packed: list[Any], timeout: float) -> tuple[int, Any]:
         import aiohttp  # aiohttp only to send over HTTP (cluster down goes without)
 
+        handler = self.local.get(url)
+        if handler is not None:
+            return await handler(packed)
         if self.session is None:
-            self.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=HTTP_TIMEOUT))
-        target = url + HTTP_PATH
-        while True:
-            await wake.wait()
-            wake.clear()
-            while self._http_out[url]:
-                items = self._http_out[url]
-                self._http_out[url] = []
-                body = json.dumps([env for env, _m, _d in items], separators=(",", ":")).encode()
-                timeout, tries = self.tries.get(items[0][2][0] if isinstance(items[0][2], tuple) else "", (HTTP_TIMEOUT, HTTP_RETRIES))
-                replies, outcome = await self._post(target, body, len(items), timeout, tries)
-                for env in replies:
-                    self._deliver_reply(env)
-                if outcome in ("stale", "unreachable") and self.on_undelivered is not None:
-                    self._undelivered(items, outcome)
-                    if outcome == "unreachable":  # what waited behind it was never sent: certainly not acted on
-                        waiting, self._http_out[url] = self._http_out[url], []
-                        if waiting:
-                            self._undelivered(waiting, "unsent")
-
-    def _undelivered(self, items: list[tuple[dict, Any, Address]], outcome: str) -> None:
-        per_dst: dict[Any, list[Any]] = {}
-        for _env, msg, dst in items:
-            per_dst.setdefault(dst, []).append(msg)
-        on_undelivered = self.on_undelivered
-        assert on_undelivered is not None  # the only caller checked it, and nothing ran since
-        for dst, msgs in per_dst.items():
-            try:
-                on_undelivered(dst, msgs, outcome)
-            except Exception as e:  # a bug in the handler must not stop this link's sender
-                log.error("handling undelivered messages to %r: %s: %s", dst, type(e).__name__, e)
-
-    async def _post(self, target: str, body: bytes, n: int, timeout: float = HTTP_TIMEOUT, tries: int = HTTP_RETRIES) -> tuple[list, str]:
-        """POST ``body``: ``(replies, outcome)``, outcome ``ok``, ``stale`` (the peer refused it unread as too
-        old), ``refused`` (any other 4xx) or ``unreachable`` (no answer after ``tries`` tries)."""
-        import aiohttp  # aiohttp only to send over HTTP (cluster down goes without)
-
-        delay = 0.05
-        for attempt in range(tries):
-            try:
-                headers = {"Content-Type": "application/json"}
-                if self.signer is not None:  # a retry is a new message: a fresh time and nonce
-                    headers.update(self.signer.headers(body))
-                async with self.session.post(target, data=body, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
-                    text = await resp.read()
-                    if resp.status == 200:
-                        if self.verifier is not None:
-                            try:
-                                self.verifier.verify(resp.headers, text)
-                            except AuthError as e:  # not our peer's answer: its replies are not applied
-                                self.counters["http_replies_refused"] += 1
-                                log.error("%s: reply refused (%s)", target, e)
-                                return [], "refused"
-                        self.counters["http_requests"] += 1
-                        return json.loads(text).get("replies", []), "ok"
-                    if resp.status == 409 and text.startswith(STALE_REQUEST.encode()):  # a slow link: refused unread
-                        self.counters["http_stale"] += n
-                        return [], "stale"
-                    # refused by the peer: a bug or a mismatch of cluster files; retrying cannot help
-                    self.counters["http_refused"] += n
-                    log.error("%s refused %d message(s): %d %s", target, n, resp.status, text[:200].decode(errors="replace"))
-                    return [], "refused"
-            except (aiohttp.ClientError, TimeoutError, OSError) as e:
-                self.counters["http_retries"] += 1
-                if attempt == tries - 1:
-                    self.counters["http_lost"] += n
-                    log.error("%s unreachable, %d message(s) undelivered: %s", target, n, str(e) or type(e).__name__)
-                    return [], "unreachable"
-                await asyncio.sleep(delay)
-                delay *= 2
-        return [], "unreachable"
-
-    def _deliver_reply(self, env: dict) -> None:
+            self.session = aiohttp.ClientSession()
+        body = json.dumps(packed, separators=(",", ":")).encode()
+        headers = {"Content-Type": "application/json"}
+        if self.signer is not None:  # a retry is a new message: a fresh time and nonce
+            headers.update(self.signer.headers(body))
         try:
-            src, dst, msg, tasks, seq, _inc = self.codec.decode_frames(json.dumps([env]).encode())[0]
-        except WireError as e:
-            self.counters["bad_replies"] += 1
-            log.error("bad reply: %s", e.reason)
-            return
-        self.codec.file(tasks)
-        rt = self.local.get(dst)
-        if rt is None:
-            self.counters["misrouted_replies"] += 1
-            return
-        if seq is not None and msg.__class__.__name__ == "Recovered":
-            self.in_order.restart_at(src, dst, seq)
-        self.in_order.accept(src, dst, seq, lambda: rt.deliver(dst, msg))
-
-    def _from_bus(self, env: dict, sender: NetTransport) -> None:
-        try:
-            frame = self.codec.decode_envelope(env)
-        except WireError as e:  # a bug: the sender's own codec wrote it
-            self.counters["bad_bus_messages"] += 1
-            log.error("bad message from %s: %s", sender.identity, e.reason)
-            return
-        if frame[2].__class__.__name__ in HTTP_TYPES:
-            for reply in self.handle_frames([frame]):
-                sender._deliver_reply(reply)
-            return
-        src, dst, msg, tasks, seq, _inc = frame
-        self.codec.file(tasks)
-        self.receive(src, dst, msg, seq)
-
-    def receive(self, src: Any, dst: Any, msg: Any, seq: tuple[int, int] | None) -> None:
-        """A message that came in from the broker, for a component of this process."""
-        rt = self.local[dst]
-        self.in_order.accept(src, dst, seq, lambda: rt.deliver(dst, msg))
-
-    # -- HTTP server side -----------------------------------------------------------------------
-    def handle_frames(self, frames: list[Frame]) -> list[dict]:
-        """Deliver a request's messages now; return what the handlers sent back to the requester."""
-        replies: list[dict] = []
-        for src, dst, msg, tasks, _seq, _inc in frames:
-            self.codec.file(tasks)
-            rt = self.local[dst]
-            self.capture = cap = _Capture(src)
-            try:
-                rt.deliver(dst, msg)
-            finally:
-                self.capture = None
-            replies.extend(cap.frames)
-        return replies
+            async with self.session.post(url + HTTP_PATH, data=body, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
+                text = await resp.read()
+                if resp.status != 200:
+                    return resp.status, text.decode(errors="replace")
+                if self.verifier is not None:
+                    try:
+                        self.verifier.verify(resp.headers, text)
+                    except AuthError as e:  # not our peer's answer: its replies are not applied
+                        return REPLY_REFUSED, str(e)
+                return 200, json.loads(text).get("replies", [])
+        except (aiohttp.ClientError, TimeoutError, OSError) as e:
+            raise Unreachable(str(e) or type(e).__name__) from None
 
     async def close(self) -> None:
-        for task in self._senders.values():
-            task.cancel()
         if self.session is not None:
             await self.session.close()
             self.session = None
 
 
+class AmqpFrames:
+    """A service's broker port on a real RabbitMQ connection: envelopes published as JSON, bodies consumed as frames."""
+
+    def __init__(self, amqp: AmqpLink, codec: Codec) -> None:
+        self.amqp = amqp
+        self.codec = codec
+
+    @property
+    def at_flush(self) -> Callable[[Callable[[], None]], None] | None:
+        return self.amqp.at_flush
+
+    @at_flush.setter
+    def at_flush(self, fn: Callable[[Callable[[], None]], None] | None) -> None:
+        self.amqp.at_flush = fn
+
+    @property
+    def publish_errors(self) -> int:
+        return self.amqp.publish_errors
+
+    async def connect(self) -> None:
+        await self.amqp.connect()
+
+    def publish(self, queue: str, packed: Any, persistent: bool = False) -> None:
+        data = json.dumps(packed, separators=(",", ":")).encode()
+        if len(data) > self.codec.max_bytes:
+            raise WireError(f"{packed.get('type')} of {len(data)} bytes is over the {self.codec.max_bytes}-byte limit")
+        self.amqp.publish(queue, data, persistent)
+
+    def when_published(self, fn: Callable[[], None]) -> None:
+        self.amqp.when_published(fn)
+
+    def _opener(self, on_frame: Callable[..., None], on_bad: Callable[[str], None]) -> Callable[..., None]:
+        def on_body(body: bytes, *rest: Any) -> None:
+            try:
+                frame = self.codec.decode_frame(body)
+            except WireError as e:
+                on_bad(e.reason)
+                if rest:  # a held message (a job): not retried
+                    self.amqp.ack(rest[1])
+                return
+            on_frame(frame, *rest)
+
+        return on_body
+
+    async def consume(self, queue: str, on_frame: Callable[[Frame], None], on_bad: Callable[[str], None]) -> int:
+        return await self.amqp.consume(queue, self._opener(on_frame, on_bad))
+
+    async def consume_held(self, queue: str, on_frame: Callable[[Frame, bool, Any], None], on_bad: Callable[[str], None]) -> int:
+        return await self.amqp.consume_held(queue, self._opener(on_frame, on_bad))
+
+    def ack(self, handle: Any) -> None:
+        self.amqp.ack(handle)
+
+    async def drain(self, timeout: float = 5.0) -> None:
+        await self.amqp.drain(timeout)
+
+    async def delete_queues(self, names: list[str]) -> None:
+        await self.amqp.delete_queues(names)
+
+    async def close(self) -> None:
+        await self.amqp.close()
+
+
 def identity_of(addr: Address) -> str:
+    from schedlab.services.wire import address_str
+
     return address_str(addr)

@@ -26,7 +26,9 @@ read the same way.
 Exactly-once is judged here, from the user's side: a task finished twice
 (``duplicate_finishes``), reported twice (``duplicate_reports``) or started
 twice without a preemption (``duplicate_starts``) is counted, never applied
-twice.
+twice. The very same record delivered twice — a message the broker took twice
+because its publisher's confirmation was lost in a broker restart — is one
+event (``records_repeated``), not a second start or report.
 
 Clocks: on one host every service reads the same clock. Across hosts the
 stamps are only as consistent as the hosts' clock synchronisation (NTP keeps
@@ -99,6 +101,8 @@ class RunRecords:
         self._reported: set[int] = set()
         self._applied: set[int] = set()
         self._finish_run: dict[int, tuple] = {}  # task -> (worker, start) of the run whose end was recorded
+        self._report_of: dict[int, Event] = {}  # task -> its report (the same record delivered again is recognised)
+        self._last_end: dict[int, float] = {}  # task -> the latest loss or preemption of one of its runs (a stamp)
         self._report_time: dict[int, float] = {}  # job -> latest report so far
         self.jobs_done = 0
         self.tasks_done = 0
@@ -133,15 +137,26 @@ class RunRecords:
         if kind == REPORTED and ev[3] == RECOVERED_REPORT and (local in self._applied or local in self._reported):
             self.counters["reports_repeated_after_gm_restart"] = self.counters.get("reports_repeated_after_gm_restart", 0) + 1
             return
+        if kind != FINISHED and (ev in self._events.get(local, ()) or (kind == REPORTED and self._report_of.get(local) == ev)):
+            # the same record again: a message the broker took twice (its publisher's confirmation was lost in a
+            # broker restart, so it was published again) — one event, not a second start or report (an end recorded
+            # again is told apart below, by its run)
+            self.counters["records_repeated"] = self.counters.get("records_repeated", 0) + 1
+            return
         if local in self._applied:  # the task's record is complete: anything more is late or a duplicate
             if kind == FINISHED:
                 self._count_finish_again(local, _run_of(ev))
                 return
             key = _DUPLICATE[kind]
-            if kind == STARTED and abs(self.recorder.start_of(local) - (ev[2] - self.origin)) < 1e-6:
-                key = "late_starts"  # the start of the recorded run, overtaken by its end (which carries it)
+            if kind == STARTED and (abs(self.recorder.start_of(local) - (ev[2] - self.origin)) < 1e-6
+                                    or ev[2] <= self._last_end.get(local, float("-inf"))):
+                # the start of the recorded run, overtaken by its end (which carries it), or of a run that a loss or
+                # a preemption recorded before had ended (its start came late: its host's link to the broker was slow)
+                key = "late_starts"
             self.counters[key] = self.counters.get(key, 0) + 1
             return
+        if kind in (LOST, PREEMPTED):
+            self._last_end[local] = max(ev[2], self._last_end.get(local, float("-inf")))
         if kind == FINISHED:
             run = _run_of(ev)
             if local in self._finished:
@@ -154,6 +169,7 @@ class RunRecords:
                 self.counters["duplicate_reports"] += 1
                 return
             self._reported.add(local)
+            self._report_of[local] = ev
         self._events.setdefault(local, []).append(ev)
         if local in self._finished and local in self._reported:
             self._apply(local)

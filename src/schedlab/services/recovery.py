@@ -45,10 +45,7 @@ too.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -68,7 +65,7 @@ from schedlab.services.messages import (
     VerifyEnds,
 )
 from schedlab.services.records import LOST, RECOVERED_REPORT, REPORTED, Emit
-from schedlab.services.runtime import AsyncRuntime
+from schedlab.services.runtime import ServiceRuntime
 from schedlab.services.tasks import RecentIds, TaskStore, split_id
 from schedlab.workers.protocol import TasksFinished
 
@@ -81,7 +78,7 @@ ASK_AGAIN = 2.0  # seconds between questions to an LM that has not answered
 class GMRecovery:
     """A GM process's start: every LM's state, then its queues (see the module)."""
 
-    def __init__(self, rt: AsyncRuntime, gm: GlobalMaster, placements: GMPlacements, num_lms: int, fair: Any = None) -> None:
+    def __init__(self, rt: ServiceRuntime, gm: GlobalMaster, placements: GMPlacements, num_lms: int, fair: Any = None) -> None:
         self.rt = rt
         self.gm = gm
         self.placements = placements
@@ -91,9 +88,9 @@ class GMRecovery:
         self.recovered_in: float | None = None  # seconds from the start until every LM had answered
         self.adopted = 0  # running tasks held again from the LMs' answers
         self.answers = 0
-        self._done = asyncio.Event()
-        self._timer: asyncio.TimerHandle | None = None
-        self.in_doubt: Callable[[], set[int]] = set  # the tids of requests in doubt (links), left out of takeovers
+        self._done = rt.event()
+        self._timer: Any = None
+        self.in_doubt: Callable[[int], set[int]] = lambda _lm: set()  # tasks whose request to an LM is in doubt (links)
         self.lost_at_takeovers = 0
         self.takeovers_seen = 0
         rt.add_handler(gm.address, Recovered, self._on_recovered)
@@ -101,12 +98,10 @@ class GMRecovery:
 
     async def run(self, wait: float = RECOVER_WAIT) -> None:
         """Ask every LM; return once all answered, or after ``wait`` seconds (the rest are asked again)."""
-        self.started = time.time()
+        self.started = self.rt.now()
         self.gm.view_unknown()
         self._ask()
-        try:
-            await asyncio.wait_for(self._done.wait(), wait)
-        except TimeoutError:
+        if not await self.rt.wait(self._done, wait):
             log.warning("GM %d: no state yet from LM(s) %s after %.0f s; starting without their partitions",
                         self.gm.g, ", ".join(map(str, sorted(self.missing))), wait)
 
@@ -119,7 +114,7 @@ class GMRecovery:
     def _ask(self) -> None:
         for i in sorted(self.missing):
             self.rt.send(lm_address(i), Recover(self.gm.g))
-        self._timer = self.rt.loop.call_later(ASK_AGAIN, self._ask) if self.missing else None
+        self._timer = self.rt.call_later(ASK_AGAIN, self._ask) if self.missing else None
 
     def _on_recovered(self, msg: Recovered) -> None:
         """Every answer is applied (an LM asked twice answers twice; each snapshot is that LM's whole truth)."""
@@ -127,21 +122,21 @@ class GMRecovery:
         lost: list[int] = []
         if msg.since:  # an LM process that took over: what it did not find running is lost
             self.takeovers_seen += 1
-            lost = self.placements.lost_at_takeover(msg.lm, {t for t, _p, _pos in msg.running}, msg.since, self.in_doubt())
+            lost = self.placements.lost_at_takeover(msg.lm, {t for t, _p, _pos in msg.running}, msg.since, self.in_doubt(msg.lm))
             self.lost_at_takeovers += len(lost)
             if lost:
                 log.warning("GM %d: LM %d took over without %d of this GM's task(s): requested again", self.gm.g, msg.lm, len(lost))
         self.gm.recover(msg.update, msg.running)
         self.placements.adopt(msg.running)
         if self.fair is not None and msg.holdings:
-            self.fair._on_report(HoldingsReport(msg.lm, msg.holdings))
+            self.fair.apply_report(HoldingsReport(msg.lm, msg.holdings))
         if lost:
             self.gm.request_again(lost)
         if msg.lm in self.missing:
             self.missing.discard(msg.lm)
             self.adopted += len(msg.running)
             if not self.missing and not self._done.is_set():
-                self.recovered_in = time.time() - self.started
+                self.recovered_in = self.rt.now() - self.started
                 self._done.set()
                 if self._timer is not None:
                     self._timer.cancel()
@@ -164,14 +159,33 @@ class GMRecovery:
 
 
 class DurableJobs:
-    """A GM's jobs from its durable submission queue, each acknowledged when its last task completes.
+    """A GM's jobs from its durable submission queue, each acknowledged when its last task completes, and its
+    completion log.
 
-    ``ack(message)`` acknowledges a job's broker message; ``frontend`` is the
-    GM's :class:`~.embedded.GMFrontend`, which files a job and queues its tasks.
+    ``ack(message)`` acknowledges a job's broker message (once the run records before it are confirmed);
+    ``ack_log(handle)`` one of the completion log's; ``frontend`` is the GM's
+    :class:`~.gm_node.GMFrontend`, which files a job and queues its tasks.
+
+    **The completion log.** Which tasks of an open job completed is known to
+    the GM that saw the completions and to the LMs that relayed them (their
+    recent ends) — both in memory. A GM that restarts, after one of those LMs
+    restarted too, would find such a task neither running nor completed and run
+    it again (found by the deterministic simulation: a GM killed, then an LM).
+    So the GM writes each completion of an open job to a durable queue of its
+    own (:class:`~.messages.Done`, ``<name>.done.<g>``) that it consumes itself,
+    and acknowledges those messages only when their jobs are acknowledged. A
+    restarted GM reads that log before its jobs; a task of a job delivered again
+    that the log names is done.
+
+    **Completions of unknown tasks** (``orphans``): an end relayed by an LM is
+    authoritative (an LM relays only the end of the run it believes current),
+    so a GM that does not know the task — it restarted, and the task's job is
+    still in its queue, or only in the log — keeps it as done rather than
+    dropping it.
     """
 
-    def __init__(self, rt: AsyncRuntime, gm: GlobalMaster, frontend: Any, placements: GMPlacements, store: TaskStore,
-                 num_lms: int, emit: Emit, ack: Any, questions: Questions) -> None:
+    def __init__(self, rt: ServiceRuntime, gm: GlobalMaster, frontend: Any, placements: GMPlacements, store: TaskStore,
+                 num_lms: int, emit: Emit, ack: Any, questions: Questions, log: Any = None, ack_log: Any = None) -> None:
         self.rt = rt
         self.gm = gm
         self.frontend = frontend
@@ -180,24 +194,37 @@ class DurableJobs:
         self.num_lms = num_lms
         self.emit = emit
         self.ack = ack
-        self.open: dict[int, list] = {}  # jid -> [tasks not completed yet, the job's broker message]
+        self.log = log  # log(tids): write these completions to the completion log (None: no log)
+        self.ack_log = ack_log
+        self.open: dict[int, list] = {}  # jid -> [tasks not completed yet, the job's broker messages, its tasks]
         self.job_of: dict[int, int] = {}  # tid -> jid, for the tasks not completed yet
         self.finished = RecentIds()  # jobs acknowledged (an acknowledgement lost in a broker restart brings one back)
         self.questions = questions
+        self.done_before: set[int] = set()  # tasks known completed whose job this process has not opened (yet)
+        self.logged: dict[int, int] = {}  # tid -> its open job, for completed tasks of open jobs (the log keeps them)
+        self.unknown: set[int] = set()  # tasks the log names whose job has not come back (yet)
+        self.log_entries: dict[int, list] = {}  # log message key -> [handle, tids it waits for]
+        self.log_keys: dict[int, list[int]] = {}  # tid -> keys of the log messages waiting for it
+        self._log_key = 0
+        self.jobs_drained = False  # every job waiting in the queue at the start has been delivered
         self.jobs_resolved = 0
         self.tasks_found_running = 0
         self.tasks_found_completed = 0
+        self.tasks_found_in_log = 0
         self.tasks_requested_again = 0
         self.deliveries_again = 0
+        self.orphans = 0
         rt.after_delivery(TasksFinished, self._finished)
+        placements.on_orphans = self.orphan_completions
 
     # -- the queue ----------------------------------------------------------------------------------
     def on_job(self, msg: SubmitJob, redelivered: bool, message: Any) -> None:
         jid = msg.jid
         entry = self.open.get(jid)
-        if entry is not None:  # the broker delivered it again (a broker restart): the new delivery is the one to ack
+        if entry is not None:  # delivered again: a broker restart (the first delivery's channel is gone), or published
+            # twice (the client's confirmation was lost in a broker restart): every delivery is acknowledged
             self.deliveries_again += 1
-            entry[1] = message
+            entry[1].append(message)
             return
         if jid in self.finished:
             self.deliveries_again += 1
@@ -207,62 +234,155 @@ class DurableJobs:
         if not redelivered:
             self.frontend.admit(msg)
             return
-        # a job a predecessor of this GM had not finished: each task is running, completed, or to run again
+        # a job a predecessor of this GM had not finished: each task is completed, running, or to run again
         self.frontend.admit(msg, submit=())
         self.jobs_resolved += 1
+        now = self.rt.now()
+        known = [t for t in msg.tids if t in self.done_before]
+        for t in known:  # the completion log, or an end relayed to this process, names it
+            self.done_before.discard(t)
+            self.tasks_found_in_log += 1
+            self._report_again(t, now)
+            self._completed(t)
         placed = self.placements.placed
-        ask = [t for t in msg.tids if t not in placed]
-        self.tasks_found_running += len(msg.tids) - len(ask)
+        ask = [t for t in msg.tids if t not in placed and t in self.job_of]
+        self.tasks_found_running += sum(1 for t in msg.tids if t in placed)
         if ask:
             self.questions.ask(set(range(self.num_lms)), ask, lambda completed, running: self._resolved(ask, completed, running))
 
     def _open(self, msg: SubmitJob, message: Any) -> None:
-        self.open[msg.jid] = [len(msg.tids), message]
+        self.open[msg.jid] = [len(msg.tids), [message], list(msg.tids)]
         job_of = self.job_of
         for t in msg.tids:
             job_of[t] = msg.jid
+
+    def _report_again(self, tid: int, now: float) -> None:
+        run, local = split_id(tid)
+        self.emit(run, (REPORTED, local, now, RECOVERED_REPORT))  # its GM died, maybe before reporting it
+        self.store.forget((tid,))
 
     def _resolved(self, tids: list[int], completed: set[int], running: set[int]) -> None:
         """Every LM answered about a job delivered again: its tasks completed somewhere are done, those running
         somewhere are left to that LM's state (its ``Recovered``, still to come, holds them again), the rest run."""
         now = self.rt.now()
         again = []
+        done = []
         for t in tids:
             run, local = split_id(t)
+            if t not in self.job_of:
+                continue  # settled meanwhile (an end that came from the queue)
             if t in completed:
                 self.tasks_found_completed += 1
-                self.emit(run, (REPORTED, local, now, RECOVERED_REPORT))  # its GM died, maybe before reporting it
-                self._completed(t)
-                self.store.forget((t,))
+                self._report_again(t, now)
+                if self._completed(t):
+                    done.append(t)
             elif t in running:
                 self.tasks_found_running += 1
-            elif t in self.job_of:
+            else:
                 self.emit(run, (LOST, local, now, -1))  # a run it had, if any, ended with its worker or its GM
                 again.append(t)
+        if done:
+            self._log(done)
         self.tasks_requested_again += len(again)
         if again:
             self.gm.submit(again)
 
     # -- completions --------------------------------------------------------------------------------
     def _finished(self, _dst: Any, msg: TasksFinished) -> None:
-        for t, _w in msg.group:
-            self._completed(t)
+        done = [t for t, _w in msg.group if self._completed(t)]
+        if done:
+            self._log(done)
 
-    def _completed(self, tid: int) -> None:
+    def orphan_completions(self, tids: list[int]) -> None:
+        """Ends relayed by an LM of tasks this GM process does not know as placed (see the class)."""
+        now = self.rt.now()
+        done = []
+        for t in tids:
+            if t in self.job_of:  # a job delivered again, its task being resolved
+                self._report_again(t, now)
+                self._completed(t)
+                done.append(t)
+            elif t not in self.done_before:
+                self.done_before.add(t)
+                done.append(t)
+        self.orphans += len(done)
+        if done:
+            self._log(done)
+
+    def _completed(self, tid: int) -> bool:
+        """The task of an open job completed (True), or it was not one (False)."""
         jid = self.job_of.pop(tid, None)
         if jid is None:
-            return
+            return False
         entry = self.open[jid]
         entry[0] -= 1
         if entry[0] == 0:
             del self.open[jid]
             self.finished.add(jid)
-            self.ack(entry[1])
+            for m in entry[1]:
+                self.ack(m)
+            for t in entry[2]:
+                self._settle(t)
+        elif self.log is not None:
+            self.logged[tid] = jid
+        return True
+
+    # -- the completion log -------------------------------------------------------------------------
+    def _log(self, tids: list[int]) -> None:
+        if self.log is not None:
+            self.log(tids)
+
+    def on_log(self, tids: list[int], redelivered: bool, handle: Any) -> None:
+        """A message of the completion log: kept (unacknowledged) until the jobs of its tasks are acknowledged."""
+        now = self.rt.now()
+        waiting = []
+        for t in tids:
+            if t in self.job_of:  # a predecessor learned it: the task of this open job is done
+                self.tasks_found_in_log += 1
+                self._report_again(t, now)
+                self._completed(t)
+            if t in self.logged:  # its job is open
+                waiting.append(t)
+            elif not self.jobs_drained:
+                # a task of a job not delivered yet (maybe never: acknowledged already, see drained)
+                self.done_before.add(t)
+                self.unknown.add(t)
+                waiting.append(t)
+        if not waiting:
+            self.ack_log(handle)
+            return
+        self._log_key += 1
+        key = self._log_key
+        self.log_entries[key] = [handle, set(waiting)]
+        for t in waiting:
+            self.log_keys.setdefault(t, []).append(key)
+
+    def _settle(self, tid: int) -> None:
+        """The job of ``tid`` is acknowledged (or was, before this process): log messages no longer wait for it."""
+        self.logged.pop(tid, None)
+        self.unknown.discard(tid)
+        for key in self.log_keys.pop(tid, ()):
+            entry = self.log_entries.get(key)
+            if entry is None:
+                continue
+            entry[1].discard(tid)
+            if not entry[1]:
+                del self.log_entries[key]
+                self.ack_log(entry[0])
+
+    def drained(self) -> None:
+        """Every job that waited in the queue at the start has been delivered: what the log names of jobs that did
+        not come back belongs to jobs acknowledged already."""
+        self.jobs_drained = True
+        for t in [t for t in self.unknown if t not in self.logged]:
+            self.done_before.discard(t)
+            self._settle(t)
 
     def counters(self) -> dict[str, int]:
         return {"jobs_open": len(self.open), "jobs_resolved": self.jobs_resolved, "tasks_found_running": self.tasks_found_running,
-                "tasks_found_completed": self.tasks_found_completed, "tasks_requested_again": self.tasks_requested_again,
-                "jobs_delivered_again": self.deliveries_again}
+                "tasks_found_completed": self.tasks_found_completed, "tasks_found_in_log": self.tasks_found_in_log,
+                "tasks_requested_again": self.tasks_requested_again, "jobs_delivered_again": self.deliveries_again,
+                "completions_of_unknown_tasks": self.orphans, "log_messages_held": len(self.log_entries)}
 
 
 def recovered(lm: LocalMaster, gm: int, holding: Any = None, since: float = 0.0) -> Recovered:
@@ -280,7 +400,7 @@ class LMRecovery:
     ``completed`` holds the ids of the last task ends this LM relayed (:class:`~.failures.CompletionRelay`).
     """
 
-    def __init__(self, rt: AsyncRuntime, lm: LocalMaster, completed: RecentIds, holding: Any = None) -> None:
+    def __init__(self, rt: ServiceRuntime, lm: LocalMaster, completed: RecentIds, holding: Any = None) -> None:
         self.rt = rt
         self.lm = lm
         self.completed = completed
@@ -322,7 +442,7 @@ class LMTakeover:
     them again.
     """
 
-    def __init__(self, rt: AsyncRuntime, lm: LocalMaster, monitor: Any, positions: dict[int, list[tuple[int, int]]],
+    def __init__(self, rt: ServiceRuntime, lm: LocalMaster, monitor: Any, positions: dict[int, list[tuple[int, int]]],
                  incarnation: int, holding: Any = None) -> None:
         self.rt = rt
         self.lm = lm
@@ -331,27 +451,28 @@ class LMTakeover:
         self.where = lm.layout.where
         self.incarnation = incarnation
         self.holding = holding
-        self.started = time.time()
+        self.started = rt.now()
         self.waiting = set(positions)
         self.adopted = 0
         self.hosts_silent: list[int] = []
         self.rebuilt_in: float | None = None
-        self._answered = asyncio.Event()
+        self._answered = rt.event()
+        self.launch_of: dict[int, int] | None = None  # the LM's launch ids of its tasks: those of adopted runs are added
         rt.add_handler(lm.address, HostReport, self._on_report)
 
     async def rebuild(self, wait: float) -> None:
         """Ask every host until it answers; after ``wait`` seconds the silent ones are down."""
+        rt = self.rt
         self.lm.view_unknown()
-        deadline = time.monotonic() + wait
-        while self.waiting and time.monotonic() < deadline:
+        deadline = rt.now() + wait
+        while self.waiting and rt.now() < deadline:
             for h in sorted(self.waiting):
-                self.rt.send(("host", h), HostState(self.lm.i, self.incarnation))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._answered.wait(), min(0.5, max(0.01, deadline - time.monotonic())))
+                rt.send(("host", h), HostState(self.lm.i, self.incarnation))
+            await rt.wait(self._answered, min(0.5, max(0.01, deadline - rt.now())))
             self._answered.clear()
         for h in sorted(self.waiting):
             self.unreachable(h)
-        self.rebuilt_in = time.time() - self.started
+        self.rebuilt_in = rt.now() - self.started
 
     def _on_report(self, msg: HostReport) -> None:
         h = msg.host
@@ -361,6 +482,10 @@ class LMTakeover:
         where = self.where
         running = [(tid, *where[w], gm) for tid, w, gm in msg.running]
         self.lm.host_back(self.positions[h], running)
+        if self.launch_of is not None:
+            for (tid, _w, _g), launch in zip(msg.running, msg.launches or [0] * len(msg.running), strict=True):
+                if launch:
+                    self.launch_of[tid] = launch
         self.adopted += len(running)
         self.monitor.heard(h, msg.incarnation)
         self._answered.set()

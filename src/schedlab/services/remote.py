@@ -21,23 +21,19 @@ from typing import Any
 import aiohttp
 
 from schedlab.schedulers.megha import MeghaParams
+from schedlab.services.assembly import parse_params
 from schedlab.services.auth import AuthError, Signer, Verifier
 from schedlab.services.clusterfile import LoadedCluster, require_secret
-from schedlab.services.embedded import parse_params
 from schedlab.services.live import LIVE_KIND, live_queue
 from schedlab.services.messages import RecordEvents, SubmitJob, submit_address
-from schedlab.services.net import AmqpLink, Directory, NetTransport
+from schedlab.services.net import AmqpFrames, AmqpLink, Directory
+from schedlab.services.nodes import sum_statuses
 from schedlab.services.records import RunRecords
 from schedlab.services.runtime import AsyncRuntime
+from schedlab.services.transport import JsonWire, Router
 from schedlab.services.wire import Codec, WireError
 
 log = logging.getLogger("schedlab.services.remote")
-
-# status fields summed over nodes into the run's counters (the simulator's names)
-SUMMED = ("requests", "repartition_requests", "rejected_requests", "launched", "repartitions", "inconsistencies",
-          "state_updates", "piggybacked_updates", "state_update_entries", "refused_launches", "handler_errors", "refused_total")
-SUMMED_IF_FAIR = ("preemption_attempts", "preemptions_refused", "preemptions", "preemptions_too_late")  # fair sharing only
-
 
 class RemoteCluster:
     """A running cluster reached through its cluster file."""
@@ -70,7 +66,9 @@ class RemoteCluster:
         self.amqp = AmqpLink(self.loaded.broker, Signer(secret, "client"), Verifier(secret), self._refused)
         await self.amqp.connect(timeout)
         self.codec = Codec(None)
-        self.transport = NetTransport("client", Directory(self.loaded), self.codec, self.amqp, secret=secret)
+        self.directory = Directory(self.loaded)
+        self.transport = Router("client", JsonWire(self.codec), self.directory.url, self.directory.queue, None,
+                                AmqpFrames(self.amqp, self.codec))
         self.rt = AsyncRuntime(self.transport, 0)
 
     async def close(self) -> None:
@@ -85,7 +83,7 @@ class RemoteCluster:
     async def open_run(self, run: int) -> RunRecords:
         assert self.amqp is not None, "connect() first"
         records = self.runs[run] = RunRecords(run)
-        queue = self.transport.directory.queue(("run", run))
+        queue = self.directory.queue(("run", run))
 
         def on_body(body: bytes) -> None:
             try:
@@ -117,7 +115,7 @@ class RemoteCluster:
     async def close_run(self, run: int) -> None:
         self.runs.pop(run, None)
         if self.amqp is not None:
-            await self.amqp.delete_queues([self.transport.directory.queue(("run", run))])
+            await self.amqp.delete_queues([self.directory.queue(("run", run))])
 
     def publish_live(self, snapshot: dict[str, Any]) -> None:
         """A run's live figures to the cluster's dashboard, if one listens (:mod:`~.live`)."""
@@ -133,27 +131,7 @@ class RemoteCluster:
         return await fetch_statuses(self.loaded, timeout)
 
     async def collect_counters(self) -> dict[str, int]:
-        statuses = await self.statuses()
-        out: dict[str, int] = {k: 0 for k in SUMMED}
-        out["gm_holdings_at_end"] = 0
-        out["heartbeat_rounds"] = 0
-        out["stalled"] = 0
-        out["nodes_unreachable"] = 0
-        messages: dict[str, int] = {}
-        for st in statuses:
-            if "error" in st:
-                out["nodes_unreachable"] += 1
-                continue
-            for k in SUMMED:
-                out[k] += int(st.get(k, 0))
-            for k in SUMMED_IF_FAIR:
-                if k in st:
-                    out[k] = out.get(k, 0) + int(st[k])
-            out["gm_holdings_at_end"] += int(st.get("gm_holdings", 0))
-            out["heartbeat_rounds"] = max(out["heartbeat_rounds"], int(st.get("heartbeats", 0)))
-            for name, n in st.get("messages_sent", {}).items():
-                messages[name] = messages.get(name, 0) + int(n)
-        self._messages = dict(sorted(messages.items()))
+        out, self._messages = sum_statuses(await self.statuses())
         return out
 
     def message_counts(self) -> dict[str, int]:

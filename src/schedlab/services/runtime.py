@@ -1,21 +1,33 @@
-"""The asyncio Runtime: the sans-IO components' four calls on a real event loop and a real transport.
+"""The runtime of a service process: the sans-IO components' calls, and the services' own, on a clock.
 
-The same :class:`~schedlab.sim.runtime.Runtime` interface as the simulator's
-:class:`~schedlab.sim.runtime.SimRuntime`, implemented with:
+Megha's GM and LM classes act only through the four calls of
+:class:`~schedlab.sim.runtime.Runtime` (``now``, ``send``, ``call_later``,
+``rng``). The services around them — recovery, links, leases, failure
+detection — need a little more: handlers of their own on a component's address,
+screens before sending and delivering, and ``async def`` sequences (a GM's start
+waits for every LM's answer, or a timeout). :class:`ServiceRuntime` is all of
+that, written once:
 
-* ``now()`` — the wall clock (``time.time()``, so stamps taken by services on
-  different hosts are comparable up to clock synchronisation; see
-  :mod:`~.records`);
-* ``call_later`` / ``cancel`` — timers on the asyncio loop;
-* ``send(dst, msg)`` — a :class:`Transport` delivers the message to the runtime
-  hosting ``dst`` (in this process or another), which runs the handler;
-* ``rng(name)`` — the simulator's named streams for the same seed, so a
-  component draws the same numbers in both runtimes.
+* **dispatch** (here): a table of handlers per address, screens
+  (``before_send``, ``before_delivery``), bookkeeping hooks
+  (``after_delivery``), and ``guarded`` — a handler that raises is a bug or bad
+  input: the error is logged once per handler and counted (``handler_errors``)
+  and the service keeps running;
+* **a clock and timers**, and what coroutines may await (``sleep``, ``event``
+  with :meth:`wait`, ``future``, ``spawn``) — asyncio's in
+  :class:`AsyncRuntime`, the discrete-event kernel's in
+  :class:`~schedlab.services.simruntime.SimServiceRuntime`, so the same service
+  code runs for real and under deterministic simulation with injected faults
+  (:mod:`schedlab.services.dst`).
 
-Handlers run one at a time on the loop thread, as in the simulator, so the
-components need no locks. A handler that raises is a bug or bad input: the
-error is logged once per message type and counted (``handler_errors``) and the
-service keeps running; the message is dropped.
+``now()`` is the process's wall clock (``time.time()`` for real), so stamps
+taken by services on different hosts are comparable up to clock
+synchronisation (see :mod:`~.records`). ``rng(name)`` gives the simulator's
+named streams for the same seed, so a component draws the same numbers in
+every runtime.
+
+Handlers run one at a time (the loop thread, or the kernel), as in the
+simulator, so the components need no locks.
 """
 
 from __future__ import annotations
@@ -25,7 +37,7 @@ import logging
 import random
 import time
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Coroutine, Hashable, Mapping
 from typing import Any, Protocol
 
 from schedlab.sim.rng import RngStreams
@@ -38,20 +50,17 @@ Address = Hashable
 class Transport(Protocol):
     """Carries messages between runtimes: ``bind`` makes this process the home of an address."""
 
-    def bind(self, address: Address, runtime: AsyncRuntime) -> None: ...
+    def bind(self, address: Address, runtime: ServiceRuntime) -> None: ...
 
     def send(self, dst: Address, msg: Any) -> None: ...
 
 
-class AsyncRuntime:
-    """The Runtime of one service process (or of a whole embedded cluster)."""
+class ServiceRuntime:
+    """Dispatch of one service process (or of a whole embedded cluster); clock and timers in subclasses."""
 
-    def __init__(self, transport: Transport, seed: int = 0, clock: Callable[[], float] = time.time,
-                 loop: asyncio.AbstractEventLoop | None = None) -> None:
+    def __init__(self, transport: Transport, seed: int = 0) -> None:
         self.transport = transport
         self.streams = RngStreams(seed)
-        self.clock = clock
-        self.loop = loop if loop is not None else asyncio.get_running_loop()
         self._dispatch: dict[Address, Mapping[type, Callable[[Any], None]]] = {}
         self._components: dict[Address, Any] = {}
         self.sent: dict[str, int] = defaultdict(int)
@@ -61,6 +70,9 @@ class AsyncRuntime:
         self._after: dict[type, list[Callable[[Address, Any], None]]] = defaultdict(list)
         self._before: dict[type, Callable[[Address, Any], Any]] = {}
         self._outgoing: dict[type, Callable[[Address, Any], Any]] = {}
+        attach = getattr(transport, "attach", None)
+        if attach is not None:
+            attach(self)
 
     # -- registration ---------------------------------------------------------------------------
     def register(self, component: Any) -> None:
@@ -102,9 +114,6 @@ class AsyncRuntime:
         self._after[cls].append(fn)
 
     # -- the Runtime interface ------------------------------------------------------------------
-    def now(self) -> float:
-        return self.clock()
-
     def send(self, dst: Address, msg: Any) -> None:
         if self._outgoing:
             screen = self._outgoing.get(msg.__class__)
@@ -115,18 +124,46 @@ class AsyncRuntime:
         self.sent[msg.__class__.__name__] += 1
         self.transport.send(dst, msg)
 
-    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> asyncio.TimerHandle:
-        return self.loop.call_later(delay, self._guarded, fn, args)
-
-    def cancel(self, handle: Any) -> None:
-        handle.cancel()
-
     def rng(self, name: str) -> random.Random:
         return self.streams.rng(name)
 
+    def now(self) -> float:
+        raise NotImplementedError
+
+    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` after ``delay`` seconds, guarded (see :meth:`guarded`); returns a handle for :meth:`cancel`."""
+        raise NotImplementedError
+
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` at this instant, after the current handler (never inside it), guarded."""
+        raise NotImplementedError
+
+    def cancel(self, handle: Any) -> None:
+        raise NotImplementedError
+
+    # -- what coroutines await ----------------------------------------------------------------
+    def sleep(self, delay: float) -> Any:
+        raise NotImplementedError
+
+    def event(self) -> Any:
+        """An event (``set``, ``clear``, ``is_set``) to :meth:`wait` on."""
+        raise NotImplementedError
+
+    async def wait(self, event: Any, timeout: float | None) -> bool:
+        """True once ``event`` is set, False if ``timeout`` seconds pass first."""
+        raise NotImplementedError
+
+    def future(self) -> Any:
+        """A future (``set_result``, ``done``) to await."""
+        raise NotImplementedError
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str = "") -> Any:
+        """Run a coroutine beside the handlers; an exception that ends it is logged and counted."""
+        raise NotImplementedError
+
     # -- delivery -------------------------------------------------------------------------------
     def deliver(self, dst: Address, msg: Any) -> None:
-        """Run ``dst``'s handler for ``msg`` now (called by transports on the loop thread)."""
+        """Run ``dst``'s handler for ``msg`` now (called by transports)."""
         name = msg.__class__.__name__
         table = self._dispatch.get(dst)
         handler = None if table is None else table.get(msg.__class__)
@@ -139,17 +176,23 @@ class AsyncRuntime:
             msg = screen(dst, msg)
             if msg is None:
                 return
-        self._guarded(handler, (msg,))
+        self.guarded(handler, msg)
         hooks = self._after.get(msg.__class__)
         if hooks:
             for fn in hooks:
-                self._guarded(fn, (dst, msg))
+                self.guarded(fn, dst, msg)
 
-    def _guarded(self, fn: Callable[..., Any], args: tuple) -> None:
+    def guarded(self, fn: Callable[..., Any], *args: Any) -> None:
+        """``fn(*args)``; an exception is logged once per function and counted — a service outlives a bad
+        message or a bug in one handler."""
         try:
             fn(*args)
-        except Exception as e:  # a service outlives a bad message or a bug in one handler
+        except Exception as e:
             self._error(getattr(fn, "__qualname__", str(fn)), f"{type(e).__name__}: {e}", exc=e)
+
+    def coroutine_failed(self, name: str, exc: BaseException) -> None:
+        """A spawned coroutine ended with an exception: counted and logged like a handler's."""
+        self._error(f"coroutine {name}", f"{type(exc).__name__}: {exc}", exc=exc)
 
     def _error(self, key: str, text: str, exc: BaseException | None = None) -> None:
         self.handler_errors += 1
@@ -159,3 +202,61 @@ class AsyncRuntime:
 
     def message_counts(self) -> dict[str, int]:
         return dict(sorted(self.sent.items()))
+
+
+class AsyncRuntime(ServiceRuntime):
+    """The runtime of a real process: asyncio's loop, timers and the wall clock."""
+
+    def __init__(self, transport: Transport, seed: int = 0, clock: Callable[[], float] = time.time,
+                 loop: asyncio.AbstractEventLoop | None = None) -> None:
+        self.clock = clock
+        self.loop = loop if loop is not None else asyncio.get_running_loop()
+        self._tasks: set[asyncio.Task] = set()
+        super().__init__(transport, seed)
+
+    def now(self) -> float:
+        return self.clock()
+
+    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> asyncio.TimerHandle:
+        return self.loop.call_later(delay, self.guarded, fn, *args)
+
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> asyncio.Handle:
+        return self.loop.call_soon(self.guarded, fn, *args)
+
+    def cancel(self, handle: Any) -> None:
+        handle.cancel()
+
+    def sleep(self, delay: float) -> Any:
+        return asyncio.sleep(delay)
+
+    def event(self) -> asyncio.Event:
+        return asyncio.Event()
+
+    async def wait(self, event: Any, timeout: float | None) -> bool:
+        if event.is_set():
+            return True
+        try:
+            await asyncio.wait_for(event.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def future(self) -> asyncio.Future:
+        return self.loop.create_future()
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str = "") -> asyncio.Task:
+        task = self.loop.create_task(coro)
+        self._tasks.add(task)
+
+        def done(t: asyncio.Task) -> None:
+            self._tasks.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                self.coroutine_failed(name or t.get_name(), t.exception())  # type: ignore[arg-type]
+
+        task.add_done_callback(done)
+        return task
+
+    def stop_tasks(self) -> None:
+        """Cancel every coroutine spawned here that still runs."""
+        for t in list(self._tasks):
+            t.cancel()

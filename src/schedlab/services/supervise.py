@@ -127,11 +127,11 @@ async def check_broker(loaded: LoadedCluster, timeout: float = 5.0) -> None:
     try:
         await link.connect(timeout)
     except BrokerUnreachable as e:
-        raise InputError(f"broker {_safe_url(e.url)}", e.reason) from None
+        raise InputError(f"broker {safe_url(e.url)}", e.reason) from None
     await link.close()
 
 
-def _safe_url(url: str) -> str:
+def safe_url(url: str) -> str:
     """The broker URL without its password."""
 
     parts = urlsplit(url)
@@ -309,6 +309,7 @@ async def delete_cluster_queues(loaded: LoadedCluster) -> None:
     directory = Directory(loaded)
     names = [directory.queue(("gm", g.id)) for g in loaded.spec.gms]
     names += [directory.queue(("submit", g.id)) for g in loaded.spec.gms]
+    names += [directory.queue(("done", g.id)) for g in loaded.spec.gms]  # the GMs' completion logs
     names += [directory.queue(("lm", lm.id)) for lm in loaded.spec.lms]
     link = AmqpLink(loaded.broker)
     try:

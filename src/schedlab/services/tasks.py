@@ -113,17 +113,17 @@ class TaskStore:
 
 
 class RecentIds:
-    """The last ``cap`` ids added, for recognising a message delivered twice (bounded memory)."""
+    """The last ``cap`` ids (or other hashable keys) added, for recognising a message delivered twice (bounded memory)."""
 
     __slots__ = ("cap", "_ids", "_order")
 
     def __init__(self, cap: int = 1 << 18) -> None:
 
         self.cap = cap
-        self._ids: set[int] = set()
-        self._order: deque[int] = deque()
+        self._ids: set[Any] = set()
+        self._order: deque[Any] = deque()
 
-    def add(self, x: int) -> None:
+    def add(self, x: Any) -> None:
         if x in self._ids:
             return
         self._ids.add(x)
@@ -131,11 +131,11 @@ class RecentIds:
         if len(self._order) > self.cap:
             self._ids.discard(self._order.popleft())
 
-    def discard(self, x: int) -> None:
+    def discard(self, x: Any) -> None:
         """Forget ``x`` now (a preempted task: its next launch is a new one, not a repeat)."""
         self._ids.discard(x)
 
-    def __contains__(self, x: int) -> bool:
+    def __contains__(self, x: Any) -> bool:
         return x in self._ids
 
     def __len__(self) -> int:

@@ -47,12 +47,14 @@ from schedlab.schedulers.megha.messages import (
 )
 from schedlab.services.execution import TaskSpec
 from schedlab.services.messages import (
+    Done,
     HoldingsReport,
     HostAlive,
     HostFinished,
     HostReport,
     HostState,
     KillTask,
+    Marker,
     RecordEvents,
     Recover,
     Recovered,
@@ -68,8 +70,8 @@ from schedlab.workers.protocol import LaunchBatch, LaunchTask, TaskFinished, Tas
 WIRE_VERSION = 1
 MAX_MESSAGE_BYTES = 8 << 20  # a multi-resource snapshot of 10,000 workers is about 0.5 MB
 MAX_ITEMS = 100_000
-# an envelope decoded, its tasks not filed yet: (src, dst, message, tasks, seq, (inc, bid, sent))
-Frame = tuple[Any, Any, Any, Any, tuple[int, int] | None, tuple[int | None, int | None, float | None]]
+# an envelope decoded, its tasks not filed yet: (src, dst, message, tasks, seq, (inc, bid, sent, until))
+Frame = tuple[Any, Any, Any, Any, tuple[int, int] | None, tuple[int | None, int | None, float | None, float | None]]
 
 NonNeg = Field(ge=0)
 
@@ -122,6 +124,7 @@ class LaunchRejectedW(_Body):
     lm: int = Field(ge=0)
     items: list[tuple[int, int, int]] = Field(max_length=MAX_ITEMS)
     update: StateUpdateW
+    sent: float = Field(0.0, ge=0)
 
 
 class PreemptRequestW(_Body):
@@ -235,12 +238,14 @@ class HostAliveW(_Body):
     host: int = Field(ge=0)
     incarnation: int = Field(ge=0)
     running: list[tuple[int, int]] = Field(default_factory=list, max_length=MAX_ITEMS)  # (tid, worker)
+    at: float = Field(0.0, ge=0)
 
 
 class HostFinishedW(_Body):
     group: list[tuple[int, int]] = Field(max_length=MAX_ITEMS)
     reply_to: list[str] = Field(max_length=16)
     runs: list[tuple[float, float, dict[str, Any]]] = Field(max_length=MAX_ITEMS)
+    launches: list[int] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
 class RecoverW(_Body):
@@ -265,12 +270,22 @@ class HostReportW(_Body):
     host: int = Field(ge=0)
     incarnation: int = Field(ge=0)
     running: list[tuple[int, int, int]] = Field(default_factory=list, max_length=MAX_ITEMS)
+    launches: list[int] = Field(default_factory=list, max_length=MAX_ITEMS)
     tasks: list[TaskWire] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
 class VerifyEndsW(_Body):
     group: list[tuple[int, int]] = Field(max_length=MAX_ITEMS)
     runs: list[tuple[float, float, dict[str, Any]]] = Field(max_length=MAX_ITEMS)
+
+
+class MarkerW(_Body):
+    token: int = Field(ge=0)
+
+
+class DoneW(_Body):
+    gm: int = Field(ge=0)
+    tids: list[int] = Field(max_length=MAX_ITEMS)
 
 
 class ResolveW(_Body):
@@ -298,6 +313,7 @@ class Envelope(BaseModel):
     inc: int | None = None  # to a worker host: the incarnation the sender meant (a restarted host refuses older launches)
     bid: int | None = None  # to a worker host: this launch's id (an HTTP retry repeats it; a relaunch has a new one)
     sent: float | None = None  # GM -> LM requests: when first sent (retries repeat it; an LM acts only on fresh ones, see links)
+    until: float | None = None  # LM -> worker host launches: acted on only before then (the LM's lease on the host, see failures)
 
 
 # -- addresses ---------------------------------------------------------------------------------------
@@ -358,8 +374,8 @@ SCHEMAS: dict[str, _Spec] = {
     "StateUpdate": (StateUpdateW, _update_body, _update_msg),
     "LaunchRejected": (
         LaunchRejectedW,
-        lambda m: {"lm": m.lm, "items": m.items, "update": _update_body(m.update)},
-        lambda w: LaunchRejected(w.lm, [tuple(i) for i in w.items], _update_msg(w.update)),
+        lambda m: {"lm": m.lm, "items": m.items, "update": _update_body(m.update), "sent": m.sent},
+        lambda w: LaunchRejected(w.lm, [tuple(i) for i in w.items], _update_msg(w.update), w.sent),
     ),
     "PreemptRequest": (PreemptRequestW, lambda m: {"gm": m.gm, "tid": m.tid, "victim": m.victim, "p": m.p, "pos": m.pos},
                        lambda w: PreemptRequest(w.gm, w.tid, w.victim, w.p, w.pos)),
@@ -426,12 +442,13 @@ SCHEMAS["KillTask"] = (KillTaskW, lambda m: {"tid": m.tid, "worker": m.worker, "
                        lambda w: KillTask(w.tid, w.worker, parse_address(w.reply_to)))
 SCHEMAS["TaskKilled"] = (TaskKilledW, lambda m: {"tid": m.tid, "killed": m.killed}, lambda w: TaskKilled(w.tid, w.killed))
 SCHEMAS["TaskLost"] = (TaskLostW, lambda m: {"tid": m.tid, "p": m.p, "pos": m.pos}, lambda w: TaskLost(w.tid, w.p, w.pos))
-SCHEMAS["HostAlive"] = (HostAliveW, lambda m: {"host": m.host, "incarnation": m.incarnation, "running": m.running},
-                        lambda w: HostAlive(w.host, w.incarnation, [tuple(x) for x in w.running]))
+SCHEMAS["HostAlive"] = (HostAliveW, lambda m: {"host": m.host, "incarnation": m.incarnation, "running": m.running, "at": m.at},
+                        lambda w: HostAlive(w.host, w.incarnation, [tuple(x) for x in w.running], w.at))
 SCHEMAS["HostFinished"] = (
     HostFinishedW,
-    lambda m: {"group": m.group, "reply_to": [address_str(a) for a in m.reply_to], "runs": m.runs},
-    lambda w: HostFinished([tuple(g) for g in w.group], tuple(parse_address(a) for a in w.reply_to), [tuple(r) for r in w.runs]),
+    lambda m: {"group": m.group, "reply_to": [address_str(a) for a in m.reply_to], "runs": m.runs, "launches": m.launches},
+    lambda w: HostFinished([tuple(g) for g in w.group], tuple(parse_address(a) for a in w.reply_to), [tuple(r) for r in w.runs],
+                           list(w.launches)),
 )
 SCHEMAS["Recover"] = (RecoverW, lambda m: {"gm": m.gm}, lambda w: Recover(w.gm))
 SCHEMAS["Recovered"] = (
@@ -442,17 +459,19 @@ SCHEMAS["Recovered"] = (
                         _holdings_msg(HoldingsReportW(lm=w.lm, events=w.holdings)).events, w.since),
 )
 SCHEMAS["HostState"] = (HostStateW, lambda m: {"lm": m.lm, "incarnation": m.incarnation}, lambda w: HostState(w.lm, w.incarnation))
-SCHEMAS["HostReport"] = (HostReportW, lambda m: {"host": m.host, "incarnation": m.incarnation, "running": m.running},
-                         lambda w: HostReport(w.host, w.incarnation, [tuple(r) for r in w.running]))
+SCHEMAS["HostReport"] = (HostReportW, lambda m: {"host": m.host, "incarnation": m.incarnation, "running": m.running, "launches": m.launches},
+                         lambda w: HostReport(w.host, w.incarnation, [tuple(r) for r in w.running], list(w.launches)))
 SCHEMAS["VerifyEnds"] = (VerifyEndsW, lambda m: {"group": m.group, "runs": m.runs},
                          lambda w: VerifyEnds([tuple(g) for g in w.group], [tuple(r) for r in w.runs]))
+SCHEMAS["Marker"] = (MarkerW, lambda m: {"token": m.token}, lambda w: Marker(w.token))
+SCHEMAS["Done"] = (DoneW, lambda m: {"gm": m.gm, "tids": m.tids}, lambda w: Done(w.gm, list(w.tids)))
 SCHEMAS["Resolve"] = (ResolveW, lambda m: {"gm": m.gm, "ask": m.ask, "tids": m.tids}, lambda w: Resolve(w.gm, w.ask, list(w.tids)))
 SCHEMAS["Resolved"] = (ResolvedW, lambda m: {"lm": m.lm, "ask": m.ask, "completed": m.completed, "running": m.running},
                        lambda w: Resolved(w.lm, w.ask, list(w.completed), list(w.running)))
 SCHEMAS["RecordEvents"] = (RecordEventsW, lambda m: {"run": m.run, "events": m.events}, lambda w: RecordEvents(w.run, [tuple(e) for e in w.events]))
 
 # which tasks a message names, for attaching their descriptions
-_NAMED_TASKS: dict[str, Callable[[Any], list[int]]] = {
+NAMED_TASKS: dict[str, Callable[[Any], list[int]]] = {
     "LaunchRequest": lambda m: [t for t, _p, _pos in m.items],
     "LaunchBatch": lambda m: [t for t, _w in m.items],
     "LaunchTask": lambda m: [m.tid],
@@ -507,7 +526,7 @@ class Codec:
         if spec is None:
             raise WireError(f"no wire form for message type {name}")
         body = spec[1](msg)
-        named = _NAMED_TASKS.get(name)
+        named = NAMED_TASKS.get(name)
         if named is not None and self.store is not None:
             store = self.store
             body["tasks"] = [task_wire(store, t) for t in named(msg) if t in store]
@@ -524,15 +543,20 @@ class Codec:
         return self.decode_seq(data)[:3]
 
     def decode_seq(self, data: bytes) -> tuple[Any, Any, Any, tuple[int, int] | None]:
-        """``(src, dst, message, seq)`` of an envelope (see :class:`Envelope`)."""
+        """``(src, dst, message, seq)`` of an envelope (see :class:`Envelope`); its tasks are filed in the store."""
+        src, dst, msg, tasks, seq, _meta = self.decode_frame(data)
+        self.file(tasks)
+        return src, dst, msg, seq
+
+    def decode_frame(self, data: bytes) -> Frame:
+        """One envelope (a broker message) as a frame, its tasks not filed yet (see :meth:`decode_frames`)."""
         if len(data) > self.max_bytes:
             raise WireError(f"message of {len(data)} bytes is over the {self.max_bytes}-byte limit")
         try:
             env = Envelope.model_validate_json(data)
         except ValidationError as e:
             raise WireError(f"malformed envelope: {_first_error(e)}") from None
-        src, dst, msg = self._open(env)
-        return src, dst, msg, env.seq
+        return (*self._open(env, file=False), env.seq, (env.inc, env.bid, env.sent, env.until))
 
     def decode_frames(self, data: bytes) -> list[Frame]:
         """A JSON list of envelopes (an HTTP body): every one is checked before any is filed or used.
@@ -554,7 +578,7 @@ class Codec:
                 env = Envelope.model_validate(frame)
             except ValidationError as e:
                 raise WireError(f"envelope {k}: {_first_error(e)}") from None
-            out.append((*self._open(env, file=False), env.seq, (env.inc, env.bid, env.sent)))
+            out.append((*self._open(env, file=False), env.seq, (env.inc, env.bid, env.sent, env.until)))
         return out
 
     def decode_envelope(self, env: dict) -> Frame:
@@ -563,7 +587,7 @@ class Codec:
             e = Envelope.model_validate(env)
         except ValidationError as err:
             raise WireError(f"malformed envelope: {_first_error(err)}") from None
-        return (*self._open(e, file=False), e.seq, (e.inc, e.bid, e.sent))
+        return (*self._open(e, file=False), e.seq, (e.inc, e.bid, e.sent, e.until))
 
     def file(self, tasks: Any) -> None:
         if tasks and self.store is not None:
@@ -580,7 +604,7 @@ class Codec:
         except ValidationError as e:
             raise WireError(f"{env.type}: {_first_error(e)}") from None
         msg = spec[2](body)
-        tasks = getattr(body, "tasks", None) if env.type in _NAMED_TASKS else None
+        tasks = getattr(body, "tasks", None) if env.type in NAMED_TASKS else None
         if not file:
             return parse_address(env.src), parse_address(env.dst), msg, tasks
         self.file(tasks)
@@ -591,9 +615,3 @@ def _first_error(e: ValidationError) -> str:
     err = e.errors()[0]
     where = ".".join(str(x) for x in err.get("loc", ())) or "body"
     return f"{where}: {err.get('msg', 'invalid')}"
-
-
-def roundtrip_codec(max_bytes: int = MAX_MESSAGE_BYTES) -> tuple[Callable[[Any], bytes], Callable[[bytes], Any]]:
-    """``(encode, decode)`` for the in-process transport: every message through its wire form."""
-    codec = Codec(None, max_bytes)
-    return (lambda m: codec.encode("local", "local", m)), (lambda d: codec.decode(d)[2])

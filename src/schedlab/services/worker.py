@@ -33,7 +33,7 @@ from schedlab.cluster.model import Cluster
 from schedlab.services.execution import start_task
 from schedlab.services.messages import HostFinished, KillTask, TaskKilled
 from schedlab.services.records import FINISHED, PREEMPTED, STARTED, Emit
-from schedlab.services.runtime import AsyncRuntime
+from schedlab.services.runtime import ServiceRuntime
 from schedlab.services.tasks import TaskStore, split_id
 from schedlab.sim.runtime import Component
 from schedlab.workers.protocol import LaunchBatch, LaunchTask, TaskFinished
@@ -46,11 +46,11 @@ _OK = {"status": "ok"}
 class WorkerHost(Component):
     """Some workers of the data center (by global worker id) and the tasks running on them."""
 
-    def __init__(self, address: Any, runtime: AsyncRuntime, cluster: Cluster, workers: Iterable[int], tasks: TaskStore, emit: Emit,
+    def __init__(self, address: Any, runtime: ServiceRuntime, cluster: Cluster, workers: Iterable[int], tasks: TaskStore, emit: Emit,
                  forget_finished: bool = False) -> None:
         super().__init__(address, runtime)
         self.forget_finished = forget_finished  # a host of its own forgets a task once done; an embedded one shares the store
-        self.rt: AsyncRuntime = runtime
+        self.rt: ServiceRuntime = runtime
         self.cluster = cluster
         self.tasks = tasks
         self.emit = emit
@@ -63,12 +63,15 @@ class WorkerHost(Component):
             assert cluster.capacity is not None
             self.free = {w: [float(x) for x in cluster.capacity[w]] for w in self.workers}
         self.active: dict[int, tuple[int, tuple, Any]] = {}  # tid -> (worker, reply_to, timer or asyncio task)
-        self._outbox: dict[tuple, list[tuple[int, int, float, float, dict]]] = {}  # reply_to -> (tid, worker, started, ended, outcome)
+        self.launch_of: dict[int, int] = {}  # tid -> the id of the launch that started its run (a host process: its LM's)
+        self.current_launch = 0  # set by the host process while a launch is delivered (0: unknown)
+        self._outbox: dict[tuple, list[tuple]] = {}  # reply_to -> (tid, worker, started, ended, outcome, launch id)
         self._flush_scheduled = False
         self.started = 0
         self.finished = 0
         self.refused_launches = 0
         self.duplicate_launches = 0
+        self.superseded = 0  # runs stopped by a new launch of their task
         self.preempted = 0
         self.started_at: dict[int, float] = {}
 
@@ -88,9 +91,15 @@ class WorkerHost(Component):
         log.error("refused task %d on worker %d: %s", tid, worker, why)
 
     def _start(self, tid: int, worker: int, reply_to: tuple, batch: bool) -> None:
-        if tid in self.active:  # already running here (a launch delivered again): it runs once
-            self.duplicate_launches += 1
-            return
+        if tid in self.active:
+            launch = self.launch_of.get(tid, 0)
+            if not self.current_launch or not launch or launch == self.current_launch:
+                self.duplicate_launches += 1  # already running here (a launch delivered again): it runs once
+                return
+            # a new launch of a task still running here: its LM no longer counts that run (it handed it back, or
+            # lost it with this host's lease) — the run it launched now is the one, the old one stops
+            self._stop(tid)
+            self.superseded += 1
         if worker not in self.workers:
             self._refuse(tid, worker, "not a worker of this host")
             return
@@ -122,10 +131,12 @@ class WorkerHost(Component):
         spec = tasks.spec.get(tid)
         if spec is None or spec.kind == "sleep":
             seconds = tasks.duration[tid] if spec is None else spec.duration
-            handle: Any = self.rt.loop.call_later(seconds, self._finish, tid, _OK, batch)
+            handle: Any = self.rt.call_later(seconds, self._finish, tid, _OK, batch)
         else:
-            handle = self.rt.loop.create_task(self._execute(tid, spec, batch))
+            handle = self.rt.spawn(self._execute(tid, spec, batch), f"task {tid}")
         self.active[tid] = (worker, reply_to, handle)
+        if self.current_launch:
+            self.launch_of[tid] = self.current_launch
 
     async def _execute(self, tid: int, spec: Any, batch: bool) -> None:
         try:
@@ -143,6 +154,7 @@ class WorkerHost(Component):
         worker, reply_to, _handle = entry
         self._release(tid, worker)
         self.finished += 1
+        launch = self.launch_of.pop(tid, 0)
         started = self.started_at.pop(tid, 0.0)
         now = self.rt.now()
         if self.forget_finished:
@@ -154,10 +166,10 @@ class WorkerHost(Component):
                 self.rt.send(addr, TaskFinished(tid, worker))
             return
         # the LM that launched it records the end and tells the GM (HostFinished): one witness
-        self._outbox.setdefault(reply_to, []).append((tid, worker, started, now, outcome))
+        self._outbox.setdefault(reply_to, []).append((tid, worker, started, now, outcome, launch))
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            self.rt.loop.call_soon(self._flush)
+            self.rt.call_soon(self._flush)
 
     def _release(self, tid: int, worker: int) -> None:
         if self.slot_mode:
@@ -177,9 +189,9 @@ class WorkerHost(Component):
         self._flush_scheduled = False
         out, self._outbox = self._outbox, {}
         for reply_to, ended in out.items():
-            group = [(tid, w) for tid, w, _s, _e, _o in ended]
-            runs = [(s, e, o) for _t, _w, s, e, o in ended]
-            self.rt.send(reply_to[0], HostFinished(group, reply_to, runs))
+            group = [(tid, w) for tid, w, _s, _e, _o, _l in ended]
+            runs = [(s, e, o) for _t, _w, s, e, o, _l in ended]
+            self.rt.send(reply_to[0], HostFinished(group, reply_to, runs, [launch for *_x, launch in ended]))
 
     # -- control ----------------------------------------------------------------------------------
     def _on_kill(self, msg: KillTask) -> None:
@@ -194,6 +206,13 @@ class WorkerHost(Component):
 
     def kill(self, tid: int) -> bool:
         """Stop a running task without reporting it (a preemption or a shutdown)."""
+        if not self._stop(tid):
+            return False
+        if self.forget_finished:
+            self.tasks.forget((tid,))
+        return True
+
+    def _stop(self, tid: int) -> bool:
         entry = self.active.pop(tid, None)
         if entry is None:
             return False
@@ -201,8 +220,7 @@ class WorkerHost(Component):
         handle.cancel()
         self._release(tid, worker)
         self.started_at.pop(tid, None)
-        if self.forget_finished:
-            self.tasks.forget((tid,))
+        self.launch_of.pop(tid, None)
         return True
 
     def stop(self) -> None:

@@ -58,7 +58,8 @@ from schedlab.schedulers.base import (
     compat_field,
     worker_choice_field,
 )
-from schedlab.schedulers.megha.compat import DEPARTURES, AuthorsGM, AuthorsLM
+from schedlab.schedulers.megha.build import build_gm, build_lm
+from schedlab.schedulers.megha.compat import DEPARTURES
 from schedlab.schedulers.megha.fairness import FairSharing, UserAssignment
 from schedlab.schedulers.megha.gm import GlobalMaster
 from schedlab.schedulers.megha.lm import LocalMaster
@@ -167,13 +168,8 @@ class MeghaScheduler(Scheduler):
             raise InputError("param queue_gms", f"GMs are numbered 1..{layout.num_gms}")
         self.shared = MeghaShared(ctx.runtime, layout, ctx.cluster, ctx.tasks, ctx.recorder, ctx.pool, params, ctx.cluster.slot_mode)
         rt = ctx.runtime
-        if params.compat == "authors":
-
-            self.gms: list[GlobalMaster] = [AuthorsGM(g, self.shared, rt.rng(f"megha:gm:{g}")) for g in range(layout.num_gms)]
-            self.lms: list[LocalMaster] = [AuthorsLM(i, self.shared) for i in range(layout.num_lms)]
-        else:
-            self.gms = [GlobalMaster(g, self.shared, rt.rng(f"megha:gm:{g}")) for g in range(layout.num_gms)]
-            self.lms = [LocalMaster(i, self.shared) for i in range(layout.num_lms)]
+        self.gms: list[GlobalMaster] = [build_gm(g, self.shared) for g in range(layout.num_gms)]
+        self.lms: list[LocalMaster] = [build_lm(i, self.shared) for i in range(layout.num_lms)]
         self.fairness: FairSharing | None = None
         if params.shares is not None:
 

@@ -121,15 +121,15 @@ class AuthorsGM(GlobalMaster):
         batch_lm = -1
         out: dict[int, list[tuple[int, int, int]]] = {}
         now = self.rt.now()
-        find = self._search if self.fixed_order else self._match
+        find = self._search if self.fixed_order else self.match
         for tid in tids:
             m = find(tid)
             if m is None:
-                self._enqueue(tid)
+                self.enqueue(tid)
                 continue
             p, pos = m
             if not self.consecutive:
-                self._add_request(out, tid, p, pos)
+                self.add_request(out, tid, p, pos)
                 continue
             if self.layout.owner[p] != self.g:
                 self.repartition_requests += 1
@@ -253,16 +253,16 @@ class AuthorsGM(GlobalMaster):
         else:  # matched again at once, as new requests (the paper-faithful GM's way)
             for tid, p, pos in msg.items:
                 self.rec.mark(tid, now, COMMUNICATION)
-                self._forget(p, pos, tid)
+                self.forget(p, pos, tid)
             self._fold(msg.update, out)
             self._charge(tasks=len(msg.items))
-            find = self._search if self.fixed_order else self._match
+            find = self._search if self.fixed_order else self.match
             for tid, _p, _pos in msg.items:
                 m = find(tid)
                 if m is None:
-                    self._enqueue(tid)
+                    self.enqueue(tid)
                 else:
-                    self._add_request(out, tid, m[0], m[1])
+                    self.add_request(out, tid, m[0], m[1])
         self._dispatch(out)
 
 

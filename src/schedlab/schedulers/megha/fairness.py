@@ -342,7 +342,7 @@ class FairSharing:
                 in_flight[victim] = (gm.g, u, v, size, dv)
                 self.pending[gm.g][u] += size
                 self.pending[gm.g][v] -= dv
-                gm._hold(p, pos, tid)
+                gm.hold(p, pos, tid)
                 gm.proc.send(lm_address(self.layout.lm_of[p]), PreemptRequest(gm.g, tid, victim, p, pos))
                 return True
         return False
@@ -364,13 +364,13 @@ class FairSharing:
         self.refused += 1
         self.settle(msg.victim)
         self.tried.setdefault(msg.tid, set()).add(msg.victim)
-        m = gm._match(msg.tid)
+        m = gm.match(msg.tid)
         if m is not None:
-            gm._add_request(out, msg.tid, m[0], m[1])
+            gm.add_request(out, msg.tid, m[0], m[1])
             self.tried.pop(msg.tid, None)
         elif not self.try_preempt(gm, msg.tid):
             self.tried.pop(msg.tid, None)
-            gm._enqueue(msg.tid)
+            gm.enqueue(msg.tid)
 
     def preempted(self, gm: GlobalMaster, msg: TaskPreempted, out: dict) -> None:
         """``gm``'s task was killed: it no longer holds its worker; re-queue it (it restarts later).
@@ -382,13 +382,13 @@ class FairSharing:
         """
         if gm.slot_mode:
             if msg.by_gm != gm.g:
-                gm._forget(msg.p, msg.pos, msg.tid)
+                gm.forget(msg.p, msg.pos, msg.tid)
         else:
-            gm._give_back(msg.p, msg.pos, msg.tid)
+            gm.give_back(msg.p, msg.pos, msg.tid)
         # Re-queued as a new request; the room it left may serve others.
-        gm._request_again(msg.tid, out)
+        gm.rematch(msg.tid, out)
         if not gm.slot_mode and gm.waiting_count():
-            gm._refill(msg.p, msg.pos, out)
+            gm.refill(msg.p, msg.pos, out)
 
     def finished(self, gm: GlobalMaster, group: list[tuple[int, int]]) -> None:
         for tid, _w in group:

@@ -192,18 +192,18 @@ class GlobalMaster(Component):
     def _on_tasks(self, tids: list[int] | range) -> None:
         out: dict[int, list[tuple[int, int, int]]] = {}
         self._charge(tasks=len(tids))
-        match = self._match
+        match = self.match
         for tid in tids:
             m = match(tid)
             if m is None:
                 self._no_match(tid, out)
             else:
-                self._add_request(out, tid, m[0], m[1])
+                self.add_request(out, tid, m[0], m[1])
         self._dispatch(out)
 
     def _no_match(self, tid: int, out: dict) -> None:
         if self.fairness is None or not self.fairness.try_preempt(self, tid):
-            self._enqueue(tid)
+            self.enqueue(tid)
 
     def _queue_for(self, tid: int) -> WaitingClasses:
         if len(self.queues) == 1:
@@ -211,7 +211,7 @@ class GlobalMaster(Component):
         user = self.tasks.jobs[self.tasks.job[tid]].user
         return self.queues[self.queue_of_user.get(user, 0)]
 
-    def _enqueue(self, tid: int) -> None:
+    def enqueue(self, tid: int) -> None:
         self._queue_for(tid).add(tid, self._key(tid))
 
     def waiting_count(self) -> int:
@@ -220,7 +220,7 @@ class GlobalMaster(Component):
     def _key(self, tid: int) -> tuple:
         return (self.tasks.mask[tid], self.tasks.request[tid])
 
-    def _add_request(self, out: dict, tid: int, p: int, pos: int) -> None:
+    def add_request(self, out: dict, tid: int, p: int, pos: int) -> None:
         lm = self.layout.lm_of[p]
         items = out.get(lm)
         if items is None:
@@ -241,7 +241,7 @@ class GlobalMaster(Component):
             self.proc.send(self.lm_addr[lm], LaunchRequest(self.g, items))
 
     # -- matching ----------------------------------------------------------------------------------
-    def _match(self, tid: int) -> tuple[int, int] | None:
+    def match(self, tid: int) -> tuple[int, int] | None:
         """Find and take a worker for ``tid`` in the view: (partition, position) or None."""
         mask = self.tasks.mask[tid]
         if self.group_scope:
@@ -328,7 +328,7 @@ class GlobalMaster(Component):
         if min(fv) <= EPS and self.avail[p] >> pos & 1:
             self.avail[p] ^= 1 << pos
 
-    def _hold(self, p: int, pos: int, tid: int) -> None:
+    def hold(self, p: int, pos: int, tid: int) -> None:
         """Count ``tid`` as holding (p, pos) in the view (a request sent outside normal matching)."""
         if self.slot_mode:
             bit = 1 << pos
@@ -337,7 +337,7 @@ class GlobalMaster(Component):
         else:
             self._take_multi(p, pos, self.tasks.request[tid])  # type: ignore[arg-type]
 
-    def _give_back(self, p: int, pos: int, tid: int) -> None:
+    def give_back(self, p: int, pos: int, tid: int) -> None:
         """This GM's task no longer holds its worker: release it in the view."""
         bit = 1 << pos
         if self.slot_mode:
@@ -365,7 +365,7 @@ class GlobalMaster(Component):
         """
         if len(self.queues) != 1 or not self.slot_mode or self.suspended:
             for p, pos in places:
-                self._refill(p, pos, out)
+                self.refill(p, pos, out)
             return
         q = self.waiting
         compatible = q.compatible
@@ -375,9 +375,9 @@ class GlobalMaster(Component):
             if not q.count:
                 return
             if compatible(~machine_masks[order[p][pos]]):
-                self._refill(p, pos, out)
+                self.refill(p, pos, out)
 
-    def _refill(self, p: int, pos: int, out: dict) -> None:
+    def refill(self, p: int, pos: int, out: dict) -> None:
         """Match the earliest waiting tasks that the worker at (p, pos) could serve, while it can.
 
         With several user queues the GM takes them in turn (round-robin).
@@ -387,7 +387,7 @@ class GlobalMaster(Component):
         bit = 1 << pos
         w = self.layout.order[p][pos]
         lacking = ~self.sh.cluster.machine_masks[w]
-        match = self._match
+        match = self.match
         queues = self.queues
         nq = len(queues)
         if self.slot_mode:
@@ -415,7 +415,7 @@ class GlobalMaster(Component):
             if m is None:  # cannot happen: the worker is free in the view and fits
                 self._queue_for(tid).add_front(tid, self._key(tid))
                 return
-            self._add_request(out, tid, m[0], m[1])
+            self.add_request(out, tid, m[0], m[1])
 
     def _on_finished(self, msg: TasksFinished) -> None:
         # One call per finished task on most runs (each task ends at a time of its own): kept lean.
@@ -428,7 +428,7 @@ class GlobalMaster(Component):
         if self.slot_mode:
             gm_release(group, where, self.reserved, self.avail, freed)
         else:
-            give_back = self._give_back
+            give_back = self.give_back
             for tid, w in group:
                 place = where[w]
                 freed.append(place)
@@ -498,18 +498,18 @@ class GlobalMaster(Component):
         out: dict = {}
         for tid, p, pos in msg.items:
             mark(tid, now, COMMUNICATION)
-            self._forget(p, pos, tid)
+            self.forget(p, pos, tid)
         self._apply(msg.update, out)
         self._charge(tasks=len(msg.items))
         for tid, _p, _pos in msg.items:
-            m = self._match(tid)
+            m = self.match(tid)
             if m is None:
                 self._no_match(tid, out)
             else:
-                self._add_request(out, tid, m[0], m[1])
+                self.add_request(out, tid, m[0], m[1])
         self._dispatch(out)
 
-    def _forget(self, p: int, pos: int, tid: int) -> None:
+    def forget(self, p: int, pos: int, tid: int) -> None:
         """A request for (p, pos) failed: the worker is not ours; believe it busy until told otherwise."""
         bit = 1 << pos
         if self.slot_mode:
@@ -527,7 +527,7 @@ class GlobalMaster(Component):
     # -- fair sharing (Algorithm 2), delegated ------------------------------------------------------
     def _on_preempt_rejected(self, msg: PreemptRejected) -> None:
         out: dict = {}
-        self._forget(msg.p, msg.pos, msg.tid)
+        self.forget(msg.p, msg.pos, msg.tid)
         self._apply(msg.update, out)
         if self.fairness is not None:
             self.fairness.preempt_rejected(self, msg, out)
@@ -545,18 +545,18 @@ class GlobalMaster(Component):
         otherwise), and the task is a new request — matched now if the view has room, else queued."""
         out: dict = {}
         self.lost += 1
-        self._forget(msg.p, msg.pos, msg.tid)
-        self._request_again(msg.tid, out)
+        self.forget(msg.p, msg.pos, msg.tid)
+        self.rematch(msg.tid, out)
         self._dispatch(out)
 
-    def _request_again(self, tid: int, out: dict) -> None:
+    def rematch(self, tid: int, out: dict) -> None:
         """A task back in this GM's hands is a new request: matched now if the view has room (never left
         waiting beside an available worker), else queued."""
-        m = self._match(tid)
+        m = self.match(tid)
         if m is None:
-            self._enqueue(tid)
+            self.enqueue(tid)
         else:
-            self._add_request(out, tid, m[0], m[1])
+            self.add_request(out, tid, m[0], m[1])
 
     # -- a restarted GM (real clusters: the services run the recovery) -------------------------------
     def view_unknown(self) -> None:
@@ -617,7 +617,7 @@ class GlobalMaster(Component):
         (an LM process that took over did not find them): each is a new request."""
         out: dict = {}
         for tid in tids:
-            self._request_again(tid, out)
+            self.rematch(tid, out)
         self._dispatch(out)
 
     def withdraw(self, tids: Iterable[int]) -> int:
@@ -648,9 +648,9 @@ class GlobalMaster(Component):
             # the LM never changed: the view goes back to what it was before the request (no state update
             # would ever correct a worker believed busy here); a snapshot taken since may have let go already
             if self.slot_mode or (p, pos) in self.mine:
-                self._give_back(p, pos, tid)
+                self.give_back(p, pos, tid)
         for tid, _p, _pos in items:
-            self._request_again(tid, out)
+            self.rematch(tid, out)
         self._dispatch(out)
 
     # -- observation ---------------------------------------------------------------------------------

@@ -280,6 +280,12 @@ class LocalMaster(Component):
             # Processing at the LM ends when the messages leave; attribute it now (same instant).
             self.rt.call_later(self.proc.cost, self._mark_processed, [t for t, _p, _pos in items])
 
+    def reject_again(self, gm: int, items: list[tuple[int, int, int]]) -> None:
+        """Answer again requests this LM rejected already (their first answer was lost): rejected, with the
+        state as it is now (real clusters only: a request retried after its reply was lost)."""
+        update = self._update_for(gm, extra=[(p, pos) for _t, p, pos in items])
+        self.proc.send(self.gm_addr[gm], LaunchRejected(self.i, items, update))
+
     def _mark_processed(self, tids: list[int]) -> None:
         now = self.rt.now()
         for tid in tids:
@@ -368,6 +374,22 @@ class LocalMaster(Component):
                 self.free[p][pos] = (0.0,) * len(self.free[p][pos])
             self._note(p, bit, -1)
         return [tid for tid, _w in lost]
+
+    def hand_back(self, launches: list[tuple[int, int]]) -> list[int]:
+        """These ``(tid, worker)`` launches never started (their worker host refused them, or never got them):
+        each task still held on that worker is vacated and its GM told to request it again (:class:`TaskLost`);
+        the workers stay available. Returns the tasks handed back."""
+        back = []
+        order = self.layout.order
+        for tid, worker in launches:
+            where = self.running.get(tid)
+            if where is None or order[where[0]][where[1]] != worker:
+                continue
+            p, pos, gm = self._vacate(tid)
+            self._note(p, 1 << pos, -1)  # every GM learns the worker is free, its own too (it believes it busy: TaskLost)
+            self.proc.send(self.gm_addr[gm], TaskLost(tid, p, pos))
+            back.append(tid)
+        return back
 
     def workers_up(self, positions: list[tuple[int, int]]) -> None:
         """These workers are back, empty (a restarted worker runs nothing)."""

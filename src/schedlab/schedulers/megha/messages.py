@@ -34,11 +34,15 @@ class StateUpdate:
 
 @dataclass(slots=True)
 class LaunchRejected:
-    """LM → GM: these requests could not be honoured (an inconsistency); here is my current state."""
+    """LM → GM: these requests could not be honoured (an inconsistency); here is my current state.
+
+    ``sent``: in a real cluster, when the request was first sent (the GM applies a rejection only to the
+    request it answers, not to a later one for the same task); 0 in a simulation."""
 
     lm: int
     items: list[tuple[int, int, int]]
     update: StateUpdate
+    sent: float = 0.0
 
 
 @dataclass(slots=True)

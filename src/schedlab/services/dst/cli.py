@@ -1,0 +1,164 @@
+"""``schedlab dst``: search fault schedules of a simulated Megha cluster (the services' own code) for violations."""
+
+from __future__ import annotations
+
+import json
+import signal
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from schedlab.errors import InputError
+
+out = Console()
+err = Console(stderr=True)
+
+
+def dst_cmd(
+    seeds: Annotated[int, typer.Option("--seeds", "-n", help="How many seeded schedules to run.")] = 200,
+    start: Annotated[int, typer.Option("--start", help="The first seed (schedules start .. start+seeds-1).")] = 0,
+    seed: Annotated[int | None, typer.Option("--seed", help="Run this one seed only (with --schedule: that schedule).")] = None,
+    schedule: Annotated[str | None, typer.Option("--schedule", help="With --seed: these faults instead of the seed's own, "
+                                                                      "e.g. 'crash:lm1@2.1+0.8,cut:gm0-lm1@3+2.5'.")] = None,
+    faults: Annotated[str, typer.Option("--faults", help="Fault kinds drawn, comma-separated: crash, broker, cut, oneway, loss, delay.")] =
+        "crash,broker,cut,oneway,loss,delay",
+    jobs: Annotated[int, typer.Option("--jobs", help="Jobs of the workload (1 to 4 tasks each).")] = 50,
+    standby: Annotated[bool | None, typer.Option("--standby/--no-standby", help="LM standbys (default: drawn per seed).")] = None,
+    workers_per_host: Annotated[int, typer.Option("--workers-per-host", help="Workers of each of the 4 worker hosts.")] = 4,
+    processes: Annotated[int, typer.Option("--processes", "-j", help="Processes to run schedules in (0: one per core).")] = 0,
+    shrink: Annotated[bool, typer.Option("--shrink/--no-shrink", help="Shrink the first failing schedule to a minimal one.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="With --seed: the services' warnings as they happen.")] = False,
+) -> None:
+    """Run N seeded fault schedules of a 2 GM x 2 LM x 4-host Megha cluster under deterministic simulation; exit 1 on a violation.
+
+    Every GM, LM and worker host is the code a real process runs; messages are delayed, lost, cut and redelivered,
+    processes crash and restart with what they made durable, the broker restarts. After each schedule the chaos
+    campaigns' invariants are checked; a failing schedule is printed with the command that replays it bit for bit.
+    Example: schedlab dst --seeds 2000 --json
+    """
+    import logging
+
+    from schedlab.services.dst.faults import KINDS, parse_schedule, schedule_text
+    from schedlab.services.dst.search import Schedule, default_workers, run, schedule_for, search
+    from schedlab.services.dst.search import shrink as shrink_verdict
+    from schedlab.services.dst.world import Setup
+
+    kinds = tuple(k.strip() for k in faults.split(",") if k.strip())
+    bad = [k for k in kinds if k not in KINDS]
+    if bad or not kinds:
+        raise InputError("--faults", f"unknown fault kind {bad[0] if bad else '(none)'!r} (choose from {', '.join(KINDS)})")
+    if seeds < 1:
+        raise InputError("--seeds", f"must be >= 1, got {seeds}")
+    if not 1 <= jobs <= 10_000:
+        raise InputError("--jobs", f"must be 1..10000, got {jobs}")
+    if not 3 <= workers_per_host <= 256:
+        raise InputError("--workers-per-host", f"must be 3..256, got {workers_per_host}")
+    if schedule is not None and seed is None:
+        raise InputError("--schedule", "replays one schedule: give its --seed too")
+    setup = Setup(jobs=jobs, workers_per_host=workers_per_host)
+
+    if seed is not None:  # one schedule, replayed
+        s = schedule_for(seed, setup, kinds)
+        s = Schedule(seed, tuple(parse_schedule(schedule)) if schedule is not None else s.faults, jobs,
+                     s.standby if standby is None else standby)
+        if verbose:
+            logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+        else:
+            logging.getLogger("schedlab.services").setLevel(logging.CRITICAL)
+        v = run(s, setup)
+        if as_json:
+            out.print_json(json.dumps({"seed": seed, "schedule": schedule_text(list(s.faults)), "standby": s.standby, "ok": v.ok,
+                                       "violations": v.violations, "sim_time": round(v.sim_time, 3), "events": v.events}))
+        else:
+            _print_verdict(v, setup)
+        if not v.ok:
+            raise typer.Exit(1)
+        return
+
+    workers = processes or default_workers()
+    stop = {"asked": False}
+
+    def on_signal(_sig: int, _frame: Any) -> None:
+        stop["asked"] = True
+
+    old = signal.signal(signal.SIGTERM, on_signal)
+    progress = Progress(TextColumn("dst"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[bad]} failing"),
+                        TimeRemainingColumn(), console=err, disable=as_json or not err.is_terminal, transient=True)
+    try:
+        with progress:
+            bar = progress.add_task("dst", total=seeds, bad=0)
+            failing = 0
+
+            def tick(v: Any) -> None:
+                nonlocal failing
+                failing += not v.ok
+                progress.update(bar, advance=1, bad=failing)
+                if stop["asked"]:
+                    raise KeyboardInterrupt
+
+            seeds_iter = range(start, start + seeds)
+            try:
+                summary = search(seeds_iter, setup, kinds, workers, tick) if standby is None else _search_forced(
+                    seeds_iter, setup, kinds, standby, tick)
+            except KeyboardInterrupt:
+                err.print("interrupted: no verdict", highlight=False)
+                raise typer.Exit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    if as_json:
+        out.print_json(json.dumps(summary.json()))
+    else:
+        t = Table("invariant", "schedules violating it", title=f"{summary.seeds} schedules in {summary.seconds:.1f} s "
+                  f"({summary.seeds / max(summary.seconds, 1e-9):.0f}/s, {workers} process(es))", title_justify="left")
+        for name, n in summary.violations.items():
+            t.add_row(name, str(n))
+        out.print(t)
+    if summary.failing:
+        first = summary.failing[0]
+        err.print(f"{len(summary.failing)} failing schedule(s): seeds {', '.join(str(v.schedule.seed) for v in summary.failing[:20])}",
+                  highlight=False)
+        err.print(f"replay the first: {first.schedule.command(setup)}", highlight=False, markup=False)
+        if shrink:
+            small = shrink_verdict(first, setup)
+            err.print(f"shrunk to {len(small.schedule.faults)} fault(s), {small.schedule.jobs} job(s): {small.schedule.command(setup)}",
+                      highlight=False, markup=False)
+            err.print("  " + "; ".join(f"{k}: {r[0]}" for k, r in small.violations.items()), highlight=False, markup=False)
+        raise typer.Exit(1)
+
+
+def _search_forced(seeds: Any, setup: Any, kinds: tuple[str, ...], standby: bool, tick: Any) -> Any:
+    """A search with standbys forced on or off (one process: the pool draws each seed's own)."""
+    import dataclasses
+    import time
+
+    from schedlab.services.dst.search import Summary, run, schedule_for
+    from schedlab.services.dst.world import quiet_logs
+
+    quiet_logs()
+    summary = Summary()
+    t0 = time.perf_counter()
+    for sd in seeds:
+        v = run(dataclasses.replace(schedule_for(sd, setup, kinds), standby=standby), setup)
+        summary.add(v)
+        tick(v)
+    summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+def _print_verdict(v: Any, setup: Any) -> None:
+    from schedlab.services.dst.faults import schedule_text
+
+    s = v.schedule
+    out.print(f"seed {s.seed}: {len(s.faults)} fault(s) ({schedule_text(list(s.faults)) or 'none'}), "
+              f"{'standbys' if s.standby else 'no standbys'}, {s.jobs} jobs; {v.sim_time:.1f} s simulated, {v.events} events",
+              highlight=False, markup=False)
+    if v.ok:
+        out.print("every invariant holds", highlight=False)
+        return
+    for name, reasons in v.violations.items():
+        out.print(f"{name}: {reasons[0]}" + (f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""), highlight=False,
+                  markup=False)

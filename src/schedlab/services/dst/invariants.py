@@ -1,0 +1,139 @@
+"""What must hold after every simulated run, whatever the faults — the chaos campaigns' checks, and more.
+
+Each invariant is a name and a one-line reason per violation:
+
+* ``exactly_once`` — from the client's view (:class:`~..records.RunRecords`,
+  the same judge as ``schedlab submit``): no task started twice without a
+  preemption, finished twice (two runs) or reported twice;
+* ``completed`` — every task finished and was reported by the end of the run
+  (liveness: faults stop, so everything must complete);
+* ``placement`` — no task ran on a worker lacking its constraints, and no
+  worker host ever refused a launch (an LM that launches onto a busy worker,
+  or one without the task's constraints, has the wrong truth);
+* ``views_converge`` — once the faults are over and the work is done, every
+  GM's view of every partition equals its LM's truth, and no GM believes it
+  holds a worker;
+* ``jobs_acknowledged`` — no GM holds a job open and no submission queue holds
+  a message (a job left unacknowledged would come back to a restarted GM);
+* ``no_handler_errors`` — no handler of any process raised (a bug the
+  services would log and outlive);
+* ``all_serving`` — every GM, LM and worker host serves at the end;
+* ``runaway`` — the run did not exceed its event budget (a livelock).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schedlab.services.dst.world import Observation
+
+INVARIANTS = ("exactly_once", "completed", "placement", "views_converge", "jobs_acknowledged", "no_handler_errors",
+              "all_serving", "runaway")
+
+
+def check(obs: Observation) -> dict[str, list[str]]:
+    """Every violated invariant of a run, with its reasons (empty: the run is correct)."""
+    out: dict[str, list[str]] = {}
+
+    def bad(name: str, why: str) -> None:
+        out.setdefault(name, []).append(why)
+
+    if obs.runaway:
+        bad("runaway", f"over the event budget at t={obs.sim_time:.1f} s ({obs.events} events)")
+    rec = obs.records
+    if rec is None:
+        bad("completed", "the client never started")
+        return out
+    c = rec.counters
+    for key in ("duplicate_starts", "duplicate_finishes", "duplicate_reports"):
+        if c.get(key, 0):
+            bad("exactly_once", f"{key} = {c[key]}")
+    if rec.recorder.num_tasks < obs.tasks:
+        bad("completed", f"only {rec.recorder.num_tasks} of {obs.tasks} tasks submitted")
+    elif rec.tasks_done < obs.tasks:
+        missing = [t for t in range(rec.recorder.num_tasks) if not rec.recorder.is_reported(t)][:8]
+        bad("completed", f"{obs.tasks - rec.tasks_done} of {obs.tasks} tasks not done at t={obs.sim_time:.1f} s (e.g. {missing})")
+    _placement(obs, bad)
+    _views(obs, bad)
+    _jobs(obs, bad)
+    errors = sum(rt.handler_errors for rt in obs.runtimes)
+    if errors:
+        bad("no_handler_errors", f"{errors} handler error(s)")
+    mem = obs.mem
+    for role, n in (("gm", mem.plan.num_gms), ("lm", mem.plan.num_lms), ("worker", len(mem.plan.hosts))):
+        for ident in range(n):
+            if not mem.serving(role, ident):
+                bad("all_serving", f"{role} {ident} is not serving at the end")
+    return out
+
+
+def _placement(obs: Observation, bad: Any) -> None:
+    rec = obs.records
+    assert rec is not None
+    masks = obs.mem.plan.cluster.machine_masks
+    workers = rec.recorder.column("worker")
+    need = rec.tasks.mask
+    for t in range(min(len(workers), len(need))):
+        w = int(workers[t])
+        if w >= 0 and need[t] & ~masks[w]:
+            bad("placement", f"task {t} ran on worker {w} without constraints {need[t] & ~masks[w]:#x}")
+    refused = 0
+    for node in _all_nodes(obs):
+        host = getattr(node, "host", None)
+        if host is not None and hasattr(host, "refused_launches"):
+            refused += host.refused_launches
+    if refused:
+        bad("placement", f"worker hosts refused {refused} launch(es) (an LM launched onto a worker it believed free)")
+
+
+def _all_nodes(obs: Observation) -> list[Any]:
+    mem = obs.mem
+    return list(mem.nodes.values()) + [n for _p, n in mem.standbys.values()] + list(mem.retired)
+
+
+def _views(obs: Observation, bad: Any) -> None:
+    mem = obs.mem
+    if obs.finished_at is None or not mem.plan.cluster.slot_mode:
+        return
+    lay = mem.plan.layout
+    lms = {}
+    for i in range(lay.num_lms):
+        node = mem.nodes.get(("lm", i))
+        if node is None or not mem.serving("lm", i):
+            return  # judged by all_serving
+        lms[i] = node.component
+        if node.component.running:
+            bad("views_converge", f"LM {i} still runs {len(node.component.running)} task(s) after the work is done")
+    for g in range(lay.num_gms):
+        node = mem.nodes.get(("gm", g))
+        if node is None or not mem.serving("gm", g):
+            return
+        gm = node.component
+        held = sum(r.bit_count() for r in gm.reserved)
+        if held:
+            bad("views_converge", f"GM {g} believes it holds {held} worker(s)")
+        for p in range(lay.num_partitions):
+            truth = lms[lay.lm_of[p]].avail[p]
+            if gm.avail[p] != truth:
+                diff = gm.avail[p] ^ truth
+                bad("views_converge", f"GM {g}'s view of partition {p} differs from LM {lay.lm_of[p]}'s truth at "
+                                      f"{diff.bit_count()} worker(s) (view {gm.avail[p]:#x}, truth {truth:#x})")
+
+
+def _jobs(obs: Observation, bad: Any) -> None:
+    mem = obs.mem
+    if obs.finished_at is None:
+        return
+    for g in range(mem.plan.num_gms):
+        node = mem.nodes.get(("gm", g))
+        if node is None or not mem.serving("gm", g):
+            continue
+        jobs = getattr(node, "jobs", None)
+        if jobs is not None and jobs.open:
+            bad("jobs_acknowledged", f"GM {g} holds {len(jobs.open)} job(s) open: {sorted(jobs.open)[:4]}")
+        for kind, what in (("submit", "submission queue"), ("done", "completion log")):
+            q = mem.broker.queues.get(mem.queue((kind, g)))
+            if q is not None:
+                unacked = sum(len(c.unacked) for c in q.consumers)
+                if q.ready or unacked:
+                    bad("jobs_acknowledged", f"{what} of GM {g}: {len(q.ready)} waiting, {unacked} unacknowledged")

@@ -1,0 +1,192 @@
+"""A Global Master as a service: the simulator's GM, its job queue, its recovery and its links to the LMs.
+
+``schedlab serve gm --id N`` runs one (:mod:`~.node`). It consumes
+``<name>.gm.N`` (completions, state updates, holdings reports) and
+``<name>.submit.N`` (jobs, durable, each acknowledged when its last task
+completes: :class:`~.recovery.DurableJobs`); it reaches the LMs over HTTP.
+Around the simulator's :class:`~schedlab.schedulers.megha.gm.GlobalMaster`:
+
+* :class:`GMFrontend` files a submitted job's tasks and gives their ids to the
+  GM, as the simulator's engine calls ``GlobalMaster.submit``;
+* :class:`~.failures.GMPlacements` remembers where each task was placed, so
+  a completion or loss from elsewhere is dropped (exactly once);
+* :class:`~.recovery.GMRecovery` rebuilds the view from the LMs at every
+  start; :class:`~.links.LaunchLinks` handles requests that got no answer;
+* :class:`~.fairness.GMFairness` with ``shares`` (Algorithm 2).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schedlab.schedulers.megha.gm import GlobalMaster, gm_address
+from schedlab.schedulers.megha.messages import StateUpdate
+from schedlab.services.failures import GMPlacements
+from schedlab.services.fairness import GMFairness
+from schedlab.services.links import REQUEST_TIMEOUT, REQUEST_TRIES, LaunchLinks, Questions
+from schedlab.services.messages import Done, SubmitJob, log_address, submit_address
+from schedlab.services.nodes import NodeEnv, PortTaken, RecordsPublisher, ServiceNode
+from schedlab.services.records import EventObserver
+from schedlab.services.recovery import DurableJobs, GMRecovery
+from schedlab.services.runtime import ServiceRuntime
+from schedlab.services.tasks import RecentIds, TaskStore
+from schedlab.services.wire import Frame
+from schedlab.sim.runtime import Component
+from schedlab.workers.protocol import TasksFinished
+
+
+class GMFrontend(Component):
+    """A GM's submission endpoint: stores the job's tasks, then gives their ids to the GM."""
+
+    def __init__(self, g: int, runtime: ServiceRuntime, gm: GlobalMaster, store: TaskStore) -> None:
+        super().__init__(submit_address(g), runtime)
+        self.gm = gm
+        self.store = store
+        self.jobs = 0
+        self.tasks = 0
+        self.duplicates = 0
+        self.seen = RecentIds()
+
+    def handlers(self):
+        return {SubmitJob: self._on_submit}
+
+    def _on_submit(self, msg: SubmitJob) -> None:
+        if msg.jid in self.seen:  # the broker delivered it again (a link dropped before it was acknowledged)
+            self.duplicates += 1
+            return
+        self.admit(msg)
+
+    def admit(self, msg: SubmitJob, submit: Any = None) -> None:
+        """File the job; queue its tasks at the GM — all of them, or only ``submit`` (a recovering GM's)."""
+        self.seen.add(msg.jid)
+        self.store.add_job(msg.jid, self.rt.now(), msg.tids, msg.durations, msg.masks, msg.requests, msg.specs, msg.user)
+        self.jobs += 1
+        self.tasks += len(msg.tids)
+        tids = msg.tids if submit is None else list(submit)
+        if tids:
+            self.gm.submit(tids)
+
+
+class GMNode(ServiceNode):
+    """One Global Master process."""
+
+    role = "gm"
+
+    def __init__(self, env: NodeEnv, ident: int) -> None:
+        super().__init__(env, ident)
+        self.address = gm_address(ident)
+        self.last_update: dict[int, float] = {}  # when each LM's last state update arrived
+        self.gm: GlobalMaster | None = None
+        self.fair: GMFairness | None = None
+        self.placements: GMPlacements | None = None
+        self.jobs: DurableJobs | None = None
+        self.recovery: GMRecovery | None = None
+        self.links: LaunchLinks | None = None
+        self.publisher: RecordsPublisher | None = None
+
+    def build(self) -> None:
+        from schedlab.services.assembly import build_gm
+
+        env, rt, plan, p = self.env, self.rt, self.plan, self.plan.params
+        publisher = self.publisher = RecordsPublisher(rt, self.broker)
+        self.broker.at_flush = publisher.at_flush  # a consumed message is acknowledged once its output reached the broker
+        gm = self.gm = self.component = build_gm(self.id, rt, plan, self.store, EventObserver(publisher.emit))
+        frontend = GMFrontend(self.id, rt, gm, self.store)
+        self.placements = GMPlacements(rt, gm, publisher.emit)
+        if p.shares is not None:
+            self.fair = GMFairness(rt, [gm], p, plan.layout, plan.cluster, self.store)
+        rt.after_delivery(TasksFinished, lambda _dst, msg: self.store.forget(t for t, _w in msg.group))
+        rt.after_delivery(StateUpdate, lambda _dst, msg: self.last_update.__setitem__(msg.lm, rt.now()))
+        broker = self.broker
+        questions = Questions(rt, gm)
+        log = log_address(self.id)
+        self.jobs = DurableJobs(rt, gm, frontend, self.placements, self.store, plan.num_lms, publisher.emit,
+                                ack=lambda m: publisher.after(lambda: broker.ack(m)), questions=questions,
+                                log=lambda tids: rt.send(log, Done(self.id, tids)), ack_log=lambda m: publisher.after(lambda: broker.ack(m)))
+        self.recovery = GMRecovery(rt, gm, self.placements, plan.num_lms, self.fair)
+        self.links = LaunchLinks(rt, gm, self.placements, questions, self.recovery)
+        router = env.router
+        router.on_undelivered = self.links.undelivered
+        placements = self.placements
+        router.sent_of = lambda _msg: placements.last_sent
+        # a message from an LM lost for good (a state update queued in the broker when it restarted):
+        # with delta updates the view would stay stale there; that LM's full state replaces it
+        recovery = self.recovery
+        router.in_order.on_gap = lambda src, _dst: recovery.ask_again(src[1]) if src[0] == "lm" else None
+        router.tries["lm"] = (REQUEST_TIMEOUT, REQUEST_TRIES)
+        router.restarting = lambda: not self.serving  # found by the deterministic simulation: see Router.restarting
+
+    async def start(self) -> None:
+        if not self.env.bind():
+            raise PortTaken(self)
+        await self.broker.connect()
+        self.build()
+        assert self.recovery is not None and self.jobs is not None
+        await self.recovery.run()
+        # what this GM's predecessors left, in this order: the completion log, the completions and updates of the
+        # GM's queue (ends of tasks whose jobs are still in the queue are kept), then the jobs they had not finished
+        q, broker = self.env.queue, self.broker
+        await broker.consume_held(q(log_address(self.id)), self.on_log, self.on_bad_broker)
+        await self.drain(q(log_address(self.id)))
+        await broker.consume(q(self.address), self.on_broker, self.on_bad_broker)
+        await self.drain(q(self.address))
+        await broker.consume_held(q(submit_address(self.id)), self.on_job, self.on_bad_broker)
+        await self.drain(q(submit_address(self.id)))
+        self.jobs.drained()
+        self.serving = True
+        self.started_at = self.rt.now()
+
+    async def stop(self) -> None:
+        if self.fair is not None:
+            self.fair.stop()
+        if self.recovery is not None:
+            self.recovery.stop()
+        if self.publisher is not None and self.publisher.pending:
+            self.publisher.flush()
+
+    def on_log(self, frame: Frame, redelivered: bool, handle: Any) -> None:
+        """A message of this GM's completion log (:class:`~.recovery.DurableJobs`)."""
+        assert self.jobs is not None
+        msg = frame[2]
+        if self.marker(msg):
+            self.broker.ack(handle)
+            return
+        if not isinstance(msg, Done) or msg.gm != self.id:
+            self.refusals.refuse("not for this service", f"{msg.__class__.__name__} on GM {self.id}'s completion log")
+            self.broker.ack(handle)
+            return
+        self.rt.guarded(self.jobs.on_log, msg.tids, redelivered, handle)
+
+    def on_job(self, frame: Frame, redelivered: bool, handle: Any) -> None:
+        """A job from this GM's submission queue (acknowledged by :class:`~.recovery.DurableJobs` when it is done)."""
+        assert self.jobs is not None
+        _src, dst, msg, _tasks, _seq, _meta = frame
+        if self.marker(msg):
+            self.broker.ack(handle)
+            return
+        if not isinstance(msg, SubmitJob) or dst != submit_address(self.id):
+            self.refusals.refuse("not for this service", f"{msg.__class__.__name__} for {dst!r} on a submission queue")
+            self.broker.ack(handle)
+            return
+        self.rt.guarded(self.jobs.on_job, msg, redelivered, handle)
+
+    def status(self) -> dict[str, Any]:
+        out = super().status()
+        gm = self.gm
+        if gm is None:
+            return out
+        out.update({"waiting": gm.waiting_count(), **gm.counters(), "gm_holdings": sum(r.bit_count() for r in gm.reserved) + len(gm.mine)})
+        if self.fair is not None:
+            out.update(self.fair.counters())
+            out["holdings_reports"] = self.fair.reports
+        if self.placements is not None:
+            out.update(self.placements.counters())
+        if self.recovery is not None and self.jobs is not None and self.links is not None:
+            out.update(self.recovery.counters())
+            out.update(self.jobs.counters())
+            out.update(self.links.counters())
+            out["lms_suspended"] = sorted(gm.suspended)
+        if self.last_update:
+            out["last_heartbeat_age"] = self.rt.now() - min(self.last_update.values())
+        return out
+

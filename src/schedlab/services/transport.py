@@ -1,0 +1,497 @@
+"""How a service process routes its messages: in the process, over HTTP, or through the broker — sans IO.
+
+As in the Megha paper's prototype (Section V-D):
+
+* **HTTP** carries launch and preemption requests (GM → LM), task launches
+  and kills (LM → worker host), worker hosts' beacons (host → LM: a broker
+  outage must not look like dead hosts) and the questions of a process that
+  (re)starts. A request is answered synchronously: whatever the receiver sends
+  back to the requester while handling it — a
+  :class:`~schedlab.schedulers.megha.messages.LaunchRejected`, a piggybacked
+  :class:`~schedlab.schedulers.megha.messages.StateUpdate` — travels in the
+  response. Messages queued for one peer go in one request, in order, one
+  request at a time, so a busy GM does not pay one round trip per message.
+* **The broker** carries everything else (LM state updates, completions,
+  holdings reports, job submission, run records): each component consumes its
+  own queue, ``<cluster>.<kind>.<index>``.
+
+Which way a message goes depends only on its type (:data:`HTTP_TYPES`) and
+whether its destination is hosted in this process.
+
+:class:`Router` is that decision and everything around it that the protocol
+depends on — the request queue per peer, retries with a growing pause, the
+outcome of a request that got no answer (``unsent``, ``stale``,
+``unreachable``: :mod:`~.links` acts on it), the stamps a request carries
+(its first send time, the incarnation and launch id a worker host checks),
+the ordered LM → GM link (:class:`InOrder`) and the capture of replies into
+a response. It does no IO itself: a :class:`Wire` packs messages, an
+:class:`HttpPort` posts a request and a broker port publishes — the real ones
+over aiohttp and RabbitMQ (:mod:`~.net`), in-memory ones with injected
+faults (:mod:`~.memnet`) — so the same routing runs for real and under
+deterministic simulation.
+
+**Order on the LM → GM link.** The decision code assumes what the simulator
+gives it: messages from one component to another arrive in the order they
+were sent. An LM reaches a GM by two channels — state updates through the
+broker, rejections and piggybacked state in HTTP responses — which can
+overtake each other; and with delta updates, an old update applied after a
+newer one makes the GM believe a stale state that no later delta corrects.
+So every message on that link carries ``seq = (sender incarnation, number)``
+and the GM side delivers them in order (:class:`InOrder`), holding back one
+that arrives early until the gap closes — or, if a message was lost, until
+:data:`GAP_TIMEOUT` has passed (counted as ``gaps_skipped``). A message lost
+for good — a state update still queued in the broker when it restarted (state
+updates are not persistent) — would leave a GM's view stale where that delta
+changed it, so a GM whose link skipped a gap asks that LM for its whole state
+(``Recover``, :mod:`~.recovery`).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any, NamedTuple, Protocol
+
+from schedlab.services.runtime import Address, ServiceRuntime
+from schedlab.services.tasks import TaskStore
+from schedlab.services.wire import NAMED_TASKS, Codec, Frame, WireError, address_str
+from schedlab.workers.protocol import POOL_ADDRESS
+
+log = logging.getLogger("schedlab.services.transport")
+
+HTTP_TYPES = frozenset({"LaunchRequest", "PreemptRequest", "LaunchBatch", "LaunchTask", "KillTask", "HostAlive", "Recover", "Resolve",
+                        "HostState"})
+HTTP_TIMEOUT = 10.0
+HTTP_RETRIES = 5
+GAP_TIMEOUT = 2.0
+STALE_REQUEST = "stale request"  # the start of a 409's text: a request refused unread because it is too old (links)
+REPLY_REFUSED = -1  # a post's status when the peer's answer failed authentication (not our peer's: not applied)
+ORDERED_LINKS = frozenset({("lm", "gm")})  # (sender kind, receiver kind) delivered in send order
+# Broker messages that need not survive a broker restart: a lost state update or beacon is
+# superseded by the next one. Everything else (jobs, completions, losses, holdings, records) is
+# persistent in durable queues.
+TRANSIENT_TYPES = frozenset({"StateUpdate", "HostAlive"})
+
+
+
+class Unreachable(Exception):
+    """A request that got no answer: the peer is down, cut off, or slower than the timeout."""
+
+
+class HttpPort(Protocol):
+    async def post(self, url: str, packed: list[Any], timeout: float) -> tuple[int, Any]:
+        """``(200, replies)`` or ``(status, text)``; raises :class:`Unreachable` when no answer came."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class BrokerPort(Protocol):
+    def publish(self, queue: str, packed: Any, persistent: bool = False) -> None: ...
+
+
+# -- wires: how a message is packed -----------------------------------------------------------------
+class Wire(Protocol):
+    def pack(self, src: Address, dst: Address, msg: Any, seq: tuple[int, int] | None, meta: dict | None) -> Any: ...
+
+    def unpack(self, packed: Any) -> Frame: ...
+
+    def file(self, tasks: Any) -> None: ...
+
+
+class JsonWire:
+    """For real networks: a JSON-ready envelope (:mod:`~.wire`) carrying the descriptions of the tasks it names."""
+
+    def __init__(self, codec: Codec) -> None:
+        self.codec = codec
+        self.unpacked = 0
+
+    def pack(self, src: Address, dst: Address, msg: Any, seq: tuple[int, int] | None, meta: dict | None) -> dict:
+        env = self.codec.envelope(src, dst, msg, seq)
+        if meta:
+            env.update(meta)
+        return env
+
+    def unpack(self, packed: Any) -> Frame:
+        self.unpacked += 1
+        return self.codec.decode_envelope(packed)
+
+    def file(self, tasks: Any) -> None:
+        self.codec.file(tasks)
+
+
+class TaskInfo(NamedTuple):
+    """A task's description as it travels in memory (the fields of :class:`~.wire.TaskWire`)."""
+
+    tid: int
+    jid: int
+    duration: float
+    mask: int
+    request: tuple[float, ...] | None
+    spec: Any
+    user: int
+
+
+class ObjectWire:
+    """In memory: the message object itself, with copies of the descriptions of the tasks it names.
+
+    Receivers never change a message (they copy what they keep), so a message
+    object can be shared between sender and receiver.
+    """
+
+    def __init__(self, store: TaskStore | None) -> None:
+        self.store = store
+
+    def pack(self, src: Address, dst: Address, msg: Any, seq: tuple[int, int] | None, meta: dict | None) -> Frame:
+        tasks = None
+        named = NAMED_TASKS.get(msg.__class__.__name__)
+        if named is not None and self.store is not None:
+            s = self.store
+            tasks = [TaskInfo(t, s.job[t], s.duration[t], s.mask[t], s.request.get(t), s.spec.get(t), s.user.get(t, 0))
+                     for t in named(msg) if t in s]
+        m = (None, None, None, None) if not meta else (meta.get("inc"), meta.get("bid"), meta.get("sent"), meta.get("until"))
+        return (src, dst, msg, tasks, seq, m)
+
+    def unpack(self, packed: Any) -> Frame:
+        return packed
+
+    def file(self, tasks: Any) -> None:
+        if tasks and self.store is not None:
+            add = self.store.add_task
+            for t in tasks:
+                add(t.tid, t.jid, t.duration, t.mask, t.request, t.spec, t.user)
+
+
+# -- the ordered LM -> GM link --------------------------------------------------------------------
+class InOrder:
+    """Delivers each sender's sequenced messages in order; a gap waits at most ``gap_timeout`` seconds.
+
+    ``call_later(delay, fn, *args)`` is the runtime's timer (its handle has ``cancel()``).
+    """
+
+    def __init__(self, counters: dict[str, int], call_later: Callable[..., Any], gap_timeout: float | None = None) -> None:
+        self.counters = counters
+        self.call_later = call_later
+        self.gap_timeout = gap_timeout
+        self.links: dict[tuple[Any, Any], list] = {}  # (src, dst) -> [incarnation, expected, {n: deliver}, timer, skipped]
+        # on_gap(src, dst): a gap timed out — a message of the link is lost for good (a state update queued in the
+        # broker when it restarted: those are not persistent), so the receiver should ask for the sender's state
+        self.on_gap: Callable[[Any, Any], None] | None = None
+
+    def accept(self, src: Any, dst: Any, seq: tuple[int, int] | None, deliver: Callable[[], None]) -> None:
+        if seq is None:
+            deliver()
+            return
+        incarnation, n = seq
+        key = (src, dst)
+        st = self.links.get(key)
+        if st is None or st[0] != incarnation:
+            if st is not None:  # the sender restarted: what it sent before comes first
+                self._flush(key)
+            # a sender numbers each link from 1: start there, not at the first number seen — the first
+            # to arrive may have overtaken earlier ones (an HTTP reply beating a broker message)
+            st = self.links[key] = [incarnation, 1, {}, None, set()]
+        if n < st[1]:
+            if n in st[4]:  # skipped when its gap timed out: late, deliver it now
+                st[4].discard(n)
+                self.counters["late_after_gap"] += 1
+                deliver()
+            else:  # delivered already (the broker redelivers what was not acknowledged when a link dropped)
+                self.counters["duplicates_dropped"] += 1
+            return
+        if n in st[2]:  # the same message twice while a gap is open
+            self.counters["duplicates_dropped"] += 1
+            return
+        st[2][n] = deliver
+        self._drain(st)
+        if st[2] and st[3] is None:
+            timeout = GAP_TIMEOUT if self.gap_timeout is None else self.gap_timeout
+            st[3] = self.call_later(timeout, self._gap_timed_out, key)
+        elif not st[2] and st[3] is not None:
+            st[3].cancel()
+            st[3] = None
+
+    def restart_at(self, src: Any, dst: Any, seq: tuple[int, int]) -> None:
+        """The receiver restarted and ``seq`` answers its first question to ``src``: the link continues from
+        there; anything numbered before it was sent to its predecessor and is dropped when it comes.
+
+        Only a first answer restarts the link: the receiver has no state for the sender's incarnation yet
+        (a new process, or a sender that restarted or was taken over). A later answer of the same incarnation
+        — a running GM asking again after a gap timed out (``on_gap``) — leaves the link as it is: what was
+        numbered before it was sent to this very receiver, and some of it says what the answer does not (a
+        launch rejected, a task finished); it is delivered, late if its gap was skipped. (Dropping it lost
+        tasks under overload: a dropped ``LaunchRejected`` left its tasks with their GM for ever.)"""
+        incarnation, n = seq
+        key = (src, dst)
+        st = self.links.get(key)
+        if st is None or st[0] != incarnation:
+            self.links[key] = [incarnation, n, {}, None, set()]
+
+    def _drain(self, st: list) -> None:
+        held = st[2]
+        while st[1] in held:
+            held.pop(st[1])()
+            st[1] += 1
+
+    def _gap_timed_out(self, key: tuple[Any, Any]) -> None:
+        st = self.links.get(key)
+        if st is not None:
+            st[3] = None
+        if self._flush(key) and self.on_gap is not None:
+            self.on_gap(*key)
+
+    def _flush(self, key: tuple[Any, Any]) -> int:
+        """Deliver what is held, skipping the gaps; returns how many numbers were skipped."""
+        st = self.links.get(key)
+        if st is None:
+            return 0
+        if st[3] is not None:
+            st[3].cancel()
+            st[3] = None
+        held = st[2]
+        gaps = 0
+        while held:
+            first = min(held)
+            gaps += first - st[1]
+            self.counters["gaps_skipped"] += first - st[1]
+            skipped = st[4]
+            skipped.update(range(st[1], first))
+            if len(skipped) > 100_000:  # bounded: the oldest gaps are given up
+                for n in sorted(skipped)[: len(skipped) - 100_000]:
+                    skipped.discard(n)
+            st[1] = first
+            self._drain(st)
+        return gaps
+
+
+class _Capture:
+    """Replies to the sender of the request being handled go into its response."""
+
+    __slots__ = ("dst", "frames")
+
+    def __init__(self, dst: Address) -> None:
+        self.dst = dst
+        self.frames: list[Any] = []
+
+
+# -- the router -------------------------------------------------------------------------------------
+class Router:
+    """Routes every message of one process: locally, over HTTP, or through the broker (see the module).
+
+    ``urls(dst)`` and ``queue(dst)`` say where a destination listens; ``http``
+    and ``broker`` are the ports (a client without HTTP peers passes none).
+    """
+
+    def __init__(self, identity: Address, wire: Wire, urls: Callable[[Address], str | None], queue: Callable[[Address], str],
+                 http: HttpPort | None, broker: BrokerPort | None, incarnation: int | None = None) -> None:
+        self.identity = identity
+        self.src: str = address_str(identity) if isinstance(identity, tuple) else str(identity)
+        self.wire = wire
+        self.urls = urls
+        self.queue = queue
+        self.http = http
+        self.broker = broker
+        self.rt: ServiceRuntime | None = None
+        # an LM: the current incarnation of a destination that is one of its worker hosts (Any: it looks inside addresses)
+        self.incarnation_of: Callable[[Any], int | None] | None = None
+        # a GM: told of requests that got no answer — on_undelivered(dst, messages, outcome) (:mod:`~.links`)
+        self.on_undelivered: Callable[[Address, list[Any], str], None] | None = None
+        # a GM: the time its request was first sent (stamped on it; every retry carries it)
+        self.sent_of: Callable[[Any], float] | None = None
+        # an LM: told the id of each launch it sends to a worker host (on_launch(message, id))
+        self.on_launch: Callable[[Any, int], None] | None = None
+        # an LM: until when a worker host may act on a launch (the LM's lease on it; stamped once, every retry carries it)
+        self.until_of: Callable[[Any], float | None] | None = None
+        self.tries: dict[str, tuple[float, int]] = {}  # destination kind -> (timeout per try, tries); default HTTP_*
+        # a GM: whether an LM's answer to its Recover restarts their ordered link (only while the GM itself starts:
+        # what that LM process numbered before the answer went to the GM's predecessor; later, to this very process)
+        self.restarting: Callable[[], bool] = lambda: True
+        self._launches = 0
+        self.local: dict[Address, ServiceRuntime] = {}
+        self.capture: _Capture | None = None
+        self._http_out: dict[str, list[tuple[Any, Any, Address]]] = defaultdict(list)  # url -> (packed, message, dst)
+        self._senders: dict[str, Any] = {}
+        self._wake: dict[str, Any] = {}
+        self.counters: dict[str, int] = defaultdict(int)
+        self.in_order = InOrder(self.counters, self._call_later)
+        self.incarnation = secrets.randbits(31) if incarnation is None else incarnation
+        self._next_seq: dict[Address, int] = defaultdict(int)
+        self._kind = self.src.partition(":")[0]
+
+    def attach(self, rt: ServiceRuntime) -> None:
+        """The runtime whose timers and coroutines this router uses (it attaches itself when built)."""
+        self.rt = rt
+
+    def _call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Any:
+        assert self.rt is not None
+        return self.rt.call_later(delay, fn, *args)
+
+    def _seq(self, dst: Address) -> tuple[int, int] | None:
+        if isinstance(dst, tuple) and (self._kind, dst[0]) in ORDERED_LINKS:
+            self._next_seq[dst] += 1
+            return (self.incarnation, self._next_seq[dst])
+        return None
+
+    def bind(self, address: Address, runtime: ServiceRuntime) -> None:
+        self.local[address] = runtime
+
+    def send(self, dst: Address, msg: Any) -> None:
+        cap = self.capture
+        if cap is not None and dst == cap.dst:
+            cap.frames.append(self.wire.pack(self.identity, dst, msg, self._seq(dst), None))
+            return
+        rt = self.local.get(dst)
+        if rt is not None:
+            rt.call_soon(rt.deliver, dst, msg)
+            return
+        name = msg.__class__.__name__
+        if name in HTTP_TYPES:
+            url = self.urls(dst)
+            if url is None:
+                raise KeyError(f"no HTTP endpoint for {dst!r}")
+            meta: dict[str, Any] = {}
+            if self.sent_of is not None and name in ("LaunchRequest", "PreemptRequest"):
+                meta["sent"] = self.sent_of(msg)
+            if self.incarnation_of is not None:
+                inc = self.incarnation_of(dst)
+                if inc is not None:  # stamped now: a retry must not reach a process that started since
+                    meta["inc"] = inc
+                if name in ("LaunchBatch", "LaunchTask"):  # a retry repeats it; a relaunch is a new launch
+                    self._launches += 1
+                    meta["bid"] = bid = self.incarnation << 32 | self._launches
+                    if self.on_launch is not None:
+                        self.on_launch(msg, bid)
+            if self.until_of is not None and name in ("LaunchBatch", "LaunchTask"):
+                until = self.until_of(dst)
+                if until is not None:
+                    meta["until"] = until
+            self._http_out[url].append((self.wire.pack(self.identity, dst, msg, None, meta), msg, dst))
+            self._kick(url)
+            return
+        if self.broker is None:
+            raise KeyError(f"{name} to {dst!r} needs the broker, and this process has none")
+        self.broker.publish(self.queue(dst), self.wire.pack(self.identity, dst, msg, self._seq(dst), None),
+                            name not in TRANSIENT_TYPES)
+
+    # -- HTTP client ------------------------------------------------------------------------------
+    def _kick(self, url: str) -> None:
+        assert self.rt is not None
+        ev = self._wake.get(url)
+        if ev is None:
+            ev = self._wake[url] = self.rt.event()
+            self._senders[url] = self.rt.spawn(self._http_sender(url, ev), f"sender to {url}")
+        ev.set()
+
+    async def _http_sender(self, url: str, wake: Any) -> None:
+        """One request at a time to ``url``, with everything queued for it meanwhile."""
+        rt = self.rt
+        assert rt is not None
+        while True:
+            await rt.wait(wake, None)
+            wake.clear()
+            while self._http_out[url]:
+                items = self._http_out[url]
+                self._http_out[url] = []
+                first = items[0][2]
+                timeout, tries = self.tries.get(first[0] if isinstance(first, tuple) else "", (HTTP_TIMEOUT, HTTP_RETRIES))
+                replies, outcome = await self._post(url, [p for p, _m, _d in items], timeout, tries)
+                for packed in replies:
+                    self._deliver_reply(packed)
+                if outcome != "ok" and self.on_undelivered is not None:
+                    self._undelivered(items, outcome)
+                    if outcome == "unreachable":  # what waited behind it was never sent: certainly not acted on
+                        waiting, self._http_out[url] = self._http_out[url], []
+                        if waiting:
+                            self._undelivered(waiting, "unsent")
+
+    def _undelivered(self, items: list[tuple[Any, Any, Address]], outcome: str) -> None:
+        per_dst: dict[Any, list[Any]] = {}
+        for _p, msg, dst in items:
+            per_dst.setdefault(dst, []).append(msg)
+        on_undelivered = self.on_undelivered
+        assert on_undelivered is not None and self.rt is not None  # the only caller checked it, and nothing ran since
+        for dst, msgs in per_dst.items():
+            self.rt.guarded(on_undelivered, dst, msgs, outcome)  # a bug there is counted, and this link's sender goes on
+
+    async def _post(self, url: str, packed: list[Any], timeout: float = HTTP_TIMEOUT, tries: int = HTTP_RETRIES) -> tuple[list, str]:
+        """Post ``packed``: ``(replies, outcome)``, outcome ``ok``, ``stale`` (the peer refused it unread: too
+        old, or meant for another process), ``refused`` (refused unread for any other reason: a bug or a
+        mismatch of cluster files) or ``unreachable`` (no answer after ``tries`` tries)."""
+        assert self.rt is not None and self.http is not None
+        n = len(packed)
+        delay = 0.05
+        for attempt in range(tries):
+            try:
+                status, payload = await self.http.post(url, packed, timeout)
+            except Unreachable as e:
+                self.counters["http_retries"] += 1
+                if attempt == tries - 1:
+                    self.counters["http_lost"] += n
+                    log.error("%s unreachable, %d message(s) undelivered: %s", url, n, str(e) or type(e).__name__)
+                    return [], "unreachable"
+                await self.rt.sleep(delay)
+                delay *= 2
+                continue
+            if status == 200:
+                self.counters["local_requests" if url in getattr(self.http, "local", ()) else "http_requests"] += 1
+                return payload, "ok"
+            if status == REPLY_REFUSED:
+                self.counters["http_replies_refused"] += 1
+                log.error("%s: reply refused (%s)", url, payload)
+                return [], "refused"
+            if status == 409:  # fenced: refused unread (too old for the peer, or meant for another process)
+                self.counters["http_stale"] += n
+                return [], "stale"
+            # refused by the peer: a bug or a mismatch of cluster files; retrying cannot help
+            self.counters["http_refused"] += n
+            log.error("%s refused %d message(s): %d %s", url, n, status, str(payload)[:200])
+            return [], "refused"
+        return [], "unreachable"
+
+    def _deliver_reply(self, packed: Any) -> None:
+        try:
+            src, dst, msg, tasks, seq, _meta = self.wire.unpack(packed)
+        except WireError as e:
+            self.counters["bad_replies"] += 1
+            log.error("bad reply: %s", e.reason)
+            return
+        self.wire.file(tasks)
+        rt = self.local.get(dst)
+        if rt is None:
+            self.counters["misrouted_replies"] += 1
+            return
+        if seq is not None and msg.__class__.__name__ == "Recovered" and self.restarting():
+            self.in_order.restart_at(src, dst, seq)
+        self.in_order.accept(src, dst, seq, lambda: rt.deliver(dst, msg))
+
+    def receive(self, src: Any, dst: Any, msg: Any, seq: tuple[int, int] | None) -> None:
+        """A message that came in from the broker, for a component of this process."""
+        rt = self.local[dst]
+        self.in_order.accept(src, dst, seq, lambda: rt.deliver(dst, msg))
+
+    # -- HTTP server side -----------------------------------------------------------------------
+    def handle_frames(self, frames: list[Frame]) -> list[Any]:
+        """Deliver a request's messages now; return what the handlers sent back to the requester (packed)."""
+        replies: list[Any] = []
+        for src, dst, msg, tasks, _seq, _meta in frames:
+            self.wire.file(tasks)
+            rt = self.local[dst]
+            self.capture = cap = _Capture(src)
+            try:
+                rt.deliver(dst, msg)
+            finally:
+                self.capture = None
+            replies.extend(cap.frames)
+        return replies
+
+    def hosts(self, address: Address) -> bool:
+        return address in self.local and address != POOL_ADDRESS
+
+    async def close(self) -> None:
+        for task in self._senders.values():
+            task.cancel()
+        self._senders.clear()
+        if self.http is not None:
+            await self.http.close()

@@ -1,0 +1,149 @@
+"""The services' own code under deterministic simulation with injected faults (``schedlab dst``).
+
+The search runs the very GM, LM and worker-host nodes of a real cluster on the
+kernel; these tests check that it is deterministic, that it passes on today's
+code, and that it finds each of the races the services' campaigns once found
+by luck when that race is put back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from schedlab.cli import main
+from schedlab.services.dst import Schedule, Setup, parse_schedule, run, schedule_for, shrink
+
+SETUP = Setup()
+
+
+def first_failure(limit: int) -> tuple[int, dict]:
+    """The first seed in 0..limit-1 whose schedule violates an invariant (in this process: monkeypatches hold)."""
+    from schedlab.services.dst.world import quiet_logs
+
+    quiet_logs()
+    for seed in range(limit):
+        v = run(schedule_for(seed, SETUP), SETUP)
+        if not v.ok:
+            return seed, v.violations
+    return -1, {}
+
+
+def test_two_thousand_schedules_hold_every_invariant(capsys):
+    """CI's budget: 2,000 seeded schedules (about 80 s on this 2-core machine), every invariant checked after each."""
+    rc = main(["dst", "--seeds", "2000", "--processes", "2", "--json", "--no-shrink"])
+    out = capsys.readouterr().out
+    summary = json.loads(out)
+    assert rc == 0, out
+    assert summary["seeds"] == 2000 and summary["failing_seeds"] == [] and not any(summary["violations"].values())
+
+
+def test_a_schedule_replays_bit_for_bit_whatever_the_hash_seed():
+    s = schedule_for(31, SETUP)
+    a, b = run(s, SETUP), run(s, SETUP)
+    assert (a.events, a.sim_time, a.violations) == (b.events, b.sim_time, b.violations)
+    code = ("from schedlab.services.dst import Setup, run, schedule_for; s = Setup(); v = run(schedule_for(31, s), s); "
+            "print(v.events, v.sim_time)")
+    outs = {subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": h}, capture_output=True, text=True,
+                           check=True).stdout for h in ("1", "2")}
+    assert outs == {f"{a.events} {a.sim_time}\n"}
+
+
+def _fence_removed(monkeypatch):
+    from schedlab.services import lm_node
+
+    monkeypatch.setattr(lm_node.LMNode, "screen", lambda self, src, msg, meta, signed_at: None)
+
+
+def _ack_before_output(monkeypatch):
+    from schedlab.services import acks
+
+    monkeypatch.setattr(acks.Acknowledger, "handled", lambda self, message: self.ack_upto(message))
+
+
+def _restart_on_every_answer(monkeypatch):
+    from schedlab.services import gm_node, transport
+
+    def restart_at(self, src, dst, seq):
+        self.links[(src, dst)] = [seq[0], seq[1], {}, None, set()]
+
+    build = gm_node.GMNode.build
+
+    def build_always_restarting(self):
+        build(self)
+        self.router.restarting = lambda: True
+
+    monkeypatch.setattr(transport.InOrder, "restart_at", restart_at)
+    monkeypatch.setattr(gm_node.GMNode, "build", build_always_restarting)
+
+
+def _host_state_before_ends(monkeypatch):
+    # as the code was when the race was found: no launch ids to tell an earlier run's end from the current one's
+    # (today they catch what the race lets through: alone, it costs a run again, not a duplicate)
+    from schedlab.services import host_node, lm_node
+
+    monkeypatch.setattr(host_node.HostNode, "after_request", lambda self, frames: None)
+    monkeypatch.setattr(lm_node.LMNode, "_vouch", lambda self, tid, launch: True)
+
+
+# (the race put back, the invariant it breaks, seeds within which dst finds it — the first failing seed is
+# 17, 13, 2 and 147 today; the budget leaves room for changes to the drawn schedules)
+RACES = [
+    pytest.param(_fence_removed, "exactly_once", 400, id="first-send-time fence removed"),
+    pytest.param(_ack_before_output, "completed", 400, id="acknowledgement before output"),
+    pytest.param(_restart_on_every_answer, "completed", 400, id="InOrder restart on a second answer"),
+    pytest.param(_host_state_before_ends, "exactly_once", 800, id="HostState before ends are confirmed"),
+]
+
+
+@pytest.mark.parametrize(("race", "invariant", "budget"), RACES)
+def test_dst_finds_each_race_when_it_is_put_back(monkeypatch, race, invariant, budget):
+    race(monkeypatch)
+    seed, violations = first_failure(budget)
+    assert seed >= 0, f"no schedule of the first {budget} found the race"
+    assert invariant in violations, violations
+
+
+def test_a_failing_schedule_shrinks_to_fewer_faults_that_still_fail(monkeypatch):
+    _fence_removed(monkeypatch)
+    seed, _violations = first_failure(400)
+    failing = run(schedule_for(seed, SETUP), SETUP)
+    small = shrink(failing, SETUP)
+    assert not small.ok and set(small.violations) & set(failing.violations)
+    assert (len(small.schedule.faults), small.schedule.jobs) <= (len(failing.schedule.faults), failing.schedule.jobs)
+    assert len(small.schedule.faults) < len(failing.schedule.faults) or small.schedule.jobs < failing.schedule.jobs
+    again = run(Schedule(seed, tuple(parse_schedule(",".join(f.text() for f in small.schedule.faults))), small.schedule.jobs,
+                         small.schedule.standby), SETUP)
+    assert again.violations == small.violations  # its printed form replays it
+
+
+@pytest.mark.parametrize("standby", [False, True])
+def test_a_gm_then_a_worker_host_then_its_lm_killed_leaves_no_client_waiting(standby):
+    """The lead of the issue: a GM killed and restarted, 11 s later a worker host, 5 s later its LM."""
+    faults = parse_schedule("crash:gm0@2+1,crash:host0@13+1,crash:lm0@18+1")
+    for seed in range(6):
+        v = run(Schedule(seed, tuple(faults), SETUP.jobs, standby), SETUP)
+        assert v.ok, (seed, v.violations)
+
+
+def test_bad_options_are_one_line_and_exit_2(capsys):
+    assert main(["dst", "--faults", "meteor"]) == 2
+    assert "--faults: unknown fault kind 'meteor'" in capsys.readouterr().err
+    assert main(["dst", "--schedule", "crash:gm0@1+1"]) == 2
+    assert "--schedule: replays one schedule: give its --seed too" in capsys.readouterr().err
+    assert main(["dst", "--seed", "1", "--schedule", "crash:gm0"]) == 2
+    assert "is not kind:target@start+duration" in capsys.readouterr().err
+
+
+def test_one_seed_prints_its_verdict_and_a_failing_one_exits_1(monkeypatch, capsys):
+    assert main(["dst", "--seed", "3"]) == 0
+    assert "every invariant holds" in capsys.readouterr().out
+    _fence_removed(monkeypatch)
+    seed, _v = first_failure(400)
+    assert main(["dst", "--seed", str(seed), "--json"]) == 1
+    verdict = json.loads(capsys.readouterr().out)
+    assert verdict["ok"] is False and verdict["violations"]
