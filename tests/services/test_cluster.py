@@ -484,7 +484,8 @@ def test_a_killed_gm_restarts_from_the_lms_truth_and_every_task_completes_once(b
     assert gm["tasks_adopted"] > 0 and gm["tasks_found_running"] > 0, "no running task was held again"
     assert gm["tasks_found_completed"] + gm["tasks_requested_again"] > 0
     assert gm["jobs_open"] == 0 and statuses["gm", 1]["jobs_open"] == 0
-    assert sum(st.get("gm_recoveries_served", 0) for st in statuses.values()) == 2 * 2 + 2  # two starts, one restart
+    # two starts and one restart ask every LM; a GM asks an LM again when a message of theirs came out of its place
+    assert sum(st.get("gm_recoveries_served", 0) for st in statuses.values()) >= 2 * 2 + 2
 
 
 def test_a_cluster_on_its_own_vhost_and_user_runs_there_and_guest_cannot_reach_it(broker, tmp_path):

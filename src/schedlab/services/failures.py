@@ -204,6 +204,7 @@ class CompletionRelay:
         # vouch(tid, launch id): is this the end of the run the LM launched (or adopted)? An earlier run of the same
         # task on the same worker ends with another launch id (found by the deterministic simulation)
         self.vouch: Callable[[int, int], bool] | None = None
+        self.flush_records: Callable[[], None] | None = None  # hand the records emitted so far to the publisher now
         for addr in self.lms:
             def on_finished(msg: HostFinished, a: Any = addr) -> None:  # the default binds each LM's own address
                 self._on_finished(a, msg)
@@ -237,6 +238,10 @@ class CompletionRelay:
                     self.rt.send(other, VerifyEnds([e for e, _r in unvouched], [r for _e, r in unvouched]))
         if not group:
             return
+        if self.flush_records is not None:
+            # the ends' records leave before the GM hears of them: an LM killed in between would otherwise leave a
+            # GM that knows the task completed and a client that never learns how (found by the simulation)
+            self.flush_records()
         done = TasksFinished(group)
         self.rt.deliver(addr, done)
         for other in msg.reply_to:
@@ -314,8 +319,8 @@ class GMPlacements:
             items = [it for it in msg.items if self.sent_at.get(it[0]) == msg.sent]
             if len(items) != len(msg.items):
                 self.stale_rejections += len(msg.items) - len(items)
-                if not items:
-                    return None
+                # the state it carries is applied all the same: the LM reset this GM's pending delta to build it,
+                # and it comes in order (found by the deterministic simulation: a view left stale)
                 msg = LaunchRejected(msg.lm, items, msg.update, msg.sent)
         self.forget(msg.items)
         return msg
@@ -333,7 +338,10 @@ class GMPlacements:
             # task's job will come back to it (DurableJobs keeps the completion)
             orphans = [tid for tid, _w in msg.group if tid not in placed and tid not in recent]
             if orphans:
-                self.withdrawn += self.gm.withdraw(orphans)
+                store: Any = self.gm.tasks  # a TaskStore: a task of a job not delivered again yet is in no queue
+                known = [t for t in orphans if t in store]
+                if known:
+                    self.withdrawn += self.gm.withdraw(known)
                 self.on_orphans(orphans)
         for tid, w in group:
             del placed[tid]
@@ -352,6 +360,12 @@ class GMPlacements:
         worker = self.placed.get(msg.tid)
         if worker is None or worker != self.order[msg.p][msg.pos]:
             self.dropped_losses += 1  # completed already, or already relaunched elsewhere
+            return None
+        sent = self.sent_at.get(msg.tid, 0.0)
+        if msg.sent and sent and msg.sent != sent:
+            # the loss of an earlier run (its request sent before this one), late: this run goes on (found by the
+            # deterministic simulation: an LM's loss notice held back by its broker reconnection)
+            self.dropped_losses += 1
             return None
         del self.placed[msg.tid]
         self.sent_at.pop(msg.tid, None)

@@ -49,7 +49,9 @@ from schedlab.schedulers.megha.gm import GlobalMaster, lm_address
 from schedlab.schedulers.megha.messages import LaunchRequest, PreemptRequest
 from schedlab.services.failures import GMPlacements
 from schedlab.services.messages import Resolve, Resolved
+from schedlab.services.records import LOST
 from schedlab.services.runtime import ServiceRuntime
+from schedlab.services.tasks import split_id
 
 log = logging.getLogger("schedlab.services.links")
 
@@ -158,9 +160,15 @@ class LaunchLinks:
             if tid in completed or tid in running:
                 self.doubt_running += 1
             elif placed.get(tid) == order[p][pos] and sent_at.get(tid) == stamp:
-                again.append((tid, p, pos))  # still as the doubtful request left it, and it never ran: request again
+                again.append((tid, p, pos))  # still as the doubtful request left it, and it runs nowhere: request again
         self.doubt_again += len(again)
         if again:
+            # it may have started at an LM process that is gone since (its run ended with that process): the
+            # records end that run before the task starts again (found by the deterministic simulation)
+            now = self.rt.now()
+            for tid, p, pos in again:
+                run, local = split_id(tid)
+                self.placements.emit(run, (LOST, local, now, order[p][pos]))
             self.placements.forget(again)
             self.gm.launch_failed(again)
 

@@ -27,7 +27,13 @@ from typing import Any
 
 from schedlab.schedulers.megha.gm import lm_address
 from schedlab.schedulers.megha.lm import LocalMaster
-from schedlab.schedulers.megha.messages import LaunchRejected, LaunchRequest, PreemptRequest
+from schedlab.schedulers.megha.messages import (
+    LaunchRejected,
+    LaunchRequest,
+    PreemptRequest,
+    StateUpdate,
+    TaskLost,
+)
 from schedlab.services.failures import CompletionRelay, HostMonitor
 from schedlab.services.fairness import HostWorkers, holding_event
 from schedlab.services.lease import keep, wait_to_serve
@@ -106,6 +112,8 @@ class LMNode(ServiceNode):
         self._stop = self.rt.event()
         self.in_doubt: dict[int, tuple[int, int, float, int]] = {}  # tid -> (host, worker, deadline, launch id): no answer
         self.launch_of: dict[int, int] = {}  # tid -> the id of the launch of its current run (from the router, or a host)
+        self._numbered: dict[int, int] = {}  # GM -> messages numbered to it at the last heartbeat
+        self.request_sent: dict[int, float] = {}  # tid -> when the request that launched its run was first sent
         self.launches_handed_back = 0
 
     def build(self) -> None:
@@ -122,10 +130,12 @@ class LMNode(ServiceNode):
         rt.after_delivery(LaunchRequest, lambda _dst, msg: self._accepted(msg))
         rt.before_delivery(LaunchRequest, self._screen_launches)
         rt.before_send(LaunchRejected, self._stamp_rejection)
+        rt.before_send(TaskLost, self._stamp_loss)
         rt.add_handler(lm.address, RejectAgain, self._reject_again)
         relay = self.relay = CompletionRelay(rt, [lm], publisher.emit)
         relay.completed = RecentIds()
         relay.vouch = self._vouch
+        relay.flush_records = publisher.flush
         holding = partial(holding_event, self.store) if fair else None
         self.lm_recovery = LMRecovery(rt, lm, relay.completed, holding)
         mine = {h: list(plan.workers_of_host[h]) for h, owner in plan.hosts.items() if owner == self.id}
@@ -185,8 +195,18 @@ class LMNode(ServiceNode):
         self._heartbeat_timer = self.rt.call_later(self.plan.params.heartbeat, self._heartbeat)
         self.heartbeats += 1
         self.last_heartbeat = self.rt.now()
-        assert self.lm is not None
-        self.lm.heartbeat()
+        lm = self.lm
+        assert lm is not None
+        lm.heartbeat()
+        # a GM that heard nothing from this LM over a heartbeat gets an empty update: its ordered link then shows
+        # a gap if the last message was lost (a state in a reply its requester had given up on, which reset the
+        # GM's pending delta), and the gap makes the GM ask for this LM's whole state (found by the simulation)
+        for g, addr in enumerate(lm.gm_addr):
+            n = self.router.numbered(addr)
+            if n == self._numbered.get(g) and n:
+                self.rt.send(addr, StateUpdate(lm.i, False))
+                n = self.router.numbered(addr)
+            self._numbered[g] = n
 
     # -- requests -------------------------------------------------------------------------------
     def check(self, dst: Any, msg: Any, tasks: Any) -> None:
@@ -271,17 +291,21 @@ class LMNode(ServiceNode):
             return
         if self.takeover is not None and any(isinstance(m, HostState) for m in msgs):
             self.takeover.unreachable(dst[1])
-        launches = [item for m in msgs if isinstance(m, LaunchBatch) for item in m.items]
-        launches += [(m.tid, m.worker) for m in msgs if isinstance(m, LaunchTask)]
+        launch_id = self.router.launch_id
+        launches = [(item, launch_id(m)) for m in msgs if isinstance(m, LaunchBatch) for item in m.items]
+        launches += [((m.tid, m.worker), launch_id(m)) for m in msgs if isinstance(m, LaunchTask)]
+        # only the launch that failed is in question: a task launched again since (it was handed back or lost, then
+        # requested anew, perhaps onto the same worker) is another run (found by the deterministic simulation)
+        launches = [(item, launch) for item, launch in launches if self.launch_of.get(item[0], 0) == launch]
         if not launches or self.lm is None:
             return
         if outcome == "unreachable":
             assert self.monitor is not None
             until = self.monitor.deadline(dst[1])  # no later than the launches' own deadlines
-            for tid, w in launches:
-                self.in_doubt[tid] = (dst[1], w, until, self.launch_of.get(tid, 0))
+            for (tid, w), launch in launches:
+                self.in_doubt[tid] = (dst[1], w, until, launch)
             return
-        self._hand_back(launches)
+        self._hand_back([item for item, _launch in launches])
 
     def _hand_back(self, launches: list[tuple[int, int]]) -> None:
         assert self.lm is not None
@@ -308,6 +332,7 @@ class LMNode(ServiceNode):
     def _ended(self, _dst: Any, msg: TasksFinished) -> None:
         for t, _w in msg.group:
             self.launch_of.pop(t, None)
+            self.request_sent.pop(t, None)
         self.store.forget(t for t, _w in msg.group)
 
     def _settle_doubts(self, msg: Any) -> None:
@@ -352,6 +377,8 @@ class LMNode(ServiceNode):
         for t, p, pos in msg.items:
             if t in running and running[t][:2] == (p, pos):
                 self.launched_ids.add(t)
+                if sent is not None:
+                    self.request_sent[t] = sent
             elif sent is not None:
                 self.rejected_before.add((t, sent))
         self.store.forget(t for t, _p, _pos in msg.items if t not in running)
@@ -362,6 +389,10 @@ class LMNode(ServiceNode):
         self._current_sent = msg.sent
         self.lm.reject_again(msg.gm, msg.items)
         self._current_sent = None
+
+    def _stamp_loss(self, _dst: Any, msg: TaskLost) -> TaskLost:
+        msg.sent = self.request_sent.pop(msg.tid, 0.0)
+        return msg
 
     def _stamp_rejection(self, _dst: Any, msg: LaunchRejected) -> LaunchRejected:
         if self._current_sent is not None:

@@ -289,7 +289,15 @@ class DurableJobs:
 
     # -- completions --------------------------------------------------------------------------------
     def _finished(self, _dst: Any, msg: TasksFinished) -> None:
-        done = [t for t, _w in msg.group if self._completed(t)]
+        done = []
+        for t, _w in msg.group:
+            if self._completed(t):
+                done.append(t)
+            elif not self.jobs_drained and t not in self.done_before:
+                # a task this process holds again (an LM's answer at its start) that ended before its job came
+                # back: kept, for when it does (found by the deterministic simulation)
+                self.done_before.add(t)
+                done.append(t)
         if done:
             self._log(done)
 

@@ -73,6 +73,8 @@ ORDERED_LINKS = frozenset({("lm", "gm")})  # (sender kind, receiver kind) delive
 # superseded by the next one. Everything else (jobs, completions, losses, holdings, records) is
 # persistent in durable queues.
 TRANSIENT_TYPES = frozenset({"StateUpdate", "HostAlive"})
+# LM -> GM messages that tell of events no snapshot repeats: delivered even if numbered before a restart of the link
+FACTS = frozenset({"TasksFinished", "TaskLost", "TaskPreempted", "VerifyEnds"})
 
 
 
@@ -180,7 +182,14 @@ class InOrder:
         # broker when it restarted: those are not persistent), so the receiver should ask for the sender's state
         self.on_gap: Callable[[Any, Any], None] | None = None
 
-    def accept(self, src: Any, dst: Any, seq: tuple[int, int] | None, deliver: Callable[[], None]) -> None:
+    def accept(self, src: Any, dst: Any, seq: tuple[int, int] | None, deliver: Callable[[], None], superseded: bool = False,
+               fact: bool = False) -> None:
+        """Deliver in order. ``superseded``: the message is a state that a later one replaces (a state update) —
+        if its gap was skipped already, it is dropped, not delivered late: applied after what came since, an
+        old state would overwrite newer news, and the snapshot the skipped gap asked for covers it. ``fact``: the
+        message tells of an event no snapshot repeats (a task's end or loss) — one numbered before the link
+        restarted (sent while the receiver's predecessor was gone) is delivered all the same, not dropped with the
+        predecessor's states; its receiver takes it twice without harm (both found by the deterministic simulation)."""
         if seq is None:
             deliver()
             return
@@ -194,10 +203,18 @@ class InOrder:
             # to arrive may have overtaken earlier ones (an HTTP reply beating a broker message)
             st = self.links[key] = [incarnation, 1, {}, None, set()]
         if n < st[1]:
-            if n in st[4]:  # skipped when its gap timed out: late, deliver it now
+            if n in st[4]:  # skipped when its gap timed out: late, deliver it now (unless it is a superseded state)
                 st[4].discard(n)
+                if superseded:
+                    self.counters["late_states_dropped"] += 1
+                    return
                 self.counters["late_after_gap"] += 1
                 deliver()
+                self._late(src, dst)
+            elif fact:  # sent before the link restarted, or a repeat: the receiver judges it
+                self.counters["facts_before_restart"] += 1
+                deliver()
+                self._late(src, dst)
             else:  # delivered already (the broker redelivers what was not acknowledged when a link dropped)
                 self.counters["duplicates_dropped"] += 1
             return
@@ -212,6 +229,13 @@ class InOrder:
         elif not st[2] and st[3] is not None:
             st[3].cancel()
             st[3] = None
+
+    def _late(self, src: Any, dst: Any) -> None:
+        """A message delivered out of its place (after newer ones) may have changed what the receiver believes
+        against newer news (a late TaskLost: "believe the worker busy"): the receiver asks the sender's whole
+        state again (``on_gap``), which comes after it."""
+        if self.on_gap is not None:
+            self.on_gap(src, dst)
 
     def restart_at(self, src: Any, dst: Any, seq: tuple[int, int]) -> None:
         """The receiver restarted and ``seq`` answers its first question to ``src``: the link continues from
@@ -309,6 +333,7 @@ class Router:
         # what that LM process numbered before the answer went to the GM's predecessor; later, to this very process)
         self.restarting: Callable[[], bool] = lambda: True
         self._launches = 0
+        self._launch_ids: dict[int, int] = {}  # id of a launch message still being sent -> its launch id
         self.local: dict[Address, ServiceRuntime] = {}
         self.capture: _Capture | None = None
         self._http_out: dict[str, list[tuple[Any, Any, Address]]] = defaultdict(list)  # url -> (packed, message, dst)
@@ -333,6 +358,10 @@ class Router:
             self._next_seq[dst] += 1
             return (self.incarnation, self._next_seq[dst])
         return None
+
+    def numbered(self, dst: Address) -> int:
+        """How many messages of the ordered link to ``dst`` this process has numbered so far."""
+        return self._next_seq.get(dst, 0)
 
     def bind(self, address: Address, runtime: ServiceRuntime) -> None:
         self.local[address] = runtime
@@ -361,6 +390,7 @@ class Router:
                 if name in ("LaunchBatch", "LaunchTask"):  # a retry repeats it; a relaunch is a new launch
                     self._launches += 1
                     meta["bid"] = bid = self.incarnation << 32 | self._launches
+                    self._launch_ids[id(msg)] = bid
                     if self.on_launch is not None:
                         self.on_launch(msg, bid)
             if self.until_of is not None and name in ("LaunchBatch", "LaunchTask"):
@@ -405,6 +435,17 @@ class Router:
                         waiting, self._http_out[url] = self._http_out[url], []
                         if waiting:
                             self._undelivered(waiting, "unsent")
+                            self._sent(waiting)
+                self._sent(items)
+
+    def _sent(self, items: list[tuple[Any, Any, Address]]) -> None:
+        if self._launch_ids:
+            for _p, msg, _d in items:
+                self._launch_ids.pop(id(msg), None)
+
+    def launch_id(self, msg: Any) -> int:
+        """The id of a launch being sent (valid within :attr:`on_undelivered`; 0 if it has none)."""
+        return self._launch_ids.get(id(msg), 0)
 
     def _undelivered(self, items: list[tuple[Any, Any, Address]], outcome: str) -> None:
         per_dst: dict[Any, list[Any]] = {}
@@ -464,12 +505,14 @@ class Router:
             return
         if seq is not None and msg.__class__.__name__ == "Recovered" and self.restarting():
             self.in_order.restart_at(src, dst, seq)
-        self.in_order.accept(src, dst, seq, lambda: rt.deliver(dst, msg))
+        name = msg.__class__.__name__
+        self.in_order.accept(src, dst, seq, lambda: rt.deliver(dst, msg), name == "StateUpdate", name in FACTS)
 
     def receive(self, src: Any, dst: Any, msg: Any, seq: tuple[int, int] | None) -> None:
         """A message that came in from the broker, for a component of this process."""
         rt = self.local[dst]
-        self.in_order.accept(src, dst, seq, lambda: rt.deliver(dst, msg))
+        name = msg.__class__.__name__
+        self.in_order.accept(src, dst, seq, lambda: rt.deliver(dst, msg), name == "StateUpdate", name in FACTS)
 
     # -- HTTP server side -----------------------------------------------------------------------
     def handle_frames(self, frames: list[Frame]) -> list[Any]:

@@ -232,6 +232,7 @@ class TaskLostW(_Body):
     tid: int = Field(ge=0)
     p: int = Field(ge=0)
     pos: int = Field(ge=0)
+    sent: float = Field(0.0, ge=0)
 
 
 class HostAliveW(_Body):
@@ -441,7 +442,8 @@ SCHEMAS["HoldingsReport"] = (HoldingsReportW, _holdings_body, _holdings_msg)
 SCHEMAS["KillTask"] = (KillTaskW, lambda m: {"tid": m.tid, "worker": m.worker, "reply_to": address_str(m.reply_to)},
                        lambda w: KillTask(w.tid, w.worker, parse_address(w.reply_to)))
 SCHEMAS["TaskKilled"] = (TaskKilledW, lambda m: {"tid": m.tid, "killed": m.killed}, lambda w: TaskKilled(w.tid, w.killed))
-SCHEMAS["TaskLost"] = (TaskLostW, lambda m: {"tid": m.tid, "p": m.p, "pos": m.pos}, lambda w: TaskLost(w.tid, w.p, w.pos))
+SCHEMAS["TaskLost"] = (TaskLostW, lambda m: {"tid": m.tid, "p": m.p, "pos": m.pos, "sent": m.sent},
+                       lambda w: TaskLost(w.tid, w.p, w.pos, w.sent))
 SCHEMAS["HostAlive"] = (HostAliveW, lambda m: {"host": m.host, "incarnation": m.incarnation, "running": m.running, "at": m.at},
                         lambda w: HostAlive(w.host, w.incarnation, [tuple(x) for x in w.running], w.at))
 SCHEMAS["HostFinished"] = (

@@ -584,6 +584,12 @@ class GlobalMaster(Component):
         for key in [k for k in self.mine if k[0] in parts]:
             del self.mine[key]
         self._apply(update, out)
+        if self.waiting_count():
+            # waiting tasks are matched again on every worker the answer shows available, not only on those it
+            # gained: workers already free in the view were out of reach while the LM was suspended (found by the
+            # deterministic simulation: tasks left waiting beside free workers)
+            avail = self.avail
+            self._refill_all([(p, pos) for p in sorted(parts) for pos in iter_set_bits(avail[p])], out)
         bits = self.reserved
         for tid, p, pos in running:
             if self.slot_mode:

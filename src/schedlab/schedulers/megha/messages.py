@@ -81,8 +81,12 @@ class TaskPreempted:
 @dataclass(slots=True)
 class TaskLost:
     """LM → the task's GM: the worker at (p, pos) failed with your task on it; re-queue it (Megha paper IV:
-    the LM relaunches a failed worker's tasks from its active-task list)."""
+    the LM relaunches a failed worker's tasks from its active-task list).
+
+    ``sent``: in a real cluster, when the request that launched this run was first sent (0: unknown) — a GM
+    applies the loss only to that request's run, not to a later one on the same worker."""
 
     tid: int
     p: int
     pos: int
+    sent: float = 0.0
