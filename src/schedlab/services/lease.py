@@ -44,6 +44,11 @@ def lease_queue(cluster: str, lm: int) -> str:
     return f"{cluster}.lm.{lm}.lease"
 
 
+def tokens_queue(lease: str) -> str:
+    """The durable queue that counts a lease's fencing tokens (:meth:`Lease.token`)."""
+    return f"{lease}.tokens"
+
+
 class Lease:
     """One process's hold on (or wait for) a lease queue."""
 
@@ -74,6 +79,28 @@ class Lease:
             return False
         self.channel = channel
         return True
+
+    async def token(self) -> int | None:
+        """A fencing token: one more than every token taken before under this lease's name (None while the
+        broker cannot be reached). The count of a durable queue that gets one persistent message per token —
+        the broker keeps it across restarts, and only the process that just took LM *i*'s port takes one."""
+        try:
+            if self.connection is None or self.connection.is_closed:
+                self.connection = await aio_pika.connect(self.url, timeout=3.0)
+            channel = await self.connection.channel(publisher_confirms=True)
+            try:
+                name = tokens_queue(self.name)
+                await channel.declare_queue(name, durable=True)
+                await channel.default_exchange.publish(aio_pika.Message(b"", delivery_mode=aio_pika.DeliveryMode.PERSISTENT),
+                                                       routing_key=name)
+                queue = await channel.declare_queue(name, durable=True)
+                count = queue.declaration_result.message_count
+            finally:
+                with contextlib.suppress(Exception):
+                    await channel.close()
+        except Exception:  # the broker is away: asked again
+            return None
+        return int(count)
 
     async def release(self) -> None:
         connection, self.connection, self.channel = self.connection, None, None

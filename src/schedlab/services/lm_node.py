@@ -36,7 +36,7 @@ from schedlab.schedulers.megha.messages import (
 )
 from schedlab.services.failures import CompletionRelay, HostMonitor
 from schedlab.services.fairness import HostWorkers, holding_event
-from schedlab.services.lease import keep, wait_to_serve
+from schedlab.services.lease import POLL, keep, wait_to_serve
 from schedlab.services.links import REQUEST_FRESH, REQUEST_TIMEOUT, REQUEST_TRIES
 from schedlab.services.messages import KillTask, Recover, Resolve
 from schedlab.services.nodes import NodeEnv, PortTaken, RecordsPublisher, ServiceNode, host_address
@@ -148,6 +148,7 @@ class LMNode(ServiceNode):
         router.on_launch = self._launched
         router.tries["host"] = (REQUEST_TIMEOUT, REQUEST_TRIES)
         self.takeover = LMTakeover(rt, lm, monitor, monitor.positions, router.incarnation, holding)
+        self.lm_recovery.process = self.takeover
         self.takeover.launch_of = self.launch_of
         router.on_undelivered = self._undelivered_to_host
         if workers is not None:
@@ -165,6 +166,11 @@ class LMNode(ServiceNode):
                 raise PortTaken(self)
             self.lease = env.lease(env.lease_queue)
             await self.lease.try_acquire()  # held elsewhere: a standby trying its luck; serving anyway, the port is ours
+        # this process's incarnation is a fencing token: every later LM i process has a larger one, so a GM tells
+        # what an earlier process sent (still in its queue) from news (found by the deterministic simulation)
+        while (token := await self.lease.token()) is None:
+            await rt.sleep(POLL)
+        self.router.incarnation = token
         await self.broker.connect()
         self.build()
         assert self.takeover is not None and self.relay is not None

@@ -447,6 +447,14 @@ class MemBroker:
         self._dispatch(q)
         return True
 
+    def tally(self, name: str) -> int:
+        """One more persistent message in durable queue ``name`` (nobody consumes it): the queue's count after."""
+        q = self.declare(name, durable=True)
+        assert q is not None
+        self._order += 1
+        q.ready.append(Message(None, True, self._order))
+        return len(q.ready)
+
     def _dispatch(self, q: Queue) -> None:
         while q.ready and q.consumers:
             n = len(q.consumers)
@@ -725,6 +733,15 @@ class MemLease:
         except BrokerUnreachable:
             return False
         return self.broker.declare(self.name, durable=False, exclusive=self.conn) is not None
+
+    async def token(self) -> int | None:
+        """A fencing token (see :meth:`~.lease.Lease.token`): the count of a durable queue after one more message."""
+        from schedlab.services.lease import tokens_queue
+
+        await self.proc.rt.sleep(4 * self.broker.net.latency)  # declare, publish and confirm, declare again
+        if not self.proc.alive or not self.broker.reachable(self.proc.host):
+            return None
+        return self.broker.tally(tokens_queue(self.name))
 
     async def release(self) -> None:
         conn, self.conn = self.conn, None

@@ -110,9 +110,11 @@ class Recovered:
     update: Any  # StateUpdate, a snapshot
     running: list[tuple[int, int, int]] = field(default_factory=list)  # (tid, p, pos) of the GM's tasks
     holdings: list[tuple] = field(default_factory=list)  # ("launch", tid, p, pos, user, amount) of every task
-    # an LM process that took over (restarted, or a standby): when it started. A task the GM had placed on
-    # this LM before then and that is not in ``running`` is lost; 0 in the answer to a GM's Recover
+    # when the answering LM process took over (restarted, or a standby), and its incarnation (a fencing token:
+    # larger for every later process). At the first Recovered of a process a GM gets — its announcement or
+    # an answer — a task the GM had placed on this LM before ``since`` and that is not in ``running`` is lost
     since: float = 0.0
+    incarnation: int = 0
 
 
 @dataclass(slots=True)

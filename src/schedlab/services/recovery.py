@@ -93,6 +93,7 @@ class GMRecovery:
         self.in_doubt: Callable[[int], set[int]] = lambda _lm: set()  # tasks whose request to an LM is in doubt (links)
         self.lost_at_takeovers = 0
         self.takeovers_seen = 0
+        self.incarnations: dict[int, int] = {}  # LM -> the incarnation of its latest process heard of
         rt.add_handler(gm.address, Recovered, self._on_recovered)
         rt.add_handler(gm.address, VerifyEnds, self._on_verify)
 
@@ -117,11 +118,20 @@ class GMRecovery:
         self._timer = self.rt.call_later(ASK_AGAIN, self._ask) if self.missing else None
 
     def _on_recovered(self, msg: Recovered) -> None:
-        """Every answer is applied (an LM asked twice answers twice; each snapshot is that LM's whole truth)."""
+        """Every answer is applied (an LM asked twice answers twice; each snapshot is that LM's whole truth).
+
+        The first ``Recovered`` of an LM process — its announcement, or an answer that overtook it — tells what
+        the process did not find running: this GM's tasks placed there before it took over and not in
+        ``running`` are lost. Only the first: a later one of the same process (the announcement, late, after
+        an answer) would count as lost tasks the process took on since (found by the deterministic simulation)."""
         self.answers += 1
         lost: list[int] = []
-        if msg.since:  # an LM process that took over: what it did not find running is lost
-            self.takeovers_seen += 1
+        before = self.incarnations.get(msg.lm)
+        first = before is None or msg.incarnation > before
+        if first:
+            self.incarnations[msg.lm] = msg.incarnation
+        if first and msg.since:  # an LM process that took over: what it did not find running is lost
+            self.takeovers_seen += before is not None
             lost = self.placements.lost_at_takeover(msg.lm, {t for t, _p, _pos in msg.running}, msg.since, self.in_doubt(msg.lm))
             self.lost_at_takeovers += len(lost)
             if lost:
@@ -393,13 +403,13 @@ class DurableJobs:
                 "completions_of_unknown_tasks": self.orphans, "log_messages_held": len(self.log_entries)}
 
 
-def recovered(lm: LocalMaster, gm: int, holding: Any = None, since: float = 0.0) -> Recovered:
+def recovered(lm: LocalMaster, gm: int, holding: Any = None, since: float = 0.0, incarnation: int = 0) -> Recovered:
     """LM ``lm``'s whole truth for GM ``gm``: a snapshot, the GM's running tasks and, with fair sharing
-    (``holding``: tid, p, pos -> its holdings event), every task as holdings. ``since``: when the LM process
-    took over (0 in an answer to the GM's own ``Recover``)."""
+    (``holding``: tid, p, pos -> its holdings event), every task as holdings. ``since`` and ``incarnation``:
+    when the LM process took over, and its fencing token."""
     update, running = lm.recovery_state(gm)
     holdings = [] if holding is None else [holding(t, p, pos) for t, (p, pos, _g) in lm.running.items()]
-    return Recovered(lm.i, update, running, holdings, since=since)
+    return Recovered(lm.i, update, running, holdings, since=since, incarnation=incarnation)
 
 
 class LMRecovery:
@@ -413,13 +423,16 @@ class LMRecovery:
         self.lm = lm
         self.completed = completed
         self.holding = holding  # fair sharing: tid, p, pos -> its holdings event
+        self.process: LMTakeover | None = None  # this LM process's start: when, and its incarnation
         self.recoveries = 0
         rt.add_handler(lm.address, Recover, self._on_recover)
         rt.add_handler(lm.address, Resolve, self._on_resolve)
 
     def _on_recover(self, msg: Recover) -> None:
         self.recoveries += 1
-        self.rt.send(self.lm.gm_addr[msg.gm], recovered(self.lm, msg.gm, self.holding))
+        process = self.process
+        since, incarnation = (0.0, 0) if process is None else (process.started, process.incarnation)
+        self.rt.send(self.lm.gm_addr[msg.gm], recovered(self.lm, msg.gm, self.holding, since, incarnation))
 
     def _on_resolve(self, msg: Resolve) -> None:
         running, completed = self.lm.running, self.completed
@@ -508,7 +521,7 @@ class LMTakeover:
 
     def announce(self) -> None:
         for g in range(self.lm.G):
-            self.rt.send(self.lm.gm_addr[g], recovered(self.lm, g, self.holding, since=self.started))
+            self.rt.send(self.lm.gm_addr[g], recovered(self.lm, g, self.holding, self.started, self.incarnation))
 
     def counters(self) -> dict[str, Any]:
         return {"rebuilt_in": self.rebuilt_in, "tasks_adopted_from_hosts": self.adopted, "hosts_silent_at_start": self.hosts_silent}

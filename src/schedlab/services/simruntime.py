@@ -8,8 +8,7 @@ network and broker (:mod:`~.memnet`). What differs from a real process:
 
 * ``now()`` is the kernel's time plus the process's clock offset
   (``skew``, for faults of clock synchronisation) plus ``EPOCH``: service code
-  treats a time of 0 as "never" (a ``Recovered`` with ``since=0`` answers a
-  GM's question, not a takeover).
+  treats a time of 0 as "never" (a request's unknown first send time, say).
 * :meth:`halt` is a crash: no timer, coroutine or delivery of this runtime runs
   again; whatever the process held in memory is gone with the object.
 """

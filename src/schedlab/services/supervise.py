@@ -33,6 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from schedlab.errors import InputError
 from schedlab.services.clusterfile import LoadedCluster
+from schedlab.services.lease import lease_queue, tokens_queue
 from schedlab.services.net import AmqpLink, BrokerUnreachable, Directory
 
 HEALTH_TIMEOUT = 60.0
@@ -311,6 +312,7 @@ async def delete_cluster_queues(loaded: LoadedCluster) -> None:
     names += [directory.queue(("submit", g.id)) for g in loaded.spec.gms]
     names += [directory.queue(("done", g.id)) for g in loaded.spec.gms]  # the GMs' completion logs
     names += [directory.queue(("lm", lm.id)) for lm in loaded.spec.lms]
+    names += [tokens_queue(lease_queue(loaded.name, lm.id)) for lm in loaded.spec.lms]  # the LMs' fencing tokens
     link = AmqpLink(loaded.broker)
     try:
         await link.connect(3.0)

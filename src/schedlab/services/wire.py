@@ -260,6 +260,7 @@ class RecoveredW(_Body):
     holdings: list[HoldingsEventW] = Field(default_factory=list, max_length=MAX_ITEMS)
     tasks: list[TaskWire] = Field(default_factory=list, max_length=MAX_ITEMS)
     since: float = Field(0.0, ge=0)
+    incarnation: int = Field(0, ge=0)
 
 
 class HostStateW(_Body):
@@ -456,9 +457,10 @@ SCHEMAS["Recover"] = (RecoverW, lambda m: {"gm": m.gm}, lambda w: Recover(w.gm))
 SCHEMAS["Recovered"] = (
     RecoveredW,
     lambda m: {"lm": m.lm, "update": _update_body(m.update), "running": m.running,
-               "holdings": _holdings_body(HoldingsReport(m.lm, m.holdings))["events"], "since": m.since},
+               "holdings": _holdings_body(HoldingsReport(m.lm, m.holdings))["events"], "since": m.since,
+               "incarnation": m.incarnation},
     lambda w: Recovered(w.lm, _update_msg(w.update), [tuple(r) for r in w.running],
-                        _holdings_msg(HoldingsReportW(lm=w.lm, events=w.holdings)).events, w.since),
+                        _holdings_msg(HoldingsReportW(lm=w.lm, events=w.holdings)).events, w.since, w.incarnation),
 )
 SCHEMAS["HostState"] = (HostStateW, lambda m: {"lm": m.lm, "incarnation": m.incarnation}, lambda w: HostState(w.lm, w.incarnation))
 SCHEMAS["HostReport"] = (HostReportW, lambda m: {"host": m.host, "incarnation": m.incarnation, "running": m.running, "launches": m.launches},
