@@ -193,10 +193,14 @@ class LiveMonitor:
         dt = None if self.prev_time is None else max(now - self.prev_time, 1e-9)
         nodes: dict[str, list[dict[str, Any]]] = {"gm": [], "lm": [], "worker": []}
         total_rate = 0.0
+        # what stopped answering is told before what the others counted meanwhile (a GM's lost runs are the
+        # consequence of a worker host's crash that the same read found: the story keeps that order)
+        for st in sorted(statuses, key=lambda st: "error" not in st):
+            key = (st["role"], int(st["id"]))
+            self._diff(now, key, self.prev.get(key), st)
         for st in statuses:
             key = (st["role"], int(st["id"]))
             before = self.prev.get(key)
-            self._diff(now, key, before, st)
             up = "error" not in st
             row: dict[str, Any] = {"id": key[1], "up": up, "url": st.get("url"), "error": st.get("error"), "pid": st.get("pid"),
                                    "uptime": st.get("uptime"), "heartbeat_age": st.get("last_heartbeat_age"),

@@ -215,14 +215,14 @@ class CompletionRelay:
         lm = self.lms[addr]
         running, order = lm.running, lm.layout.order
         group = []
-        unvouched: list[tuple[tuple[int, int], tuple]] = []
+        unvouched: list[tuple[tuple[int, int], tuple, int]] = []
         launches = msg.launches or [0] * len(msg.group)
         vouch = self.vouch
         for (tid, w), (started, ended, outcome), launch in zip(msg.group, msg.runs, launches, strict=True):
             where = running.get(tid)
             if where is None or order[where[0]][where[1]] != w or (vouch is not None and not vouch(tid, launch)):
                 if self.takeover and where is None:
-                    unvouched.append(((tid, w), (started, ended, outcome)))
+                    unvouched.append(((tid, w), (started, ended, outcome), launch))
                 else:
                     self.dropped += 1
                 continue
@@ -235,7 +235,8 @@ class CompletionRelay:
             self.verify_sent += len(unvouched)
             for other in msg.reply_to:
                 if other != addr:
-                    self.rt.send(other, VerifyEnds([e for e, _r in unvouched], [r for _e, r in unvouched]))
+                    self.rt.send(other, VerifyEnds([e for e, _r, _l in unvouched], [r for _e, r, _l in unvouched],
+                                                   [la for _e, _r, la in unvouched]))
         if not group:
             return
         if self.flush_records is not None:
@@ -259,6 +260,10 @@ class GMPlacements:
         self.emit = emit
         self.placed: dict[int, int] = {}  # tid -> worker of its current run
         self.sent_at: dict[int, float] = {}  # tid -> when its current request left (0: held again after a restart)
+        # tid -> the incarnation of its LM's process this GM knew of when it requested the task there (0: held
+        # again after a restart): a run launched by an earlier LM process is not the current request's
+        self.placed_under: dict[int, int] = {}
+        self.incarnations: dict[int, int] = {}  # LM -> the incarnation (fencing token) of its latest process heard of
         self.last_sent = 0.0  # when the request being sent now left (stamped in its envelope: links' fence)
         self.recent: OrderedDict[int, int] = OrderedDict()  # the last RECENT completions: tid -> worker
         self.ends_repeated = 0
@@ -283,18 +288,28 @@ class GMPlacements:
         for tid, p, pos in running:
             self.placed[tid] = order[p][pos]
             self.sent_at[tid] = 0.0
+            self.placed_under[tid] = 0
+
+    def unplace(self, tid: int) -> int:
+        """The task is placed nowhere any more; returns the worker it was placed on."""
+        self.sent_at.pop(tid, None)
+        self.placed_under.pop(tid, None)
+        return self.placed.pop(tid)
 
     def _launching(self, _dst: Any, msg: LaunchRequest) -> LaunchRequest:
         order, now = self.order, self.rt.now()
         self.last_sent = now
+        under = self.incarnations.get(self.gm.layout.lm_of[msg.items[0][1]], 0) if msg.items else 0
         for tid, p, pos in msg.items:
             self.placed[tid] = order[p][pos]
             self.sent_at[tid] = now
+            self.placed_under[tid] = under
         return msg
 
     def _preempting(self, _dst: Any, msg: PreemptRequest) -> PreemptRequest:
         self.placed[msg.tid] = self.order[msg.p][msg.pos]
         self.sent_at[msg.tid] = self.last_sent = self.rt.now()
+        self.placed_under[msg.tid] = self.incarnations.get(self.gm.layout.lm_of[msg.p], 0)
         return msg
 
     def forget(self, items: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
@@ -307,8 +322,7 @@ class GMPlacements:
         for item in items:
             tid, p, pos = item
             if placed.get(tid) == order[p][pos]:
-                del placed[tid]
-                self.sent_at.pop(tid, None)
+                self.unplace(tid)
                 out.append(item)
         return out
 
@@ -344,8 +358,7 @@ class GMPlacements:
                     self.withdrawn += self.gm.withdraw(known)
                 self.on_orphans(orphans)
         for tid, w in group:
-            del placed[tid]
-            self.sent_at.pop(tid, None)
+            self.unplace(tid)
             recent[tid] = w
         # a run believed lost at an LM's takeover that ended after all: its copy requested again must not run
         self.withdrawn += self.gm.withdraw(tid for tid, _w in group)
@@ -367,8 +380,7 @@ class GMPlacements:
             # deterministic simulation: an LM's loss notice held back by its broker reconnection)
             self.dropped_losses += 1
             return None
-        del self.placed[msg.tid]
-        self.sent_at.pop(msg.tid, None)
+        self.unplace(msg.tid)
         run, local = split_id(msg.tid)
         self.emit(run, (LOST, local, self.rt.now(), worker))
         return msg
@@ -378,8 +390,7 @@ class GMPlacements:
         if self.placed.get(msg.tid) != self.order[msg.p][msg.pos]:
             self.dropped_losses += 1
             return None
-        del self.placed[msg.tid]
-        self.sent_at.pop(msg.tid, None)
+        self.unplace(msg.tid)
         return msg
 
     def lost_at_takeover(self, lm: int, running: set[int], since: float, exclude: set[int]) -> list[int]:
@@ -390,18 +401,23 @@ class GMPlacements:
         lost = [tid for tid, w in self.placed.items()
                 if lm_of[where[w][0]] == lm and tid not in running and tid not in exclude and self.sent_at.get(tid, 0.0) < since]
         for tid in lost:
-            worker = self.placed.pop(tid)
-            self.sent_at.pop(tid, None)
+            worker = self.unplace(tid)
             run, local = split_id(tid)
             self.emit(run, (LOST, local, now, worker))
         return lost
 
-    def verify_ends(self, group: list[tuple[int, int]], runs: list[tuple[float, float, dict]]) -> list[tuple[int, int]]:
+    def verify_ends(self, group: list[tuple[int, int]], runs: list[tuple[float, float, dict]],
+                    launches: list[int] | None = None) -> list[tuple[int, int]]:
         """Ends an LM could not vouch for (:class:`~.messages.VerifyEnds`): those of tasks this GM placed on
-        that worker are recorded here (``finished``) and returned, to be completed; the rest are dropped."""
+        that worker are recorded here (``finished``) and returned, to be completed; the rest are dropped.
+
+        A run launched by an LM process earlier than the one this GM knew of when it placed the task (a launch
+        id carries its LM process's incarnation) is an earlier run's: its task, counted lost at a takeover, was
+        requested again onto the same worker (found by the deterministic simulation, seed 3543)."""
         accepted = []
-        for (tid, w), (started, ended, outcome) in zip(group, runs, strict=True):
-            if self.placed.get(tid) == w:
+        under = self.placed_under
+        for (tid, w), (started, ended, outcome), launch in zip(group, runs, launches or [0] * len(group), strict=True):
+            if self.placed.get(tid) == w and (not launch or launch >> 32 >= under.get(tid, 0)):
                 accepted.append((tid, w))
                 run, local = split_id(tid)
                 self.emit(run, (FINISHED, local, ended, {**outcome, "worker": w, "started_at": started}))

@@ -188,3 +188,4 @@ class VerifyEnds:
 
     group: list[tuple[int, int]]
     runs: list[tuple[float, float, dict]] = field(default_factory=list)
+    launches: list[int] = field(default_factory=list)  # each run's launch id (0: unknown), as the host reported it

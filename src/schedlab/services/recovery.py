@@ -93,7 +93,6 @@ class GMRecovery:
         self.in_doubt: Callable[[int], set[int]] = lambda _lm: set()  # tasks whose request to an LM is in doubt (links)
         self.lost_at_takeovers = 0
         self.takeovers_seen = 0
-        self.incarnations: dict[int, int] = {}  # LM -> the incarnation of its latest process heard of
         rt.add_handler(gm.address, Recovered, self._on_recovered)
         rt.add_handler(gm.address, VerifyEnds, self._on_verify)
 
@@ -126,10 +125,11 @@ class GMRecovery:
         an answer) would count as lost tasks the process took on since (found by the deterministic simulation)."""
         self.answers += 1
         lost: list[int] = []
-        before = self.incarnations.get(msg.lm)
+        incarnations = self.placements.incarnations
+        before = incarnations.get(msg.lm)
         first = before is None or msg.incarnation > before
         if first:
-            self.incarnations[msg.lm] = msg.incarnation
+            incarnations[msg.lm] = msg.incarnation
         if first and msg.since:  # an LM process that took over: what it did not find running is lost
             self.takeovers_seen += before is not None
             lost = self.placements.lost_at_takeover(msg.lm, {t for t, _p, _pos in msg.running}, msg.since, self.in_doubt(msg.lm))
@@ -155,7 +155,7 @@ class GMRecovery:
                          self.recovered_in, self.adopted)
 
     def _on_verify(self, msg: VerifyEnds) -> None:
-        accepted = self.placements.verify_ends(msg.group, msg.runs)
+        accepted = self.placements.verify_ends(msg.group, msg.runs, msg.launches)
         if accepted:
             self.rt.deliver(self.gm.address, TasksFinished(accepted))
 

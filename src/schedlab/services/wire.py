@@ -279,6 +279,7 @@ class HostReportW(_Body):
 class VerifyEndsW(_Body):
     group: list[tuple[int, int]] = Field(max_length=MAX_ITEMS)
     runs: list[tuple[float, float, dict[str, Any]]] = Field(max_length=MAX_ITEMS)
+    launches: list[int] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
 class MarkerW(_Body):
@@ -465,8 +466,8 @@ SCHEMAS["Recovered"] = (
 SCHEMAS["HostState"] = (HostStateW, lambda m: {"lm": m.lm, "incarnation": m.incarnation}, lambda w: HostState(w.lm, w.incarnation))
 SCHEMAS["HostReport"] = (HostReportW, lambda m: {"host": m.host, "incarnation": m.incarnation, "running": m.running, "launches": m.launches},
                          lambda w: HostReport(w.host, w.incarnation, [tuple(r) for r in w.running], list(w.launches)))
-SCHEMAS["VerifyEnds"] = (VerifyEndsW, lambda m: {"group": m.group, "runs": m.runs},
-                         lambda w: VerifyEnds([tuple(g) for g in w.group], [tuple(r) for r in w.runs]))
+SCHEMAS["VerifyEnds"] = (VerifyEndsW, lambda m: {"group": m.group, "runs": m.runs, "launches": m.launches},
+                         lambda w: VerifyEnds([tuple(g) for g in w.group], [tuple(r) for r in w.runs], list(w.launches)))
 SCHEMAS["Marker"] = (MarkerW, lambda m: {"token": m.token}, lambda w: Marker(w.token))
 SCHEMAS["Done"] = (DoneW, lambda m: {"gm": m.gm, "tids": m.tids}, lambda w: Done(w.gm, list(w.tids)))
 SCHEMAS["Resolve"] = (ResolveW, lambda m: {"gm": m.gm, "ask": m.ask, "tids": m.tids}, lambda w: Resolve(w.gm, w.ask, list(w.tids)))
