@@ -46,3 +46,14 @@ def test_a_restarted_gms_report_of_a_completion_already_reported_is_not_a_duplic
     assert r.counters["reports_repeated_after_gm_restart"] == 1 and r.counters["duplicate_reports"] == 0
     r.event((REPORTED, 0, 9.5, 3))  # a second ordinary report is a duplicate
     assert r.counters["duplicate_reports"] == 1
+
+
+def test_a_report_stamped_before_its_end_by_a_gm_whose_clock_is_behind_still_completes_the_task():
+    # the GM's clock 20 s behind the worker host's: its report's stamp precedes the end it reports (found on the testbed:
+    # the recorder refused the report, and the records after it in that message were never applied)
+    r = records_of_one_task()
+    r.event((STARTED, 0, 30.5, 3))
+    r.event((FINISHED, 0, 31.5, {"status": "ok", "worker": 3, "started_at": 30.5}))
+    r.event((REPORTED, 0, 11.6, 3))
+    assert r.tasks_done == 1 and r.jobs_done == 1
+    assert r.counters["reports_before_their_end"] == 1

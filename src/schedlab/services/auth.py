@@ -27,7 +27,13 @@ acknowledging them) carry their original headers: they are checked for the
 signature only, not for freshness or reuse — the broker, reached with the
 cluster's own credentials, is trusted to redeliver, and the handlers are
 idempotent. What a connection to the broker alone cannot do is forge a
-message: it lacks the secret.
+message: it lacks the secret. For the same reason a broker message whose only
+fault is its time (its sender's clock off by more than the window) is taken
+and counted as ``skewed`` rather than dropped (:mod:`~.net`): dropping a
+durable message would lose what it carried. Over HTTP a stale request is
+refused (401) and its sender, told so, places the work again; a stale *answer*
+leaves the request in doubt (the peer may have acted on it), settled as a lost
+answer is (:mod:`~.links`).
 
 The body is signed as bytes, so a message is authenticated before it is
 decoded: a stranger's input costs one HMAC, never a JSON parse.

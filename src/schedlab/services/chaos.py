@@ -24,12 +24,24 @@ rebuilds the LM's state from its worker hosts, :mod:`~.recovery`; the report
 adds the rebuild and what it found) and ``broker`` (RabbitMQ
 stopped with ``rabbitmqctl stop_app`` and started again: every component
 reconnects, publishers hold what they could not send — :mod:`~.net`; only for
-a broker on this machine, since that is where ``rabbitmqctl`` acts).
+a broker on this machine, since that is where ``rabbitmqctl`` acts, or a
+testbed's broker).
+
+On a testbed cluster (:mod:`~.testbed`) the campaign also injects network
+faults, drawn with the kills: ``--partition gm-lm`` (both ways), ``--partition-oneway lm>host``,
+``--loss 5%``, ``--delay 50ms`` (:mod:`~.testbed.faults`), and on any cluster
+``--clock-skew gm0:40`` (a component's wall clock 40 s off, :mod:`~.clock`);
+each lasts ``heal_after`` seconds. With faults, the campaign goes through every
+fault and kill in turn (a new random order each pass) rather than drawing each
+round, so that a short campaign meets each of them. The report gives, per fault, the input the
+nodes refused meanwhile (by reason: a skewed clock's stale signatures, say)
+and how long after the heal the next task completed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import os
 import random
 import shutil
@@ -64,39 +76,90 @@ class Kill:
 
 
 @dataclass
+class NetFault:
+    """A fault of the network or of a clock (see :func:`parse_fault`), injected for ``heal_after`` seconds."""
+
+    kind: str  # partition, oneway, loss, delay, clock-skew
+    target: str  # gm-lm, lm>host, 0.05, gm0:40, ...
+    at: float = 0.0  # seconds since the replay started
+    healed_after: float | None = None
+    hosts: list[str] = field(default_factory=list)  # the hosts whose traffic (or clock) it changed
+    refused: dict[str, int] = field(default_factory=dict)  # input the nodes refused while it lasted, by reason
+    resumed_after: float | None = None  # heal → the next task completion, seconds (None: none after)
+
+
+@dataclass
 class ChaosReport:
     result: Any
     kills: list[Kill]
     lost: int  # tasks that never completed
     duplicated: int  # duplicate starts, finishes and reports seen by the client
+    faults: list[NetFault] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return self.lost == 0 and self.duplicated == 0
 
 
-def check_roles(roles: list[str]) -> list[str]:
+def check_roles(roles: list[str], faults: bool = False) -> list[str]:
     for r in roles:
         if r not in KILLABLE:
             raise InputError("--kill", f"unknown role {r!r} (killable: {', '.join(KILLABLE)})")
-    if not roles:
-        raise InputError("--kill", "give at least one role")
+    if not roles and not faults:
+        raise InputError("--kill", "give at least one role (or a network fault)")
     return roles
 
 
+def parse_fault(kind: str, target: str) -> NetFault:
+    """One fault option: ``--partition gm-lm``, ``--partition-oneway lm>host``, ``--loss 5%``, ``--delay 50ms``,
+    ``--clock-skew gm0:40`` (a component's clock 40 s ahead; ``gm:40``: a GM drawn each time)."""
+    from schedlab.services.testbed.network import parse_loss, parse_time
+
+    opt = {"partition": "--partition", "oneway": "--partition-oneway", "loss": "--loss", "delay": "--delay",
+           "clock-skew": "--clock-skew"}[kind]
+    try:
+        if kind == "loss":
+            parse_loss(target, opt)
+        elif kind == "delay":
+            parse_time(target, opt)
+        elif kind == "clock-skew":
+            who, sep, sec = target.rpartition(":")
+            float(sec)
+            if not sep or not who:
+                raise ValueError
+    except ValueError as e:
+        raise InputError(opt, str(e) if str(e) else f"expected TARGET:SECONDS such as gm0:40, got {target!r}") from None
+    return NetFault(kind, target)
+
+
 async def run_chaos(loaded: LoadedCluster, cluster_file: str | os.PathLike, trace: Any, *, roles: list[str], every: float,
-                    restart_after: float = 1.0, seed: int = 0, **replay_kw: Any) -> ChaosReport:
-    """Replay ``trace`` on the running cluster while killing and restarting components (see the module)."""
-    check_roles(roles)
-    if not every > 0 or restart_after < 0:
-        raise InputError("--every", "must be > 0 (and --restart-after >= 0)")
+                    restart_after: float = 1.0, seed: int = 0, faults: list[NetFault] | None = None, heal_after: float = 5.0,
+                    **replay_kw: Any) -> ChaosReport:
+    """Replay ``trace`` on the running cluster while killing and restarting components and injecting
+    ``faults`` (each healed ``heal_after`` s later; see the module)."""
+    faults = list(faults or [])
+    check_roles(roles, bool(faults))
+    if not every > 0 or restart_after < 0 or heal_after < 0:
+        raise InputError("--every", "must be > 0 (and --restart-after, --heal-after >= 0)")
     if not supervise.running_pids(cluster_file):
         raise InputError(str(cluster_file), "the cluster is not running (schedlab cluster up first)")
-    targets = [(role, ident) for role, ident, _ep in supervise.components(loaded) if role in roles]
-    ctl = _local_rabbitmqctl(loaded) if "broker" in roles else ""
-    if ctl:
+    net = _network_faults(loaded, cluster_file) if any(f.kind != "clock-skew" for f in faults) else None
+    if net is not None:  # every name checked before the replay starts
+        for f in faults:
+            if f.kind in ("partition", "oneway"):
+                for side in f.target.replace(">", "-").split("-"):
+                    net.group(side.strip(), "--partition" if f.kind == "partition" else "--partition-oneway")
+    for f in faults:
+        if f.kind == "clock-skew":
+            _skew_targets(loaded, f.target)
+    targets: list[tuple[str, Any]] = [(role, ident) for role, ident, _ep in supervise.components(loaded) if role in roles]
+    broker = _broker_control(loaded) if "broker" in roles else None
+    if broker is not None:
         targets.append(("broker", 0))
+    targets += [("fault", f) for f in faults]
     rng = random.Random(seed)
+    injected: list[NetFault] = []
+    cycle: list[tuple[str, Any]] = []
     kills: list[Kill] = []
     unread: list[Kill] = []  # GM kills whose restarted GM's recovery is still to be read
 
@@ -118,15 +181,24 @@ async def run_chaos(loaded: LoadedCluster, cluster_file: str | os.PathLike, trac
                 done, _ = await asyncio.wait({run}, timeout=every)
                 if done:
                     break
-                role, ident = rng.choice(targets)
+                if faults:  # every fault and kill in turn, in an order drawn afresh for each pass
+                    if not cycle:
+                        cycle = rng.sample(targets, len(targets))
+                    role, ident = cycle.pop()
+                else:
+                    role, ident = rng.choice(targets)
                 await read_recoveries()
+                if role == "fault":
+                    injected.append(await _inject(loaded, cluster_file, net, ident, run, heal_after, rng))
+                    continue
                 k = Kill(role, ident, time.time())
                 kills.append(k)
                 answered = None
                 if role == "broker":
-                    await _rabbitmqctl(ctl, "stop_app")
+                    assert broker is not None
+                    await broker("stop_app")
                     await asyncio.sleep(restart_after)
-                    await _rabbitmqctl(ctl, "start_app")
+                    await broker("start_app")
                 elif role == "lm":
                     answered = await _kill_lm(loaded, cluster_file, ident, restart_after)
                 else:
@@ -143,11 +215,99 @@ async def run_chaos(loaded: LoadedCluster, cluster_file: str | os.PathLike, trac
         except BaseException:
             run.cancel()
             raise
+        finally:
+            _heal_all(loaded, cluster_file, net, faults)
     origin = result.extra.get("origin", t0)
     _attribute(result, kills, origin)
+    _resumed(result, injected, origin)
     c = result.summary["counters"]
     duplicated = sum(int(c.get(k, 0)) for k in ("duplicate_starts", "duplicate_finishes", "duplicate_reports"))
-    return ChaosReport(result, kills, int(c["tasks_unfinished"]), duplicated)
+    return ChaosReport(result, kills, int(c["tasks_unfinished"]), duplicated, injected)
+
+
+def _network_faults(loaded: LoadedCluster, cluster_file: str | os.PathLike) -> Any:
+    if loaded.spec.testbed is None:
+        raise InputError("--partition", "network faults need a testbed cluster (schedlab cluster init --netns): "
+                                        "its hosts' links are where they are injected")
+    from schedlab.services.testbed.faults import NetworkFaults
+    from schedlab.services.testbed.netns import Testbed, require_privileges
+
+    require_privileges()
+    return NetworkFaults(Testbed(loaded, supervise.run_dir(cluster_file)))
+
+
+def _skew_targets(loaded: LoadedCluster, target: str) -> list[tuple[str, int]]:
+    """The components ``gm0:40`` / ``gm:40`` / ``h3:40`` names (roles gm, lm, worker — h<i> is worker host i)."""
+    who = target.rpartition(":")[0]
+    comps = [(r, i) for r, i, _ep in supervise.components(loaded)]
+    short = {"gm": "gm", "lm": "lm", "worker": "h", "host": "h"}
+    out = [(r, i) for r, i in comps if who in (r, "host" if r == "worker" else r) or who == f"{short[r]}{i}"]
+    if not out:
+        raise InputError("--clock-skew", f"no component {who!r} (gm0, lm1, h3, or a role: gm, lm, host)")
+    return out
+
+
+async def _inject(loaded: LoadedCluster, cluster_file: str | os.PathLike, net: Any, f: NetFault, run: asyncio.Task,
+                  heal_after: float, rng: random.Random) -> NetFault:
+    """Inject one fault, hold it ``heal_after`` s (less if the replay ends), heal it; what it changed."""
+    from schedlab.services.clock import clock_file, set_skew
+
+    fault = NetFault(f.kind, f.target, time.time())
+    before = await _refusals(loaded)
+    skewed: tuple[str, int] | None = None
+    if f.kind == "partition":
+        fault.hosts = net.partition(f.target)
+    elif f.kind == "oneway":
+        fault.hosts = net.oneway(f.target)
+    elif f.kind == "loss":
+        net.loss(f.target)
+        fault.hosts = [h.name for h in net.tb.hosts]
+    elif f.kind == "delay":
+        net.delay(f.target)
+        fault.hosts = [h.name for h in net.tb.hosts]
+    else:
+        skewed = rng.choice(_skew_targets(loaded, f.target))
+        set_skew(clock_file(cluster_file, *skewed), float(f.target.rpartition(":")[2]))
+        fault.hosts = [f"{skewed[0]} {skewed[1]}"]
+    await asyncio.wait({run}, timeout=heal_after)
+    if skewed is not None:
+        set_skew(clock_file(cluster_file, *skewed), 0.0)
+    else:
+        net.heal()
+    fault.healed_after = time.time() - fault.at
+    after = await _refusals(loaded)
+    fault.refused = {k: after[k] - before.get(k, 0) for k in after if after[k] > before.get(k, 0)}
+    return fault
+
+
+async def _refusals(loaded: LoadedCluster) -> dict[str, int]:
+    """Input refused so far over every node, by reason (nodes that do not answer count nothing)."""
+    total: dict[str, int] = {}
+    for st in await fetch_statuses(loaded):
+        for reason, n in (st.get("refused") or {}).items():
+            total[reason] = total.get(reason, 0) + int(n)
+    return total
+
+
+def _heal_all(loaded: LoadedCluster, cluster_file: str | os.PathLike, net: Any, faults: list[NetFault]) -> None:
+    """Whatever happens to the campaign, no fault outlives it."""
+    from schedlab.services.clock import clock_file, set_skew
+
+    if net is not None:
+        net.heal()
+    if any(f.kind == "clock-skew" for f in faults):
+        for role, ident, _ep in supervise.components(loaded):
+            set_skew(clock_file(cluster_file, role, ident), 0.0)
+
+
+def _resumed(result: Any, faults: list[NetFault], origin: float) -> None:
+    """Each fault's times on the run's clock, and how long after its heal the next task completed."""
+    ends = sorted(float(x) for x in result.tasks["end"].dropna()) if len(result.tasks) else []
+    for f in faults:
+        f.at -= origin
+        healed = f.at + (f.healed_after or 0.0)
+        i = bisect.bisect_left(ends, healed)
+        f.resumed_after = ends[i] - healed if i < len(ends) else None
 
 
 async def _kill_lm(loaded: LoadedCluster, cluster_file: str | os.PathLike, ident: int, restart_after: float) -> float | None:
@@ -182,6 +342,23 @@ async def _kill_lm(loaded: LoadedCluster, cluster_file: str | os.PathLike, ident
         await asyncio.sleep(max(0.0, restart_after - (time.monotonic() - t0)))
         supervise.spawn_standby(cluster_file, ident)
     return answered
+
+
+def _broker_control(loaded: LoadedCluster) -> Any:
+    """``action -> None`` that stops (``stop_app``) or starts (``start_app``) the cluster's broker."""
+    if loaded.spec.testbed is not None:  # the testbed's own node, on its host
+        from schedlab.services.testbed.lifecycle import broker_node
+
+        node = broker_node(loaded, supervise.run_dir(loaded.source))
+
+        async def testbed_broker(action: str) -> None:
+            r = await asyncio.to_thread(node.ctl, action, timeout=120)
+            if r.returncode != 0:
+                lines = (r.stderr or r.stdout).strip().splitlines()
+                raise InputError("--kill", f"broker: rabbitmqctl {action} failed: {lines[-1] if lines else f'exit {r.returncode}'}")
+        return testbed_broker
+    ctl = _local_rabbitmqctl(loaded)
+    return lambda action: _rabbitmqctl(ctl, action)
 
 
 def _local_rabbitmqctl(loaded: LoadedCluster) -> str:

@@ -53,6 +53,7 @@ def init_cmd(
     name: Annotated[str, typer.Option("--name", help="Cluster name (prefix of its queues).")] = "schedlab",
     from_config: Annotated[str | None, typer.Option("--from-config", help="A papers' Megha config (*_config_*.json or 'reference'): its LMs, partitions and machine constraints.")] = None,
     lm_standby: Annotated[bool, typer.Option("--lm-standby", help="cluster up starts a standby process beside each LM (takes over if it dies).")] = False,
+    netns: Annotated[bool, typer.Option("--netns", help="Each component on an emulated host of its own (a network namespace, 198.18.0.0/15; the broker too): cluster up needs root.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
 ) -> None:
     """Write a commented cluster file; with no options, a small cluster for one laptop.
@@ -77,7 +78,7 @@ def init_cmd(
         source = load_config(from_config)
     text = render_cluster(name=name, gms=gms, lms=lms, hosts_per_lm=hosts_per_lm, workers=workers, slots=slots, resources=res, capacity=cap,
                           host=host, base_port=base_port, broker=broker or amqp_url_default(), heartbeat=heartbeat, from_cluster=source,
-                          lm_standby=lm_standby)
+                          lm_standby=lm_standby, netns=netns)
     write_cluster_file(path, text, force=force)
     err.print(f"wrote {path}: start it with `schedlab cluster up {path}`", highlight=False)
 
@@ -174,8 +175,11 @@ def down_cmd(path: Annotated[Path, typer.Argument(help="Cluster file.")]) -> Non
     from schedlab.services import supervise
 
     loaded = _load(path)
-    stopped = asyncio.run(supervise.down(loaded, path))
+    removed: list[str] = []
+    stopped = asyncio.run(supervise.down(loaded, path, removed=removed))
     err.print(f"stopped {len(stopped)} processes" if stopped else "nothing was running", highlight=False)
+    if removed:
+        err.print(f"removed the testbed: {len(removed) - 1} namespaces and bridge {removed[-1]}", highlight=False)
 
 
 def serve_cmd(
@@ -286,7 +290,13 @@ def submit_cmd(
 def chaos_cmd(
     cluster: Annotated[Path, typer.Option("--cluster", "-c", help="Cluster file of a running cluster (schedlab cluster up).")],
     trace: Annotated[str, typer.Option("--trace", "-t", help="Trace to replay meanwhile: google, syn_250, … or a file.")],
-    kill: Annotated[str, typer.Option("--kill", help="Roles to kill, comma-separated: worker, gm, lm, broker.")] = "worker",
+    kill: Annotated[str | None, typer.Option("--kill", help="Roles to kill, comma-separated: worker, gm, lm, broker (default: worker, or none with network faults).")] = None,
+    partition: Annotated[list[str] | None, typer.Option("--partition", help="Testbed: cut both ways between two groups: gm-lm, lm-host, host-broker, gm-broker (repeatable).")] = None,
+    partition_oneway: Annotated[list[str] | None, typer.Option("--partition-oneway", help="Testbed: drop what A sends to B, e.g. lm>host or gm0>lm1 (repeatable).")] = None,
+    loss: Annotated[str | None, typer.Option("--loss", help="Testbed: drop this fraction of packets between hosts, e.g. 5%.")] = None,
+    delay: Annotated[str | None, typer.Option("--delay", help="Testbed: add this one-way delay to every link, e.g. 50ms.")] = None,
+    clock_skew: Annotated[list[str] | None, typer.Option("--clock-skew", help="Set a component's wall clock off: gm0:40 (s), or a role: gm:-40 (repeatable).")] = None,
+    heal_after: Annotated[str, typer.Option("--heal-after", help="How long each network fault or skew lasts.", callback=seconds)] = "5",
     every: Annotated[str, typer.Option("--every", help="Time between kills: 5, 5s, 500ms, 2m.", callback=seconds)] = "5",
     restart_after: Annotated[str, typer.Option("--restart-after", help="How long a killed component stays down (1, 1s, 500ms).", callback=seconds)] = "1",
     max_jobs: Annotated[int | None, typer.Option("--max-jobs", help="Replay only the first N jobs.")] = None,
@@ -300,9 +310,12 @@ def chaos_cmd(
 
     Example: schedlab chaos --cluster demo.yaml --trace google --max-jobs 200 --speedup 20 --kill worker,gm,lm --every 5s
     """
-    from schedlab.services.chaos import check_roles, run_chaos
+    from schedlab.services.chaos import check_roles, parse_fault, run_chaos
 
-    roles = check_roles([r.strip() for r in kill.split(",") if r.strip()])
+    faults = [parse_fault("partition", p) for p in partition or []] + [parse_fault("oneway", p) for p in partition_oneway or []]
+    faults += [parse_fault(k, v) for k, v in (("loss", loss), ("delay", delay)) if v is not None]
+    faults += [parse_fault("clock-skew", c) for c in clock_skew or []]
+    roles = check_roles([r.strip() for r in (kill if kill is not None else "" if faults else "worker").split(",") if r.strip()], bool(faults))
     # typer parses the options as their annotation says (text); their callback (seconds) made them seconds
     every_s, restart_s = cast(float, every), cast(float, restart_after)
     if not every_s > 0:
@@ -313,6 +326,7 @@ def chaos_cmd(
         raise InputError("--speedup", f"must be > 0, got {speedup}")
     loaded = _load(cluster)
     report = asyncio.run(run_chaos(loaded, cluster, trace, roles=roles, every=every_s, restart_after=restart_s, seed=seed,
+                                   faults=faults, heal_after=cast(float, heal_after),
                                    max_jobs=max_jobs, speedup=speedup, constraints=constraints, timeout=timeout))
     t = Table("killed", "at (s)", "healthy after (s)", "lost runs", "re-queued after (s, max)", "restarted after (s, max)", "recovery",
               title="chaos", title_justify="left")
@@ -320,13 +334,21 @@ def chaos_cmd(
         t.add_row(f"{k.role} {k.id}", f"{k.killed_at:.1f}", "-" if k.healthy_after is None else f"{k.healthy_after:.1f}", str(k.lost_runs),
                   f"{max(k.detection):.2f}" if k.detection else "-", f"{max(k.relaunch):.2f}" if k.relaunch else "-", _gm_recovery(k.recovery))
     out.print(t)
+    if report.faults:
+        ft = Table("fault", "at (s)", "healed after (s)", "hosts", "refused meanwhile", "next completion after heal (s)", title="network and clock faults",
+                   title_justify="left")
+        for f in report.faults:
+            ft.add_row(f"{f.kind} {f.target}", f"{f.at:.1f}", f"{f.healed_after or 0:.1f}", str(len(f.hosts)) if len(f.hosts) > 2 else ", ".join(f.hosts),
+                       ", ".join(f"{k} {v}" for k, v in f.refused.items()) or "-", "-" if f.resumed_after is None else f"{f.resumed_after:.2f}")
+        out.print(ft)
     s = report.result.summary
     verdict = "every task completed exactly once" if report.ok else f"{report.lost} task(s) lost, {report.duplicated} duplicated"
-    out.print(f"tasks {s['tasks']}  kills {len(report.kills)}  lost runs {s['counters'].get('lost_runs', 0)}  {verdict}", highlight=False)
+    out.print(f"tasks {s['tasks']}  kills {len(report.kills)}  faults {len(report.faults)}  lost runs {s['counters'].get('lost_runs', 0)}  {verdict}", highlight=False)
     if summary_json is not None:
         from schedlab.metrics.export import write_json
 
-        s = dict(s, chaos={"kills": [vars(k) for k in report.kills], "lost": report.lost, "duplicated": report.duplicated, "ok": report.ok})
+        s = dict(s, chaos={"kills": [vars(k) for k in report.kills], "faults": [vars(f) for f in report.faults], "lost": report.lost,
+                           "duplicated": report.duplicated, "ok": report.ok})
         write_json(summary_json, s)
     if not report.ok:
         raise typer.Exit(1)

@@ -45,6 +45,7 @@ from schedlab.cluster.model import Cluster, Topology
 from schedlab.errors import InputError
 from schedlab.experiments.spec import parse_yaml_mapping, spec_error
 from schedlab.services.assembly import parse_params
+from schedlab.services.testbed import addresses as tba
 
 DEFAULT_AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/"
 
@@ -61,6 +62,8 @@ class Endpoint(_Model):
     id: int = Field(ge=0)
     host: str = "127.0.0.1"
     port: int = Field(ge=1, le=65535)
+    # the network namespace this component runs in (a host of the testbed, :mod:`~.testbed`); None: this machine's
+    netns: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
     @property
     def url(self) -> str:
@@ -111,6 +114,27 @@ class LMSpec(Endpoint):
     gm_url: str | None = Field(None, pattern=r"^https?://[^/\s]+$")
 
 
+class TestbedBroker(_Model):
+    host: str
+    port: int = Field(5672, ge=1, le=65535)
+    netns: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class TestbedSpec(_Model):
+    """An emulated multi-host testbed on this machine (:mod:`~.testbed`): its subnet, bridge and broker host."""
+
+    subnet: str
+    broker: TestbedBroker
+
+    @field_validator("subnet")
+    @classmethod
+    def _subnet(cls, v: str) -> str:
+        from schedlab.services.testbed.addresses import check_subnet
+
+        check_subnet(v)
+        return v
+
+
 class ClusterSpec(_Model):
     name: str = Field("schedlab", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     broker: str | None = None
@@ -122,9 +146,23 @@ class ClusterSpec(_Model):
     resources: list[str] = Field(default_factory=lambda: ["slots"], min_length=1)
     gms: list[Endpoint] = Field(min_length=1)
     lms: list[LMSpec] = Field(min_length=1)
+    testbed: TestbedSpec | None = None
+    network: dict[str, Any] | None = None  # link properties between the testbed's hosts (:mod:`~.testbed.network`)
 
     @model_validator(mode="after")
     def _check(self) -> ClusterSpec:
+        if self.testbed is not None:
+            from schedlab.services.testbed.addresses import check_layout
+
+            check_layout(self)
+        elif any(ep.netns for _w, ep in self.endpoints()):
+            raise ValueError("netns: is for a testbed's hosts: add a testbed section (schedlab cluster init --netns writes one)")
+        if self.network is not None:
+            if self.testbed is None:
+                raise ValueError("network: link properties need a testbed (schedlab cluster init --netns)")
+            from schedlab.services.testbed.network import Network
+
+            Network(self.network)
         for kind, items in (("gms", self.gms), ("lms", self.lms)):
             ids = [x.id for x in items]
             if ids != list(range(len(items))):
@@ -255,6 +293,12 @@ def parse_cluster(text: str, source: str = "<cluster>") -> LoadedCluster:
     return loaded
 
 
+def run_dir(cluster_file: str | os.PathLike) -> Path:
+    """The folder beside a cluster file where ``cluster up`` keeps its processes' pid files, logs and state."""
+    p = Path(cluster_file)
+    return p.with_name(p.stem + ".run")
+
+
 def load_cluster(path: str | os.PathLike) -> LoadedCluster:
     p = Path(path)
     try:
@@ -284,6 +328,7 @@ def render_cluster(
     from_cluster: Cluster | None = None,
     seed: int = 0,
     lm_standby: bool = False,
+    netns: bool = False,
 ) -> str:
     """A commented cluster file: ``workers`` workers spread over ``lms`` LMs and their hosts.
 
@@ -315,6 +360,16 @@ def render_cluster(
     if not base_port >= 1 or last_port > 65535:
         raise InputError("--base-port", f"ports {base_port}..{last_port} are out of range")
     secret = secret or secrets.token_hex(16)
+    addr: Any = None
+    subnet: Any = None
+    if netns:  # every component on a host of its own (:mod:`~.testbed`), the broker too; one port for all
+        try:
+            subnet = tba.allocate_subnet(name, 1 + gms + lms + lms * hosts_per_lm)
+        except ValueError as e:
+            raise InputError("--netns", str(e)) from None
+        seq = itertools.count()
+        addr = lambda: str(tba.component_address(subnet, next(seq)))  # noqa: E731 - GMs, LMs, hosts in order
+        broker = f"amqp://guest:guest@{tba.broker_address(subnet)}:5672/"
     out = [
         "# schedlab cluster file: one Megha cluster (schedlab cluster up FILE starts it on this machine;",
         "# schedlab serve gm|lm|worker --cluster FILE --id N starts one component, for several hosts).",
@@ -332,8 +387,21 @@ def render_cluster(
         f"resources: [{', '.join(resources or []) if multi else 'slots'}]" + ("" if multi else "            # one task per worker; or e.g. [cores, memory_mb] with capacities"),
         "gms:                           # Global Masters: HTTP for their own health and status",
     ]
+    if addr is not None:
+        out[-1:-1] = [
+            "testbed:                       # an emulated host per component (network namespaces on this machine): root needed",
+            f"  subnet: {subnet}         # in the benchmarking range 198.18.0.0/15; .1 is this machine's bridge",
+            f"  broker: {{host: {tba.broker_address(subnet)}, port: 5672, netns: {tba.netns_name(name, 'broker')}}}",
+            "network:                       # one-way delay, jitter, loss, bandwidth per link (gm-lm, lm-host, broker, gm0-lm1, ...)",
+            "  default: {delay: 0.5ms}",
+            "  # gm-lm: {delay: 25ms, jitter: 2ms}",
+            "  # lm-host: {delay: 1ms, loss: 0.1%, bandwidth: 1gbit}",
+        ]
     port = base_port
     for g in range(gms):
+        if addr is not None:
+            out.append(f"  - {{id: {g}, host: {addr()}, port: {base_port}, netns: {tba.netns_name(name, f'gm{g}')}}}")
+            continue
         out.append(f"  - {{id: {g}, host: {host}, port: {port}}}")
         port += 1
     out.append("lms:                           # Local Masters: HTTP for launch requests; each with its worker hosts")
@@ -342,9 +410,12 @@ def render_cluster(
     for i in range(lms):
         lm_workers = workers // lms + (1 if i < workers % lms else 0) if layout is None else sum(len(p) for p in layout[i])
         out.append(f"  - id: {i}")
-        out.append(f"    host: {host}")
-        out.append(f"    port: {port}")
-        port += 1
+        if addr is not None:
+            out += [f"    host: {addr()}", f"    port: {base_port}", f"    netns: {tba.netns_name(name, f'lm{i}')}"]
+        else:
+            out.append(f"    host: {host}")
+            out.append(f"    port: {port}")
+            port += 1
         if layout is not None:
             out.append(f"    partitions: [{', '.join(str(len(p)) for p in layout[i])}]   # workers of each GM's partition, in order")
         out.append("    hosts:                     # machines running this LM's workers (HTTP: task launches)")
@@ -353,8 +424,11 @@ def render_cluster(
         for k in range(hosts_per_lm):
             n = lm_workers // hosts_per_lm + (1 if k < lm_workers % hosts_per_lm else 0)
             out.append(f"      - id: {host_id}")
-            out.append(f"        host: {host}")
-            out.append(f"        port: {port}")
+            if addr is not None:
+                out += [f"        host: {addr()}", f"        port: {base_port}", f"        netns: {tba.netns_name(name, f'h{host_id}')}"]
+            else:
+                out.append(f"        host: {host}")
+                out.append(f"        port: {port}")
             if ids is None:
                 out.append(f"        workers: [{{count: {n}{cap}, constraints: []}}]   # constraints: indices 0..20")
             else:

@@ -120,7 +120,8 @@ class LaunchLinks:
     def undelivered(self, dst: Any, msgs: list[Any], outcome: str) -> None:
         """The transport's report: ``msgs`` to ``dst`` got no answer — ``unsent`` (never left: certainly not
         acted on), ``refused`` (refused unread: not acted on), ``stale`` (the LM process answering refused it
-        unread; an earlier one may have acted on it) or ``unreachable``."""
+        unread; an earlier one may have acted on it), ``reply refused`` (the LM's answer failed authentication:
+        the LM acted on it — found on the testbed with a GM's clock 45 s off) or ``unreachable``."""
         if not (isinstance(dst, tuple) and dst[0] == "lm"):
             return
         # a task requested twice in the batch (a request retried, then requested again): the later request is

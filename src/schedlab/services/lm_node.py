@@ -305,7 +305,7 @@ class LMNode(ServiceNode):
         launches = [(item, launch) for item, launch in launches if self.launch_of.get(item[0], 0) == launch]
         if not launches or self.lm is None:
             return
-        if outcome == "unreachable":
+        if outcome in ("unreachable", "reply refused"):  # the host may run it: in doubt until it says or its lease ends
             assert self.monitor is not None
             until = self.monitor.deadline(dst[1])  # no later than the launches' own deadlines
             for (tid, w), launch in launches:

@@ -41,6 +41,7 @@ from schedlab.errors import InputError
 from schedlab.schedulers.megha.gm import gm_address, lm_address
 from schedlab.services.assembly import build_node, parse_params
 from schedlab.services.auth import TIME, AuthError, Signer, Verifier
+from schedlab.services.clock import WallClock, clock_file
 from schedlab.services.clusterfile import LoadedCluster, require_secret
 from schedlab.services.lease import Lease, bind, lease_queue
 from schedlab.services.net import AioHttpPort, AmqpFrames, AmqpLink, Directory
@@ -96,17 +97,19 @@ class ProcessNode:
         loaded = self.loaded
         secret = require_secret(loaded)
         identity = address_str(self.address)
-        self.verifier = Verifier(secret)
-        self.signer = Signer(secret, identity)
-        self.amqp = AmqpLink(loaded.broker, Signer(secret, identity), Verifier(secret), self._refused_message)
+        # the wall clock every stamp comes from: a campaign may set it off (clock skew, :mod:`~.clock`)
+        clock = self.clock = WallClock(clock_file(loaded.source, self.role, self.id))
+        self.verifier = Verifier(secret, clock)
+        self.signer = Signer(secret, identity, clock)
+        self.amqp = AmqpLink(loaded.broker, Signer(secret, identity, clock), Verifier(secret, clock), self._refused_message)
         store = TaskStore()
         codec = Codec(store)
         directory = Directory(loaded, self.role)
-        http = AioHttpPort(Signer(secret, identity), Verifier(secret), self.local)
+        http = AioHttpPort(Signer(secret, identity, clock), Verifier(secret, clock), self.local)
         router = Router(self.address, JsonWire(codec), directory.url, directory.queue, http, None, secrets.randbits(31))
         broker = AmqpFrames(self.amqp, codec)
         router.broker = broker
-        rt = AsyncRuntime(router, loaded.spec.seed)
+        rt = AsyncRuntime(router, loaded.spec.seed, clock=clock)
         self.rt = rt
         self.router = router
         env = NodeEnv(Plan.from_loaded(loaded, self.params), rt, router, store, broker, directory.queue, self._bind,

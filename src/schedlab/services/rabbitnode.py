@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import pwd
 import shutil
@@ -32,6 +33,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from schedlab.errors import InputError
 
@@ -48,6 +50,10 @@ class RabbitNode:
     dist_port: int  # Erlang distribution
     data_dir: Path
     netns: str | None = None
+
+    def __post_init__(self) -> None:
+        self.data_dir = Path(self.data_dir).resolve()  # HOME and every RABBITMQ_* path must be absolute
+        self._child: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
@@ -100,7 +106,14 @@ class RabbitNode:
             child = subprocess.Popen([*self._prefix(), "runuser", "-u", "rabbitmq", "--", *self._env(), SERVER],
                                      stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                                      cwd=self.data_dir)
+        self._child = child
         return child.pid
+
+    def failure(self) -> str:
+        """The reason the server gave for stopping, from the end of its output (short)."""
+        lines = (self.data_dir / "server.out").read_text(errors="replace").strip().splitlines()
+        why = next((ln for ln in reversed(lines) if "Failed" in ln or "error" in ln.lower()), lines[-1] if lines else "no output")
+        return why.strip()[:300]
 
     def vm_pid(self) -> int | None:
         try:
@@ -118,14 +131,27 @@ class RabbitNode:
         import aio_pika
 
         deadline = time.monotonic() + timeout
+        quiet = [logging.getLogger(n) for n in ("aio_pika", "aiormq")]
+        levels = [lg.level for lg in quiet]
+        for lg in quiet:  # each refused try is logged as an error: expected while the node starts
+            lg.setLevel(logging.CRITICAL)
+        try:
+            await self._wait(aio_pika, deadline, timeout)
+        finally:
+            for lg, level in zip(quiet, levels, strict=True):
+                lg.setLevel(level)
+
+    async def _wait(self, aio_pika: Any, deadline: float, timeout: float) -> None:
         while True:
             try:
                 conn = await aio_pika.connect(self.url, timeout=2.0)
             except Exception:
+                if self._child is not None and self._child.poll() is not None:
+                    raise InputError(f"rabbitmq node {self.node}", f"stopped while starting: {self.failure()} "
+                                                                   f"(log: {self.data_dir / 'server.out'})") from None
                 if time.monotonic() > deadline:
-                    tail = (self.data_dir / "server.out").read_text(errors="replace").strip().splitlines()[-5:]
                     raise InputError(f"rabbitmq node {self.node}", f"not accepting connections at {self.host}:{self.port} after "
-                                                                   f"{timeout:.0f} s: {' | '.join(tail)}") from None
+                                                                   f"{timeout:.0f} s: {self.failure()}") from None
                 await asyncio.sleep(0.5)
                 continue
             await conn.close()

@@ -101,9 +101,13 @@ class RemoteCluster:
         return records
 
     def _refused(self, e: AuthError) -> None:
-        """A message on a run's queue that failed authentication: counted in every open run, never applied."""
+        """A message on a run's queue that failed authentication: counted in every open run, never applied.
+        One whose only fault is its sender's clock (``skewed``) is applied, and counted apart."""
         for records in self.runs.values():
-            self._bad(records, f"refused ({e})")
+            if e.reason == "skewed":
+                records.counters["skewed_records"] = records.counters.get("skewed_records", 0) + 1
+            else:
+                self._bad(records, f"refused ({e})")
 
     def _bad(self, records: RunRecords, reason: str) -> None:
         """A message on the run's queue that is not one of its records: counted in the run's summary, logged once."""

@@ -10,6 +10,12 @@ dies or the wait times out, it stops the others and shows the end of the
 failing log. The run directory is ``<cluster file without suffix>.run/``
 beside the cluster file.
 
+A cluster file with a ``testbed`` section puts each component on a host of
+its own (a network namespace, :mod:`~.testbed`): ``up`` makes the hosts,
+links, relay and the broker's node first and starts each component inside
+its namespace (``ip netns exec``); ``down`` removes all of it, the broker's
+data with it.
+
 ``down`` sends SIGTERM to every process of the run directory (SIGKILL after
 a grace period), removes the pid files, and deletes the cluster's queues on
 the broker (jobs still waiting in a submission queue are dropped with them).
@@ -32,7 +38,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from schedlab.errors import InputError
-from schedlab.services.clusterfile import LoadedCluster
+from schedlab.services.clusterfile import LoadedCluster, run_dir
 from schedlab.services.lease import lease_queue, tokens_queue
 from schedlab.services.net import AmqpLink, BrokerUnreachable, Directory
 
@@ -47,11 +53,6 @@ class Proc:
     url: str
     pid: int
     log: Path
-
-
-def run_dir(cluster_file: str | os.PathLike) -> Path:
-    p = Path(cluster_file)
-    return p.with_name(p.stem + ".run")
 
 
 def components(loaded: LoadedCluster) -> list[tuple[str, int, Any]]:
@@ -169,13 +170,24 @@ async def up(loaded: LoadedCluster, cluster_file: str | os.PathLike, timeout: fl
     if live:
         raise InputError(str(cluster_file), f"cluster already running ({len(live)} processes); run `schedlab cluster down {cluster_file}` first")
     comps = components(loaded)
+    testbed = loaded.spec.testbed is not None
+    if testbed and embedded:
+        raise InputError("--embedded", "runs every component in one process: a testbed cluster puts each on a host of its own")
     for role, ident, ep in comps:
-        if not _port_free(ep.host, ep.port):
+        if ep.netns is None and not _port_free(ep.host, ep.port):  # a testbed's hosts are made empty
             raise InputError(str(cluster_file), f"{role} {ident}: port {ep.host}:{ep.port} is already in use")
-    await check_broker(loaded)
+    if testbed:
+        from schedlab.services.testbed import lifecycle
+
+        await lifecycle.start(loaded, run_dir(cluster_file))
+    try:
+        await check_broker(loaded)
+    except BaseException:
+        await down(loaded, cluster_file, quiet=True)
+        raise
     procs: list[Proc] = []
     for role, ident, ep in [("all", 0, None)] if embedded else comps:
-        pid, log = _spawn(cluster_file, role, ident)
+        pid, log = _spawn(cluster_file, role, ident, netns=None if ep is None else ep.netns)
         if ep is None:  # the one process answers on every component's port
             procs += [Proc(r, i, e.url, pid, log) for r, i, e in comps]
         else:
@@ -187,8 +199,10 @@ async def up(loaded: LoadedCluster, cluster_file: str | os.PathLike, timeout: fl
     return procs
 
 
-def _spawn(cluster_file: str | os.PathLike, role: str, ident: int, name: str | None = None, standby: bool = False) -> tuple[int, Path]:
-    """Start ``schedlab serve ROLE --id IDENT`` in the background; its pid file and log in the run folder."""
+def _spawn(cluster_file: str | os.PathLike, role: str, ident: int, name: str | None = None, standby: bool = False,
+           netns: str | None = None) -> tuple[int, Path]:
+    """Start ``schedlab serve ROLE --id IDENT`` in the background (inside ``netns``, a testbed's host, if given:
+    ``ip netns exec`` keeps the pid); its pid file and log in the run folder."""
     d = run_dir(cluster_file)
     d.mkdir(parents=True, exist_ok=True)
     name = name or f"{role}-{ident}"
@@ -196,7 +210,7 @@ def _spawn(cluster_file: str | os.PathLike, role: str, ident: int, name: str | N
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     with open(log, "ab") as out:
         child = subprocess.Popen(
-            [sys.executable, "-m", "schedlab", "serve", role, "--cluster", str(cluster_file), "--id", str(ident), *(["--standby"] if standby else [])],
+            [*(["ip", "netns", "exec", netns] if netns else []), sys.executable, "-m", "schedlab", "serve", role, "--cluster", str(cluster_file), "--id", str(ident), *(["--standby"] if standby else [])],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env,
         )
     (d / f"{name}.pid").write_text(f"{child.pid}\n")
@@ -215,7 +229,10 @@ def spawn_standby(cluster_file: str | os.PathLike, lm: int) -> int:
     if name is None:
         raise InputError(str(cluster_file), f"LM {lm} has an active and a standby process already")
     (d / f"{name}.pid").unlink(missing_ok=True)
-    pid, _log = _spawn(cluster_file, "lm", lm, name=name, standby=True)
+    from schedlab.services.clusterfile import load_cluster
+
+    netns = load_cluster(cluster_file).spec.lms[lm].netns  # the standby runs on its LM's host
+    pid, _log = _spawn(cluster_file, "lm", lm, name=name, standby=True, netns=netns)
     return pid
 
 
@@ -249,9 +266,9 @@ async def restart(loaded: LoadedCluster, cluster_file: str | os.PathLike, role: 
     if ep is None:
         raise InputError(str(cluster_file), f"no {role} {ident} in this cluster")
     deadline = time.monotonic() + 5.0
-    while not _port_free(ep.host, ep.port) and time.monotonic() < deadline:  # the dead process's socket
+    while ep.netns is None and not _port_free(ep.host, ep.port) and time.monotonic() < deadline:  # the dead process's socket
         await asyncio.sleep(0.05)
-    pid, log = _spawn(cluster_file, role, ident)
+    pid, log = _spawn(cluster_file, role, ident, netns=ep.netns)
     proc = Proc(role, ident, ep.url, pid, log)
     await _wait_healthy(loaded, cluster_file, [proc], timeout)
     return proc
@@ -278,8 +295,12 @@ async def _wait_healthy(loaded: LoadedCluster, cluster_file: str | os.PathLike, 
                 await asyncio.sleep(0.1)
 
 
-async def down(loaded: LoadedCluster, cluster_file: str | os.PathLike, quiet: bool = False, delete_queues: bool = True) -> list[str]:
-    """Stop every process of the cluster's run directory; returns what was stopped."""
+async def down(loaded: LoadedCluster, cluster_file: str | os.PathLike, quiet: bool = False, delete_queues: bool = True,
+               removed: list[str] | None = None) -> list[str]:
+    """Stop every process of the cluster's run directory; returns what was stopped.
+
+    A testbed's namespaces and bridge, removed too, are added to ``removed``.
+    """
     d = run_dir(cluster_file)
     stopped = []
     pids = {}
@@ -301,6 +322,13 @@ async def down(loaded: LoadedCluster, cluster_file: str | os.PathLike, quiet: bo
                 os.killpg(pid, signal.SIGKILL)
     for _pid, f in pids.values():
         f.unlink(missing_ok=True)
+    if loaded.spec.testbed is not None:  # its broker's data, and so the cluster's queues, go with it
+        from schedlab.services.testbed import lifecycle
+
+        gone = lifecycle.stop(loaded, d)
+        if removed is not None:
+            removed += gone
+        return stopped
     if delete_queues:
         await delete_cluster_queues(loaded)
     return stopped

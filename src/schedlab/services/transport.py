@@ -486,7 +486,9 @@ class Router:
     async def _post(self, url: str, packed: list[Any], timeout: float = HTTP_TIMEOUT, tries: int = HTTP_RETRIES) -> tuple[list, str]:
         """Post ``packed``: ``(replies, outcome)``, outcome ``ok``, ``stale`` (the peer refused it unread: too
         old, or meant for another process), ``refused`` (refused unread for any other reason: a bug or a
-        mismatch of cluster files) or ``unreachable`` (no answer after ``tries`` tries)."""
+        mismatch of cluster files), ``reply refused`` (the peer's answer failed authentication — a clock off by
+        more than the signatures' window, say: the peer may have acted on the request) or ``unreachable``
+        (no answer after ``tries`` tries)."""
         assert self.rt is not None and self.http is not None
         n = len(packed)
         delay = 0.05
@@ -505,10 +507,10 @@ class Router:
             if status == 200:
                 self.counters["local_requests" if url in getattr(self.http, "local", ()) else "http_requests"] += 1
                 return payload, "ok"
-            if status == REPLY_REFUSED:
+            if status == REPLY_REFUSED:  # the peer read it and may have acted on it: in doubt, not refused
                 self.counters["http_replies_refused"] += 1
                 log.error("%s: reply refused (%s)", url, payload)
-                return [], "refused"
+                return [], "reply refused"
             if status == 409:  # fenced: refused unread (too old for the peer, or meant for another process)
                 self.counters["http_stale"] += n
                 return [], "stale"

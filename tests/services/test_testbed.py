@@ -1,0 +1,223 @@
+"""The emulated multi-host testbed: namespaces, links, the relay's delay, faults on the network, and clean removal.
+
+The tests that make namespaces need root, ``ip``, ``nft`` and Debian's
+``rabbitmq-server`` (the testbed's broker runs on a host of its own); without
+them they skip with the reason, except under CI, where they must run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from schedlab.cli import main
+from schedlab.errors import InputError
+from schedlab.services import supervise
+from schedlab.services.client import replay
+from schedlab.services.clusterfile import load_cluster, parse_cluster, render_cluster
+from schedlab.services.remote import RemoteCluster
+from schedlab.services.testbed import addresses
+from schedlab.services.testbed.netns import Testbed as HostsOf
+from schedlab.services.testbed.netns import list_netns, require_privileges
+from schedlab.services.testbed.network import Network
+from tests.services.helpers import assert_valid_schedule
+from tests.services.test_cluster import job
+
+
+def _testbed_problem() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (network namespaces)"
+    for tool in ("ip", "nft", "tc"):
+        if shutil.which(tool) is None:
+            return f"`{tool}` is missing (apt-get install iproute2 nftables)"
+    if not os.path.exists("/usr/lib/rabbitmq/bin/rabbitmq-server"):
+        return "Debian's rabbitmq-server is missing (the testbed's broker)"
+    r = subprocess.run(["ip", "netns", "add", "sl-probe"], capture_output=True, text=True)
+    subprocess.run(["ip", "netns", "delete", "sl-probe"], capture_output=True)
+    if r.returncode != 0:
+        return f"cannot make a network namespace: {r.stderr.strip()}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def can_netns() -> None:
+    problem = _testbed_problem()
+    if problem is not None:
+        msg = f"the testbed {problem}"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+
+
+# -- the cluster file (no root needed) ---------------------------------------------------------
+
+
+def test_init_netns_gives_each_component_a_host_in_the_benchmarking_range():
+    text = render_cluster(name="demo", gms=2, lms=2, workers=32, hosts_per_lm=2, netns=True)
+    loaded = parse_cluster(text)
+    spec = loaded.spec
+    net = ipaddress.ip_network(spec.testbed.subnet)
+    assert net.subnet_of(ipaddress.ip_network("198.18.0.0/15"))
+    eps = [ep for _w, ep in spec.endpoints()]
+    assert len(eps) == 2 + 2 + 4
+    assert len({ep.host for ep in eps} | {spec.testbed.broker.host}) == len(eps) + 1
+    assert len({ep.netns for ep in eps} | {spec.testbed.broker.netns}) == len(eps) + 1
+    assert all(ipaddress.ip_address(ep.host) in net for ep in eps)
+    assert loaded.broker == f"amqp://guest:guest@{spec.testbed.broker.host}:5672/"
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (("subnet: 198.18.", "subnet: 10.0."), "outside the benchmarking range"),
+    (("  default: {delay: 0.5ms}", "  default: {delay: fast}"), "network.default.delay: a time such as 25ms"),
+    (("  default: {delay: 0.5ms}", "  gm0-lm9x: {loss: 1%}"), "unknown host name"),
+    (("  default: {delay: 0.5ms}", "  default: {loss: 120%}"), "between 0 and 100 %"),
+])
+def test_a_bad_testbed_section_is_one_line_naming_the_field(change, message):
+    text = render_cluster(name="demo", gms=1, lms=1, workers=4, netns=True).replace(*change)
+    with pytest.raises(InputError) as e:
+        parse_cluster(text, "demo.yaml")
+    assert message in str(e.value) and "demo.yaml" in str(e.value)
+
+
+def test_netns_without_a_testbed_and_two_components_on_one_host_are_refused():
+    plain = render_cluster(name="demo", gms=1, lms=1, workers=4)
+    with pytest.raises(InputError, match="add a testbed section"):
+        parse_cluster(plain.replace("port: 7100}", "port: 7100, netns: sl-x}"), "c.yaml")
+    text = render_cluster(name="demo", gms=2, lms=1, workers=4, netns=True)
+    spec = parse_cluster(text).spec
+    a, b = spec.gms[0], spec.gms[1]
+    with pytest.raises(InputError, match="share the namespace"):
+        parse_cluster(text.replace(f"netns: {b.netns}", f"netns: {a.netns}"), "c.yaml")
+
+
+def test_link_properties_take_the_most_specific_entry():
+    net = Network({"default": {"delay": "0.5ms", "loss": "1%"}, "gm-lm": {"delay": "25ms", "jitter": "2ms"},
+                   "broker": {"delay": "2ms"}, "lm1-gm0": {"loss": 0.1}})
+    assert net.link("gm0", "lm0").delay == 0.025 and net.link("lm0", "gm1").jitter == 0.002
+    assert net.link("gm0", "lm1").loss == 0.1 and net.link("gm1", "lm1").loss == 0.01
+    assert net.link("h3", "broker").delay == 0.002 and net.link("h3", "lm0").delay == 0.0005
+
+
+def test_the_hosts_rules_redirect_to_the_relay_and_drop_each_destinations_loss(tmp_path):
+    text = render_cluster(name="rules", gms=1, lms=1, workers=4, netns=True).replace("  default: {delay: 0.5ms}", "  lm-host: {loss: 2%}")
+    loaded = parse_cluster(text)
+    tb = HostsOf(loaded, tmp_path)
+    lm, host, gm = tb.by_name["lm0"], tb.by_name["h0"], tb.by_name["gm0"]
+    rules = tb.nft_rules(lm)
+    assert "redirect to :15353" in rules and f"ip daddr != {tb.subnet} return" in rules
+    assert f"ip daddr {host.address} numgen random mod 1000000 < 20000 drop" in rules
+    assert gm.address not in rules.split("chain links")[1]
+    assert len(tb.veth_names()) == len({*tb.veth_names()}) and all(len(n) <= 15 for n in [*tb.veth_names(), tb.bridge])
+
+
+def test_without_root_the_testbed_says_so_in_one_line(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(InputError, match="needs root"):
+        require_privileges()
+
+
+def test_subnets_fit_the_hosts_and_stay_in_the_range():
+    assert addresses.allocate_subnet("a", 123).prefixlen == 24
+    big = addresses.allocate_subnet("a", 600)
+    assert big.prefixlen == 22 and big.subnet_of(addresses.BENCH)
+
+
+# -- a running testbed ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def testbed(can_netns, tmp_path_factory):
+    """A 2 GM x 2 LM x 4-host testbed cluster (10 ms one way between GMs and LMs), up for the module's tests."""
+    d = tmp_path_factory.mktemp("testbed")
+    name = f"tb{secrets.token_hex(3)}"
+    text = render_cluster(name=name, gms=2, lms=2, workers=12, hosts_per_lm=2, heartbeat=0.2, netns=True)
+    text = text.replace("  default: {delay: 0.5ms}", "  default: {delay: 0.2ms}\n  gm-lm: {delay: 10ms}")
+    path = d / "cluster.yaml"
+    path.write_text(text)
+    loaded = load_cluster(path)
+    try:
+        asyncio.run(supervise.up(loaded, path, timeout=90))
+        yield loaded, path
+    finally:
+        asyncio.run(supervise.down(loaded, path))
+        assert not [n for n in list_netns() if n.startswith(f"sl-{name}-")]
+
+
+def _in_netns(netns: str, code: str) -> str:
+    return subprocess.run(["ip", "netns", "exec", netns, sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          timeout=60).stdout
+
+
+def test_a_gm_reaches_an_lm_through_the_links_delay(testbed):
+    loaded, _path = testbed
+    gm, lm = loaded.spec.gms[0], loaded.spec.lms[0]
+    code = (f"import socket, time\nts = []\nfor _ in range(5):\n    s = socket.create_connection(('{lm.host}', {lm.port}))\n"
+            f"    t = time.perf_counter(); s.sendall(b'GET /v1/health HTTP/1.0\\r\\n\\r\\n'); s.recv(1)\n"
+            f"    ts.append(time.perf_counter() - t); s.close()\nprint(sorted(ts)[2])")
+    rtt = float(_in_netns(gm.netns, code))
+    assert 0.020 <= rtt < 0.2, rtt  # 10 ms each way, through the relay
+
+
+def test_a_replay_on_the_testbed_runs_every_task_exactly_once(testbed):
+    loaded, _path = testbed
+    trace = [job(0.05 * i, [0.05, 0.1, 0.05], [0, 0, 0]) for i in range(30)]
+
+    async def body():
+        async with RemoteCluster(loaded) as rc:
+            return await replay(rc, trace, constraints=False, timeout=90)
+
+    result = asyncio.run(body())
+    assert_valid_schedule(result, loaded.cluster)
+    assert result.summary["tasks"] == 90
+    # a GM's launch request crosses a 10 ms link both ways
+    assert result.summary["allocation_time"]["p50"] >= 0.02
+
+
+def test_chaos_on_the_testbed_partitions_loses_and_delays_and_skews_without_losing_a_task(testbed, capsys, tmp_path):
+    """Every network fault, and clocks off beyond the signatures' window (45 s ahead) and within it (20 s behind):
+    each once failed here (a refused answer taken for a refused request: tasks run twice; broker messages with a
+    stale time dropped, and a GM's report stamped before its end: tasks never reported)."""
+    loaded, path = testbed
+    trace = tmp_path / "t.tr"
+    trace.write_text("".join(f"{0.2 * i:.2f} 4 0.175 0.1 0.2 0.1 0.3\n" for i in range(200)))  # 40 s of arrivals
+    summary = tmp_path / "chaos.json"
+    rc = main(["chaos", "--cluster", str(path), "--trace", str(trace), "--partition", "gm-lm", "--partition-oneway", "lm>host",
+               "--loss", "5%", "--delay", "30ms", "--clock-skew", "gm0:45", "--clock-skew", "gm1:-20", "--kill", "lm", "--every", "1", "--heal-after", "1",
+               "--restart-after", "0.5", "--seed", "3", "--no-constraints", "--timeout", "120", "--summary-json", str(summary)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    s = json.loads(summary.read_text())
+    assert s["chaos"]["ok"] and s["counters"]["tasks_unfinished"] == 0
+    kinds = {f["kind"] for f in s["chaos"]["faults"]}
+    assert kinds == {"partition", "oneway", "loss", "delay", "clock-skew"}, s["chaos"]["faults"]
+    assert s["chaos"]["kills"] and s["tasks"] == 800
+    assert {tuple(f["hosts"]) for f in s["chaos"]["faults"] if f["kind"] == "clock-skew"} == {("gm 0",), ("gm 1",)}
+    # nothing of a fault outlives the campaign
+    tb = HostsOf(loaded, supervise.run_dir(path))
+    for h in tb.hosts:
+        chain = subprocess.run([*tb.prefix(h), "nft", "list", "chain", "ip", "schedlab", "faults"], capture_output=True, text=True).stdout
+        assert "drop" not in chain
+    assert not list(supervise.run_dir(path).glob("*.clock")) and not (supervise.run_dir(path) / "network.json").exists()
+
+
+def test_down_after_a_crashed_up_removes_everything(can_netns, tmp_path):
+    name = f"tc{secrets.token_hex(3)}"
+    path = tmp_path / "c.yaml"
+    path.write_text(render_cluster(name=name, gms=1, lms=1, workers=2, netns=True))
+    loaded = load_cluster(path)
+    tb = HostsOf(loaded, supervise.run_dir(path))
+    tb.create()  # as an `up` killed before it started anything
+    with pytest.raises(InputError, match="exists already"):
+        asyncio.run(supervise.up(loaded, path, timeout=30))
+    assert main(["cluster", "down", str(path)]) == 0
+    assert not [n for n in list_netns() if n.startswith(f"sl-{name}-")]
+    assert subprocess.run(["ip", "link", "show", "dev", tb.bridge], capture_output=True).returncode != 0
+    assert main(["cluster", "down", str(path)]) == 0  # again: nothing to do, no error
