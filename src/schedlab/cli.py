@@ -217,6 +217,11 @@ def simulate(
     finally:
         progress.close()
     s = result.summary
+    _say_dropped(result, {
+        "constraints": "the trace's own constraints on these machines" if cfg.data_center_from is not None
+        else "--no-constraints draws none" if cfg.constraints else "the trace's constraints",
+        "request": "--requests sets the requests; the data center sets the capacities",
+    })  # fmt: skip
     if not quiet:
         out.print(summary_table(s))
         c = s["counters"]
@@ -233,6 +238,15 @@ def simulate(
             result.save(out_dir, formats)
         if summary_json is not None:
             write_json(summary_json, s)
+
+
+def _say_dropped(result: Any, fixes: dict[str, str]) -> None:
+    """One line on stderr when the run dropped tasks as unsatisfiable (even with --quiet: nothing is dropped silently)."""
+    from schedlab.dropped import drop_line
+
+    line = drop_line(result.extra["dropped"], result.summary["counters"]["trace_tasks"], fixes)
+    if line is not None:
+        err.print(line, highlight=False, soft_wrap=True)
 
 
 @app.command("schedulers")

@@ -223,7 +223,8 @@ def submit_cmd(
     speedup: Annotated[float, typer.Option("--speedup", help="Replay K times faster (arrivals and durations divided by K).")] = 1.0,
     task: Annotated[str, typer.Option("--task", help="What each trace task runs: sleep (its duration) or cpu (burns it).")] = "sleep",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the request draws (multi-resource).")] = 0,
-    constraints: Annotated[bool, typer.Option("--constraints/--no-constraints", help="Synthesise task constraints as the papers do.")] = True,
+    constraints: Annotated[str, typer.Option("--constraints", help="Task constraints: paper (drawn as the papers do), none, or auto: paper only if some worker of the cluster declares a machine constraint.")] = "auto",
+    no_constraints: Annotated[bool, typer.Option("--no-constraints", help="Same as --constraints none.")] = False,
     embedded: Annotated[bool, typer.Option("--embedded", help="Run the cluster of the file inside this process (no broker, no other process).")] = False,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Give up waiting for completions after this many seconds.")] = None,
     summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the summary JSON (the same schema as `schedlab simulate`).", callback=output_file)] = None,
@@ -249,7 +250,10 @@ def submit_cmd(
         raise InputError("--cpus", f"must be > 0, got {cpus}")
     if timeout is not None and not timeout > 0:
         raise InputError("--timeout", f"must be > 0, got {timeout}")
-    _load(cluster)  # a bad file is one line before anything starts
+    from schedlab.services.client import draws_constraints
+
+    loaded = _load(cluster)  # a bad file is one line before anything starts
+    draw = draws_constraints(loaded.cluster, "none" if no_constraints else constraints)
     if command is not None:
         o = asyncio.run(_adhoc(cluster, command, shell, cpus, constraint or [], embedded, timeout))
         print(f"status {o.get('status')}  exit {o.get('exit_code')}  worker {o['worker']}  "
@@ -263,8 +267,9 @@ def submit_cmd(
             raise typer.Exit(1)
         return
     assert trace is not None  # exactly one of --trace and --command, and --command has returned
-    result = asyncio.run(_replay(cluster, trace, max_jobs, speedup, task, cpus, seed, constraints, embedded, timeout))
+    result = asyncio.run(_replay(cluster, trace, max_jobs, speedup, task, cpus, seed, draw, embedded, timeout))
     s = result.summary
+    _say_dropped(result, draw, constraints != "paper" and not no_constraints)
     if not quiet:
         out.print(summary_table(s))
         c = s["counters"]
@@ -281,6 +286,20 @@ def submit_cmd(
     if s["counters"]["tasks_unfinished"]:
         err.print(f"{s['counters']['tasks_unfinished']} task(s) did not finish", highlight=False)
         raise typer.Exit(1)
+
+
+def _say_dropped(result: Any, drew: bool, auto: bool) -> None:
+    """One line on stderr when the replay dropped tasks as unsatisfiable (even with --quiet)."""
+    from schedlab.dropped import drop_line
+
+    why = "drawn with the papers' statistics"
+    if drew and auto:
+        why += ", as the cluster's workers declare machine constraints"
+    fixes = {"constraints": (f"{why}; --constraints none draws none" if drew else "the trace's own constraints"),
+             "request": "the cluster file's capacities are smaller than these requests"}
+    line = drop_line(result.extra["dropped"], result.summary["counters"]["trace_tasks"], fixes)
+    if line is not None:
+        err.print(line, highlight=False)
 
 
 def chaos_cmd(
