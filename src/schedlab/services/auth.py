@@ -69,6 +69,14 @@ def derive_key(secret: str) -> bytes:
     return hashlib.sha256(secret.encode("utf-8")).digest()
 
 
+def metrics_token(secret: str) -> str:
+    """The bearer token of every node's ``/metrics``: HMAC-SHA256(key, "schedlab-metrics/1"), hex.
+
+    Derived, not the secret itself: a scraper holding it can read metrics and
+    nothing else (it cannot sign a message)."""
+    return hmac.new(derive_key(secret), b"schedlab-metrics/1", hashlib.sha256).hexdigest()
+
+
 def _mac(key: bytes, sender: str, stamp: str, nonce: str, body: bytes) -> str:
     msg = b"".join((_DOMAIN, sender.encode(), b"\n", stamp.encode(), b"\n", nonce.encode(), b"\n", body))
     return hmac.digest(key, msg, "sha256").hex()  # OpenSSL's one-shot HMAC (hmac.new builds a Python object)

@@ -120,6 +120,35 @@ def up_cmd(
         err.print(f"stopped {len(stopped)} processes", highlight=False)
 
 
+@cluster_app.command("metrics")
+def metrics_cmd(
+    path: Annotated[Path, typer.Argument(help="Cluster file.")],
+    token_only: Annotated[bool, typer.Option("--token", help="Print only the bearer token.")] = False,
+) -> None:
+    """Print a Prometheus scrape configuration for every node's /metrics (with the bearer token derived from the secret).
+
+    Example: schedlab cluster metrics demo.yaml >> prometheus.yml   (keep it private: the token reads metrics)
+    """
+    from schedlab.services.auth import metrics_token
+    from schedlab.services.clusterfile import require_secret
+
+    loaded = _load(path)
+    token = metrics_token(require_secret(loaded))
+    if token_only:
+        print(token)
+        return
+    spec = loaded.spec
+    urls = [e.url for e in (*spec.gms, *spec.lms)] + [loaded.hosts[h][1].url for h in sorted(loaded.hosts)]
+    targets = [u.split("://", 1)[1] for u in urls]
+    print("scrape_configs:")
+    print(f"  - job_name: schedlab-{loaded.name}")
+    print("    authorization:")
+    print("      type: Bearer")
+    print(f"      credentials: {token}")
+    print("    static_configs:")
+    print(f"      - targets: [{', '.join(repr(t) for t in targets)}]")
+
+
 @cluster_app.command("status")
 def status_cmd(
     path: Annotated[Path, typer.Argument(help="Cluster file.")],

@@ -30,6 +30,7 @@ from schedlab.services.records import EventObserver
 from schedlab.services.recovery import DurableJobs, GMRecovery
 from schedlab.services.runtime import ServiceRuntime
 from schedlab.services.tasks import RecentIds, TaskStore
+from schedlab.services.timings import ComponentTimer
 from schedlab.services.wire import Frame
 from schedlab.sim.runtime import Component
 from schedlab.workers.protocol import TasksFinished
@@ -83,6 +84,7 @@ class GMNode(ServiceNode):
         self.recovery: GMRecovery | None = None
         self.links: LaunchLinks | None = None
         self.publisher: RecordsPublisher | None = None
+        self.timer: ComponentTimer | None = None
 
     def build(self) -> None:
         from schedlab.services.assembly import build_gm
@@ -90,7 +92,9 @@ class GMNode(ServiceNode):
         env, rt, plan, p = self.env, self.rt, self.plan, self.plan.params
         publisher = self.publisher = RecordsPublisher(rt, self.broker)
         self.broker.at_flush = publisher.at_flush  # a consumed message is acknowledged once its output reached the broker
-        gm = self.gm = self.component = build_gm(self.id, rt, plan, self.store, EventObserver(publisher.emit))
+        store = self.store
+        self.timer = ComponentTimer(publisher.emit, store.arrival.get)  # spans of allocation time, for /metrics
+        gm = self.gm = self.component = build_gm(self.id, rt, plan, self.store, EventObserver(self.timer.emit))
         frontend = GMFrontend(self.id, rt, gm, self.store)
         self.placements = GMPlacements(rt, gm, publisher.emit)
         if p.shares is not None:

@@ -16,8 +16,10 @@ lm N       launch / preemption requests from GMs      ``<name>.lm.N`` (completio
 worker N   task launches and kills from its LM        —
 =========  ========================================  ==========================================
 
-Every process also answers ``GET /v1/health`` and ``GET /v1/status`` (queue
-lengths, running tasks, counters, refused input by reason).
+Every process also answers ``GET /v1/health``, ``GET /v1/status`` (queue
+lengths, running tasks, counters, refused input by reason) and ``GET /metrics``
+(the same as Prometheus text exposition, for the cluster's bearer token:
+:mod:`~.metrics`).
 
 What this module adds to the node is only IO: every HTTP request and response
 authenticated (:mod:`~.auth`) and size-limited before it is decoded, envelopes
@@ -40,7 +42,7 @@ from aiohttp import web
 from schedlab.errors import InputError
 from schedlab.schedulers.megha.gm import gm_address, lm_address
 from schedlab.services.assembly import build_node, parse_params
-from schedlab.services.auth import TIME, AuthError, Signer, Verifier
+from schedlab.services.auth import TIME, AuthError, Signer, Verifier, metrics_token
 from schedlab.services.clusterfile import LoadedCluster, require_secret
 from schedlab.services.lease import Lease, bind, lease_queue
 from schedlab.services.net import AioHttpPort, AmqpFrames, AmqpLink, Directory
@@ -90,6 +92,7 @@ class ProcessNode:
         self.amqp: AmqpLink | None = None
         self._sock: Any = None
         self.local = local  # the request handlers of the nodes this process serves (cluster up --embedded)
+        self.metrics: Any = None  # its /metrics registry (metrics.NodeMetrics), made at the first scrape
 
     # -- life cycle -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -97,6 +100,7 @@ class ProcessNode:
         secret = require_secret(loaded)
         identity = address_str(self.address)
         self.verifier = Verifier(secret)
+        self.metrics_token = metrics_token(secret)  # /metrics: a bearer token derived from the secret
         self.signer = Signer(secret, identity)
         self.amqp = AmqpLink(loaded.broker, Signer(secret, identity), Verifier(secret), self._refused_message)
         store = TaskStore()
@@ -148,6 +152,7 @@ class ProcessNode:
         app = web.Application(client_max_size=MAX_MESSAGE_BYTES)
         app.router.add_get("/v1/health", self._health)
         app.router.add_get("/v1/status", self._status)
+        app.router.add_get("/metrics", self._metrics)
         app.router.add_post("/v1/message", self._message)
         self.runner = web.AppRunner(app, access_log=None)
         await self.runner.setup()
@@ -194,6 +199,19 @@ class ProcessNode:
 
     async def _health(self, request: Any) -> Any:
         return web.json_response({"ok": True, "role": self.role, "id": self.id, "cluster": self.loaded.name, "pid": os.getpid()})
+
+    async def _metrics(self, request: Any) -> Any:
+        """Prometheus text exposition (:mod:`~.metrics`), for the cluster's bearer token only."""
+        if self.metrics is None:
+            from schedlab.services.metrics import NodeMetrics, node_collector
+
+            self.metrics = NodeMetrics(node_collector(self.loaded.name, self.role, self.id, self.status, self.node), self.metrics_token)
+        if not self.metrics.authorized(request.headers.get("Authorization")):
+            assert self.node is not None
+            text = self.node.refusals.refuse("unauthenticated", "/metrics without the cluster's bearer token", request.remote or "unknown")
+            return web.Response(status=401, text=text + "\n", headers={"WWW-Authenticate": "Bearer"})
+        body, content_type = self.metrics.exposition()
+        return web.Response(body=body, headers={"Content-Type": content_type})
 
     async def _status(self, request: Any) -> Any:
         refusal = self._authenticate(request, b"")
