@@ -255,14 +255,14 @@ def submit_cmd(
     constraints: Annotated[str, typer.Option("--constraints", help="Task constraints: paper (drawn as the papers do), none, or auto: paper only if some worker of the cluster declares a machine constraint.")] = "auto",
     no_constraints: Annotated[bool, typer.Option("--no-constraints", help="Same as --constraints none.")] = False,
     embedded: Annotated[bool, typer.Option("--embedded", help="Run the cluster of the file inside this process (no broker, no other process).")] = False,
-    timeout: Annotated[float | None, typer.Option("--timeout", help="Give up waiting for completions after this many seconds.")] = None,
+    timeout: Annotated[str, typer.Option("--timeout", help="Give up waiting for completions after this many seconds; auto: twice the replay's estimated wall time plus a minute; 0: never.")] = "auto",
     summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the summary JSON (the same schema as `schedlab simulate`).", callback=output_file)] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Write tasks, jobs, utilization tables and summary.json here.", callback=output_dir)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
 ) -> None:
     """Replay a trace against a live cluster (or run one ad-hoc command) and print the summary.
 
-    Example: schedlab submit --cluster demo.yaml --trace google --max-jobs 100 --speedup 10 --summary-json real.json
+    Example: schedlab submit --cluster demo.yaml --trace google --max-jobs 40 --speedup 20000 --summary-json real.json
     """
     from schedlab.cliutil import summary_table
 
@@ -277,14 +277,13 @@ def submit_cmd(
         raise InputError("--task", f"unknown task kind {task!r} (choose from sleep, cpu)")
     if not cpus > 0:
         raise InputError("--cpus", f"must be > 0, got {cpus}")
-    if timeout is not None and not timeout > 0:
-        raise InputError("--timeout", f"must be > 0, got {timeout}")
+    wait = _timeout(timeout)
     from schedlab.services.client import draws_constraints
 
     loaded = _load(cluster)  # a bad file is one line before anything starts
     draw = draws_constraints(loaded.cluster, "none" if no_constraints else constraints)
     if command is not None:
-        o = asyncio.run(_adhoc(cluster, command, shell, cpus, constraint or [], embedded, timeout))
+        o = asyncio.run(_adhoc(cluster, command, shell, cpus, constraint or [], embedded, None if wait == "auto" else cast(float | None, wait)))
         print(f"status {o.get('status')}  exit {o.get('exit_code')}  worker {o['worker']}  "
               f"allocation {o['allocation_time'] * 1e3:.1f} ms  ran {o.get('wall_seconds', float('nan')):.2f} s")
         for key in ("stdout_tail", "stderr_tail"):
@@ -296,7 +295,11 @@ def submit_cmd(
             raise typer.Exit(1)
         return
     assert trace is not None  # exactly one of --trace and --command, and --command has returned
-    result = asyncio.run(_replay(cluster, trace, max_jobs, speedup, task, cpus, seed, draw, embedded, timeout))
+    bar = ReplayBar(speedup, enabled=not quiet)
+    try:
+        result = asyncio.run(_replay(cluster, trace, max_jobs, speedup, task, cpus, seed, draw, embedded, wait, bar))
+    finally:
+        bar.close()
     s = result.summary
     _say_dropped(result, draw, constraints != "paper" and not no_constraints)
     if not quiet:
@@ -304,6 +307,11 @@ def submit_cmd(
         c = s["counters"]
         out.print(f"jobs {s['jobs']}  tasks {s['tasks']}  unfinished {c['tasks_unfinished']}  inconsistencies {c.get('inconsistencies', 0)}  "
                   f"repartitions {c.get('repartitions', 0)}  transport {s['runtime']['transport']}  wall {s['wall_seconds']:.2f}s", highlight=False)
+    rt = s["runtime"]
+    if rt["stopped"]:
+        err.print(f"stopped after {s['wall_seconds']:.1f} s: {rt['jobs_submitted']} of {rt['jobs_total']} "
+                  f"jobs submitted, {s['tasks'] - s['counters']['tasks_unfinished']} of their {s['tasks']} tasks completed, "
+                  f"{s['counters']['tasks_unfinished']} unfinished (the summary above is of what was submitted)", highlight=False)
     from schedlab.atomic import all_or_nothing
     from schedlab.metrics.export import write_json
 
@@ -312,8 +320,11 @@ def submit_cmd(
             result.save(out_dir)
         if summary_json is not None:
             write_json(summary_json, s)
+    if rt["stopped"]:
+        raise typer.Exit(130)
     if s["counters"]["tasks_unfinished"]:
-        err.print(f"{s['counters']['tasks_unfinished']} task(s) did not finish", highlight=False)
+        err.print(f"{s['counters']['tasks_unfinished']} task(s) did not finish"
+                  + (f" within --timeout {rt['timeout']:.0f} s" if rt.get("timeout") else ""), highlight=False)
         raise typer.Exit(1)
 
 
@@ -390,12 +401,80 @@ def _gm_recovery(r: dict) -> str:
             f"{r['tasks_found_completed']} completed, {r['tasks_requested_again']} requested again")
 
 
+def _timeout(text: str) -> float | str | None:
+    """``--timeout``: seconds, ``auto`` or 0 (never: None)."""
+    if text == "auto":
+        return "auto"
+    try:
+        v = float(text)
+    except ValueError:
+        raise InputError("--timeout", f"expected seconds, auto or 0, got {text!r}") from None
+    if not v >= 0:
+        raise InputError("--timeout", f"must be >= 0, got {text}")
+    return v or None
+
+
+class ReplayBar:
+    """What a person sees of a replay: its estimate first (one line), then a progress bar on a terminal
+    (jobs submitted, tasks done, allocation p50 over the last minute, ETA in wall time)."""
+
+    def __init__(self, speedup: float, enabled: bool) -> None:
+        self.speedup = speedup
+        self.enabled = enabled
+        self.said = False
+        self.bar: Any = None
+        self.task: Any = None
+
+    def __call__(self, p: Any) -> None:
+        if not self.enabled:
+            return
+        if not self.said:
+            self.said = True
+            if p.estimate is not None:
+                err.print(f"replaying {p.jobs_total:,} jobs: about {_duration(p.estimate)} of wall time at --speedup {self.speedup:g} "
+                          "(plus queueing); Ctrl-C stops and prints what completed", highlight=False)
+            if err.is_terminal:
+                from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+                self.bar = Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(),
+                                    TextColumn("jobs  {task.fields[tasks]} tasks done  allocation p50 {task.fields[p50]}  ETA {task.fields[eta]}"),
+                                    console=err, transient=True)
+                self.task = self.bar.add_task("replay", total=p.jobs_total, tasks="0", p50="-", eta="-")
+                self.bar.start()
+        if self.bar is not None:
+            self.bar.update(self.task, completed=p.jobs_submitted, tasks=f"{p.tasks_done:,}/{p.tasks_submitted:,}",
+                            p50="-" if p.allocation_p50 is None else f"{p.allocation_p50 * 1e3:.1f} ms",
+                            eta="-" if p.eta is None else _duration(p.eta))
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600} h {s % 3600 // 60:02d} min" if s >= 3600 else f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
+
+
 async def _replay(path: Path, trace: str, max_jobs: int | None, speedup: float, task: str, cpus: float, seed: int, constraints: bool,
-                  embedded: bool, timeout: float | None) -> Any:
+                  embedded: bool, timeout: float | str | None, progress: Any = None) -> Any:
+    """The replay, stopped (with its partial result) on SIGINT or SIGTERM."""
+    import signal
+
     from schedlab.services.client import Client
 
-    async with Client(path, embedded=embedded) as c:
-        return await c.replay(trace, max_jobs=max_jobs, speedup=speedup, task=task, cpus=cpus, seed=seed, constraints=constraints, timeout=timeout)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        async with Client(path, embedded=embedded) as c:
+            return await c.replay(trace, max_jobs=max_jobs, speedup=speedup, task=task, cpus=cpus, seed=seed, constraints=constraints,
+                                  timeout=timeout, progress=progress, stop=stop)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
 
 
 async def _adhoc(path: Path, command: str, shell: bool, cpus: float, constraint: list[int], embedded: bool, timeout: float | None) -> dict:
