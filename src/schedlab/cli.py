@@ -47,6 +47,8 @@ from schedlab.locality.cli import app as _locality_app
 from schedlab.run_config import RunConfig, option_name
 from schedlab.services.cli import chaos_cmd as _chaos_cmd
 from schedlab.services.cli import cluster_app as _cluster_app
+from schedlab.services.cli import job_app as _job_app
+from schedlab.services.cli import jobs_cmd as _jobs_cmd
 from schedlab.services.cli import serve_cmd as _serve_cmd
 from schedlab.services.cli import submit_cmd as _submit_cmd
 from schedlab.services.dst.cli import dst_cmd as _dst_cmd
@@ -72,6 +74,8 @@ app.add_typer(_cluster_app, name="cluster")
 app.command("serve")(_serve_cmd)
 app.command("submit")(_submit_cmd)
 app.command("chaos")(_chaos_cmd)
+app.command("jobs")(_jobs_cmd)
+app.add_typer(_job_app, name="job")
 app.command("dst")(_dst_cmd)
 
 # Piped output gets a fixed, roomy width so tables are never cut to 80 columns.

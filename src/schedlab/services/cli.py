@@ -259,6 +259,7 @@ def submit_cmd(
     summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the summary JSON (the same schema as `schedlab simulate`).", callback=output_file)] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Write tasks, jobs, utilization tables and summary.json here.", callback=output_dir)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
+    detach: Annotated[bool, typer.Option("--detach", help="Submit every job now (trace arrival times are not waited for), print their ids one per line and return; follow them with `schedlab jobs`.")] = False,
 ) -> None:
     """Replay a trace against a live cluster (or run one ad-hoc command) and print the summary.
 
@@ -282,6 +283,13 @@ def submit_cmd(
 
     loaded = _load(cluster)  # a bad file is one line before anything starts
     draw = draws_constraints(loaded.cluster, "none" if no_constraints else constraints)
+    if detach:
+        if embedded:
+            raise InputError("--detach", "needs a running cluster (not --embedded: it ends with this process)")
+        ids = asyncio.run(_detached(loaded, trace, command, shell, cpus, constraint or [], max_jobs, draw, seed))
+        for jid in ids:
+            print(jid)
+        return
     if command is not None:
         o = asyncio.run(_adhoc(cluster, command, shell, cpus, constraint or [], embedded, None if wait == "auto" else cast(float | None, wait)))
         print(f"status {o.get('status')}  exit {o.get('exit_code')}  worker {o['worker']}  "
@@ -401,6 +409,109 @@ def _gm_recovery(r: dict) -> str:
             f"{r['tasks_found_completed']} completed, {r['tasks_requested_again']} requested again")
 
 
+async def _detached(loaded: Any, trace: str | None, command: str | None, shell: bool, cpus: float, constraint: list[int],
+                    max_jobs: int | None, draw: bool, seed: int) -> list[int]:
+    """``submit --detach``: the trace's jobs, or the command as a one-task job, submitted now (:mod:`~.jobs`)."""
+    import itertools
+
+    from schedlab.services.execution import TaskSpec
+    from schedlab.services.jobs import submit_detached
+    from schedlab.workload.trace import TraceJob, read_trace
+
+    if command is not None:
+        argv = _argv(command, shell)
+        mask = sum(1 << c for c in set(constraint))
+        spec = TaskSpec(kind="command", argv=argv, shell=shell, cpus=cpus)
+        cl = loaded.cluster
+        request: list[tuple[float, ...] | None] | None = None if cl.slot_mode else [tuple([cpus] + [0.0] * (len(cl.resources) - 1))]
+        ids, _prep = await submit_detached(loaded, [TraceJob(0.0, 0.0, [0.0], masks=[mask], requests=request)], constraints=False,
+                                           spec=lambda _j, _t, _d: spec)
+        return ids
+    assert trace is not None
+    jobs = list(itertools.islice(read_trace(trace), max_jobs))
+    ids, prep = await submit_detached(loaded, jobs, constraints=draw, seed=seed)
+    from schedlab.dropped import drop_line
+
+    line = drop_line(prep.drops, prep.trace_tasks, {"constraints": "--constraints none draws none"} if draw else {})
+    if line is not None:
+        err.print(line, highlight=False)
+    return ids
+
+
+def _argv(command: str, shell: bool) -> list[str]:
+    import shlex
+
+    try:
+        argv = [command] if shell else shlex.split(command)
+    except ValueError as e:
+        raise InputError("--command", str(e)) from None
+    if not argv:
+        raise InputError("--command", "is empty")
+    return argv
+
+
+def jobs_cmd(
+    cluster: Annotated[Path, typer.Option("--cluster", "-c", help="Cluster file.")],
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON list of the jobs.")] = False,
+    state: Annotated[str | None, typer.Option("--state", help="Only jobs in this state: queued, running, done, unknown.")] = None,
+) -> None:
+    """List the cluster's jobs with their state, task counts, user and times (from the job ledger and the GMs).
+
+    Example: schedlab jobs --cluster demo.yaml --state running
+    """
+    from schedlab.services.jobs import check_state, list_jobs
+
+    check_state(state)
+    loaded = _load(cluster)
+    rows = [r for r in asyncio.run(_listing(loaded, list_jobs)) if state is None or r["state"] == state]
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    import datetime as dt
+
+    def when(t: float | None) -> str:
+        return "" if t is None else dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M:%S")
+
+    t = Table("job", "state", "tasks", "queued", "running", "completed", "user", "gm", "submitted", "ended", title=f"jobs of cluster {loaded.name}",
+              title_justify="left")
+    for r in rows:
+        t.add_row(str(r["job"]), r["state"], str(r["tasks"]), str(r["queued"]), str(r["running"]), str(r["completed"]), str(r["user"]),
+                  str(r["gm"]), when(r["submitted"]), when(r["ended"]))
+    out.print(t)
+
+
+job_app = typer.Typer(help="One job of a real cluster: its status (cancel, logs and retries are not there yet).", no_args_is_help=True)
+
+
+@job_app.command("status")
+def job_status_cmd(
+    job: Annotated[int, typer.Argument(help="Job id (as submit --detach printed it).")],
+    cluster: Annotated[Path, typer.Option("--cluster", "-c", help="Cluster file.")],
+) -> None:
+    """Print one job's state, task counts and times as JSON; exit 1 if the ledger has no such job.
+
+    Example: schedlab job status 1354873856 --cluster demo.yaml
+    """
+    from schedlab.services.jobs import list_jobs
+
+    loaded = _load(cluster)
+    rows = [r for r in asyncio.run(_listing(loaded, list_jobs)) if r["job"] == job]
+    if not rows:
+        err.print(f"no job {job} in the ledger of cluster {loaded.name}", highlight=False)
+        raise typer.Exit(1)
+    print(json.dumps(rows[0], indent=2))
+
+
+async def _listing(loaded: Any, fn: Any) -> Any:
+    from schedlab.services.net import BrokerUnreachable
+    from schedlab.services.supervise import safe_url
+
+    try:
+        return await fn(loaded)
+    except BrokerUnreachable as e:
+        raise InputError(f"broker {safe_url(e.url)}", e.reason) from None
+
+
 def _timeout(text: str) -> float | str | None:
     """``--timeout``: seconds, ``auto`` or 0 (never: None)."""
     if text == "auto":
@@ -478,16 +589,9 @@ async def _replay(path: Path, trace: str, max_jobs: int | None, speedup: float, 
 
 
 async def _adhoc(path: Path, command: str, shell: bool, cpus: float, constraint: list[int], embedded: bool, timeout: float | None) -> dict:
-    import shlex
-
     from schedlab.services.client import Client
 
-    try:
-        argv = [command] if shell else shlex.split(command)
-    except ValueError as e:
-        raise InputError("--command", str(e)) from None
-    if not argv:
-        raise InputError("--command", "is empty")
+    argv = _argv(command, shell)
     bad = [c for c in constraint if not 0 <= c <= 20]
     if bad:
         raise InputError("--constraint", f"constraint indices are 0..20, got {bad[0]}")

@@ -85,6 +85,7 @@ class GMNode(ServiceNode):
         self.links: LaunchLinks | None = None
         self.publisher: RecordsPublisher | None = None
         self.timer: ComponentTimer | None = None
+        self.job_done: Any = None  # job_done(jid): a job of this GM ended (a real process appends it to the job ledger)
 
     def build(self) -> None:
         from schedlab.services.assembly import build_gm
@@ -107,6 +108,7 @@ class GMNode(ServiceNode):
         self.jobs = DurableJobs(rt, gm, frontend, self.placements, self.store, plan.num_lms, publisher.emit,
                                 ack=lambda m: publisher.after(lambda: broker.ack(m)), questions=questions,
                                 log=lambda tids: self.log_done(log, tids), ack_log=lambda m: publisher.after(lambda: broker.ack(m)))
+        self.jobs.on_done = lambda jid: self.job_done(jid) if self.job_done is not None else None
         self.recovery = GMRecovery(rt, gm, self.placements, plan.num_lms, self.fair)
         self.links = LaunchLinks(rt, gm, self.placements, questions, self.recovery)
         router = env.router

@@ -117,6 +117,13 @@ class ProcessNode:
                       lambda name: Lease(loaded.broker, name), lambda: secrets.randbits(31), standby=self.standby,
                       lease_queue=lease_queue(loaded.name, self.id))
         node = self.node = build_node(self.role, env, self.id)
+        self.ledger: Any = None
+        if self.role == "gm":  # the job ledger (:mod:`~.ledger`): each job this GM finishes, appended
+            from schedlab.services.ledger import JobLedger
+
+            ledger = self.ledger = JobLedger(loaded.broker, loaded.name, secret, identity)
+            await ledger.connect()
+            node.job_done = lambda jid: rt.spawn(ledger.append({"kind": "ended", "job": jid, "time": rt.now(), "gm": self.id}), "job ledger")  # type: ignore[attr-defined]
         self.codec = codec
         if self.role == "lm" and self.standby:
             log.info("LM %d standby: waiting for %s", self.id, env.lease_queue)
@@ -153,6 +160,8 @@ class ProcessNode:
         app.router.add_get("/v1/health", self._health)
         app.router.add_get("/v1/status", self._status)
         app.router.add_get("/metrics", self._metrics)
+        if self.role == "gm":
+            app.router.add_get("/v1/jobs", self._jobs)
         app.router.add_post("/v1/message", self._message)
         self.runner = web.AppRunner(app, access_log=None)
         await self.runner.setup()
@@ -173,6 +182,9 @@ class ProcessNode:
             await self.router.close()
         if self.amqp is not None:
             await self.amqp.close()
+        ledger = getattr(self, "ledger", None)
+        if ledger is not None:
+            await ledger.close()
         if self.runner is None and self._sock is not None:
             with contextlib.suppress(OSError):
                 self._sock.close()
@@ -212,6 +224,15 @@ class ProcessNode:
             return web.Response(status=401, text=text + "\n", headers={"WWW-Authenticate": "Bearer"})
         body, content_type = self.metrics.exposition()
         return web.Response(body=body, headers={"Content-Type": content_type})
+
+    async def _jobs(self, request: Any) -> Any:
+        """A GM's open jobs (:meth:`~.recovery.DurableJobs.open_jobs`), for ``schedlab jobs`` (signed, like the status)."""
+        refusal = self._authenticate(request, b"")
+        if refusal is not None:
+            return refusal
+        jobs = getattr(self.node, "jobs", None)
+        return self._signed({"gm": self.id, "serving": bool(self.node and self.node.serving),
+                             "open": [] if jobs is None else jobs.open_jobs()})
 
     async def _status(self, request: Any) -> Any:
         refusal = self._authenticate(request, b"")

@@ -34,6 +34,7 @@ from urllib.parse import urlsplit, urlunsplit
 from schedlab.errors import InputError
 from schedlab.services.clusterfile import LoadedCluster
 from schedlab.services.lease import lease_queue, tokens_queue
+from schedlab.services.ledger import ledger_queue
 from schedlab.services.net import AmqpLink, BrokerUnreachable, Directory
 
 HEALTH_TIMEOUT = 60.0
@@ -313,6 +314,7 @@ async def delete_cluster_queues(loaded: LoadedCluster) -> None:
     names += [directory.queue(("done", g.id)) for g in loaded.spec.gms]  # the GMs' completion logs
     names += [directory.queue(("lm", lm.id)) for lm in loaded.spec.lms]
     names += [tokens_queue(lease_queue(loaded.name, lm.id)) for lm in loaded.spec.lms]  # the LMs' fencing tokens
+    names.append(ledger_queue(loaded.name))  # the job ledger (a stream)
     link = AmqpLink(loaded.broker)
     try:
         await link.connect(3.0)
