@@ -8,7 +8,10 @@ places, never from the client:
   replicated log that every reader reads from its start without consuming it).
   The submitter appends ``submitted`` (job id, user, tasks, time, GM) once the
   job is in its GM's durable submission queue; a GM appends ``ended`` when it
-  acknowledges a job whose last task completed (a GM that dies in between
+  acknowledges a job whose last task completed (through its own broker link,
+  in order with its other messages: a second connection per GM shifted the
+  services' timing enough to change placements a test compares with the
+  simulator's) (a GM that dies in between
   gets the job back from its queue, finds its tasks completed and appends
   ``ended`` again: readers keep the first);
 * the **GMs' open jobs** (``GET /v1/jobs`` of each GM, signed like
@@ -100,6 +103,11 @@ class JobLedger:
                 if isinstance(record, dict):
                     out.append(record)
         return out
+
+
+def ended_record(job: int, time: float, gm: int) -> bytes:
+    """A GM's ``ended`` record, unsigned (the GM's broker link signs what it publishes)."""
+    return json.dumps({"kind": "ended", "job": job, "time": time, "gm": gm}, separators=(",", ":")).encode()
 
 
 STATES = ("queued", "running", "done", "unknown")

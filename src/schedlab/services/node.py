@@ -117,13 +117,14 @@ class ProcessNode:
                       lambda name: Lease(loaded.broker, name), lambda: secrets.randbits(31), standby=self.standby,
                       lease_queue=lease_queue(loaded.name, self.id))
         node = self.node = build_node(self.role, env, self.id)
-        self.ledger: Any = None
         if self.role == "gm":  # the job ledger (:mod:`~.ledger`): each job this GM finishes, appended
-            from schedlab.services.ledger import JobLedger
+            from schedlab.services.ledger import JobLedger, ended_record
 
-            ledger = self.ledger = JobLedger(loaded.broker, loaded.name, secret, identity)
-            await ledger.connect()
-            node.job_done = lambda jid: rt.spawn(ledger.append({"kind": "ended", "job": jid, "time": rt.now(), "gm": self.id}), "job ledger")  # type: ignore[attr-defined]
+            ledger = JobLedger(loaded.broker, loaded.name, secret, identity)
+            await ledger.connect()  # declares the stream; appends go with the GM's other messages, in order
+            await ledger.close()
+            amqp, queue = self.amqp, ledger.queue_name
+            node.job_done = lambda jid: amqp.publish(queue, ended_record(jid, rt.now(), self.id), persistent=True)  # type: ignore[attr-defined]
         self.codec = codec
         if self.role == "lm" and self.standby:
             log.info("LM %d standby: waiting for %s", self.id, env.lease_queue)
@@ -182,9 +183,6 @@ class ProcessNode:
             await self.router.close()
         if self.amqp is not None:
             await self.amqp.close()
-        ledger = getattr(self, "ledger", None)
-        if ledger is not None:
-            await ledger.close()
         if self.runner is None and self._sock is not None:
             with contextlib.suppress(OSError):
                 self._sock.close()
