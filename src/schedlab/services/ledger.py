@@ -11,7 +11,10 @@ places, never from the client:
   acknowledges a job whose last task completed (through its own broker link,
   in order with its other messages: a second connection per GM shifted the
   services' timing enough to change placements a test compares with the
-  simulator's) (a GM that dies in between
+  simulator's). The stream is declared by its readers and by ``submit
+  --detach``, never by a GM (a GM's start stays as fast as before): while no
+  detached submission made it, the broker drops a GM's ``ended`` records — of
+  jobs no ledger lists anyway (a GM that dies in between
   gets the job back from its queue, finds its tasks completed and appends
   ``ended`` again: readers keep the first);
 * the **GMs' open jobs** (``GET /v1/jobs`` of each GM, signed like

@@ -118,12 +118,9 @@ class ProcessNode:
                       lease_queue=lease_queue(loaded.name, self.id))
         node = self.node = build_node(self.role, env, self.id)
         if self.role == "gm":  # the job ledger (:mod:`~.ledger`): each job this GM finishes, appended
-            from schedlab.services.ledger import JobLedger, ended_record
+            from schedlab.services.ledger import ended_record, ledger_queue
 
-            ledger = JobLedger(loaded.broker, loaded.name, secret, identity)
-            await ledger.connect()  # declares the stream; appends go with the GM's other messages, in order
-            await ledger.close()
-            amqp, queue = self.amqp, ledger.queue_name
+            amqp, queue = self.amqp, ledger_queue(loaded.name)
             node.job_done = lambda jid: amqp.publish(queue, ended_record(jid, rt.now(), self.id), persistent=True)  # type: ignore[attr-defined]
         self.codec = codec
         if self.role == "lm" and self.standby:
