@@ -13,6 +13,7 @@ from schedlab.services.clusterfile import load_cluster
 from schedlab.services.ledger import job_state
 
 from .helpers import write_cluster
+from .test_cluster import queues_of
 
 
 def test_the_state_of_a_job() -> None:
@@ -62,5 +63,16 @@ def test_detach_list_status_and_a_gm_restart(tmp_path, capsys) -> None:
         assert main(["job", "status", "12345", "--cluster", str(path)]) == 1
         assert "no job 12345 in the ledger" in capsys.readouterr().err
         assert main(["jobs", "--cluster", str(path), "--state", "nope"]) == 2
+        capsys.readouterr()
+        assert main(["submit", "--cluster", str(path), "--command", "sh -c 'echo hello; echo oops >&2; exit 3'", "--detach"]) == 0
+        bad = int(capsys.readouterr().out)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and _jobs(path, capsys)[bad]["state"] != "failed":
+            time.sleep(0.3)
+        row = _jobs(path, capsys)[bad]
+        assert (row["state"], row["exit_code"], row["failed_tasks"]) == ("failed", 3, 1), row
+        assert main(["job", "logs", str(bad), "--cluster", str(path)]) == 0
+        assert capsys.readouterr().out.splitlines() == ["task 0: failed  exit 3", "--- stdout ---", "hello", "--- stderr ---", "oops"]
     finally:
         asyncio.run(supervise.down(loaded, path))
+    assert queues_of(loaded.name) == []  # the ledger and the detached runs' record streams went with the cluster

@@ -453,7 +453,7 @@ def _argv(command: str, shell: bool) -> list[str]:
 def jobs_cmd(
     cluster: Annotated[Path, typer.Option("--cluster", "-c", help="Cluster file.")],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON list of the jobs.")] = False,
-    state: Annotated[str | None, typer.Option("--state", help="Only jobs in this state: queued, running, done, unknown.")] = None,
+    state: Annotated[str | None, typer.Option("--state", help="Only jobs in this state: queued, running, done, failed, unknown.")] = None,
 ) -> None:
     """List the cluster's jobs with their state, task counts, user and times (from the job ledger and the GMs).
 
@@ -480,7 +480,7 @@ def jobs_cmd(
     out.print(t)
 
 
-job_app = typer.Typer(help="One job of a real cluster: its status (cancel, logs and retries are not there yet).", no_args_is_help=True)
+job_app = typer.Typer(help="One job of a real cluster: its status and its tasks' output (cancel and retries are not there yet).", no_args_is_help=True)
 
 
 @job_app.command("status")
@@ -500,6 +500,34 @@ def job_status_cmd(
         err.print(f"no job {job} in the ledger of cluster {loaded.name}", highlight=False)
         raise typer.Exit(1)
     print(json.dumps(rows[0], indent=2))
+
+
+@job_app.command("logs")
+def job_logs_cmd(
+    job: Annotated[int, typer.Argument(help="Job id (as submit --detach printed it).")],
+    cluster: Annotated[Path, typer.Option("--cluster", "-c", help="Cluster file.")],
+    task: Annotated[int | None, typer.Option("--task", help="Only this task of the job (0, 1, …).")] = None,
+) -> None:
+    """Print each task's status, exit code and the tails of its stdout and stderr the hosts kept (detached jobs).
+
+    Example: schedlab job logs 6962380443400273920 --cluster demo.yaml --task 0
+    """
+    from schedlab.services.jobs import job_logs
+
+    loaded = _load(cluster)
+    tasks = asyncio.run(_listing(loaded, lambda ld: job_logs(ld, job)))
+    if tasks is None:
+        err.print(f"no job {job} in the ledger of cluster {loaded.name}", highlight=False)
+        raise typer.Exit(1)
+    if task is not None:
+        if not 0 <= task < len(tasks):
+            raise InputError("--task", f"job {job} has tasks 0..{len(tasks) - 1}, not {task}")
+        tasks = [tasks[task]]
+    for t in tasks:
+        print(f"task {t['task']}: {t.get('status')}" + (f"  exit {t['exit_code']}" if t.get("exit_code") is not None else ""))
+        for key in ("stdout_tail", "stderr_tail"):
+            if t.get(key):
+                print(f"--- {key.split('_')[0]} ---\n{t[key].rstrip()}")
 
 
 async def _listing(loaded: Any, fn: Any) -> Any:

@@ -10,10 +10,10 @@ the client: its run records go to a run queue no one reads (the broker drops
 them), and :func:`list_jobs` rebuilds every job's state from the ledger and
 the GMs' open jobs.
 
-Not here yet (issue 47): ``job cancel``, ``job logs``, ``--retries`` and a
-``failed`` state — the ledger's ``ended`` record says the job's tasks
-completed, not how (exit codes stay in the run records of an attached
-``submit``).
+:func:`job_logs` gives each task's outcome (status, exit code, the tails of
+stdout and stderr its host kept) from the submission's run stream.
+
+Not here yet (issue 47): ``job cancel`` and ``--retries``.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from typing import Any
 from schedlab.engine import JobPreparer
 from schedlab.services.clusterfile import LoadedCluster, require_secret
 from schedlab.services.execution import TaskSpec
-from schedlab.services.ledger import STATES, JobLedger, job_state
+from schedlab.services.ledger import STATES, SignedStream, job_ledger, job_state
 from schedlab.services.messages import SubmitJob
 from schedlab.services.records import RunRecords
+from schedlab.services.tasks import split_id
 from schedlab.sim.rng import RngStreams
 from schedlab.workload.constraints import PAPER_CONSTRAINT_SEED, TaskConstraintSampler
 from schedlab.workload.requests import DEFAULT_REQUESTS, RequestModel
@@ -49,11 +50,13 @@ async def submit_detached(loaded: LoadedCluster, jobs: Iterable[TraceJob], *, co
     records = RunRecords(secrets.randbits(31))  # the ids of this submission (no one collects its records)
     gms = len(loaded.spec.gms)
     ids: list[int] = []
-    ledger = JobLedger(loaded.broker, loaded.name, require_secret(loaded), "client")
+    ledger = job_ledger(loaded.broker, loaded.name, require_secret(loaded), "client")
     rc = RemoteCluster(loaded)
     await rc.connect()
     try:
         await ledger.connect()
+        assert rc.directory is not None
+        await ledger.declare(rc.directory.queue(("run", records.run)))  # its run records, kept: job logs, failed jobs
         submitted = []
         previous = float("-inf")
         for k, tj in enumerate(jobs):
@@ -69,7 +72,8 @@ async def submit_detached(loaded: LoadedCluster, jobs: Iterable[TraceJob], *, co
             gm = len(ids) % gms
             rc.submit(SubmitJob(jid, tids, pj.durations, pj.masks, pj.requests, specs, user), gm=gm)
             ids.append(jid)
-            submitted.append({"kind": "submitted", "job": jid, "user": user, "tasks": len(tids), "time": now, "gm": gm})
+            submitted.append({"kind": "submitted", "job": jid, "user": user, "tasks": len(tids), "time": now, "gm": gm,
+                              "run": records.run, "first_task": split_id(tids[0])[1]})
         assert rc.amqp is not None
         await rc.amqp.drain(DRAIN_SECONDS)  # in the GMs' durable queues before the ledger names them
         for record in submitted:
@@ -84,12 +88,7 @@ async def list_jobs(loaded: LoadedCluster) -> list[dict[str, Any]]:
     """Every job of the ledger with its state (:func:`~.ledger.job_state`), oldest first."""
     from schedlab.services.remote import fetch_statuses
 
-    ledger = JobLedger(loaded.broker, loaded.name, require_secret(loaded), "client")
-    await ledger.connect()
-    try:
-        records = await ledger.read()
-    finally:
-        await ledger.close()
+    records = await _read(loaded, ledger_queue_of(loaded))
     views = await fetch_statuses(loaded, path="/v1/jobs", roles=("gm",))
     up = {v.get("gm", v.get("id")): "error" not in v for v in views}
     open_jobs = {j["job"]: j for v in views if "error" not in v for j in v.get("open", [])}
@@ -103,7 +102,85 @@ async def list_jobs(loaded: LoadedCluster) -> list[dict[str, Any]]:
             submitted.setdefault(job, r)
         elif r.get("kind") == "ended":
             ended.setdefault(job, r)  # a GM that died before acknowledging appends it again: the first counts
-    return [job_state(s, ended.get(j), open_jobs.get(j), up.get(s.get("gm"), False)) for j, s in submitted.items()]
+    outcomes: dict[int, dict[int, dict[str, Any]]] = {}
+    for run in sorted({s["run"] for j, s in submitted.items() if j in ended and isinstance(s.get("run"), int)}):
+        outcomes[run] = await run_outcomes(loaded, run)
+    rows = []
+    for j, s in submitted.items():
+        mine = _job_outcomes(s, outcomes.get(s.get("run", -1), {}))
+        rows.append(job_state(s, ended.get(j), open_jobs.get(j), up.get(s.get("gm"), False), mine))
+    return rows
+
+
+def _job_outcomes(sub: dict[str, Any], of_run: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """The outcomes of one job's tasks (local ids ``first_task`` …) among its run's."""
+    first, n = sub.get("first_task"), int(sub.get("tasks", 0))
+    if not isinstance(first, int):
+        return {}
+    return {k - first: of_run[k] for k in range(first, first + n) if k in of_run}
+
+
+async def run_outcomes(loaded: LoadedCluster, run: int) -> dict[int, dict[str, Any]]:
+    """The last outcome reported per task (local id) in a detached run's records (its stream)."""
+    from schedlab.services.net import Directory
+    from schedlab.services.records import FINISHED
+    from schedlab.services.wire import Codec, WireError
+
+    codec = Codec(None)
+    out: dict[int, dict[str, Any]] = {}
+    stream = SignedStream(loaded.broker, Directory(loaded).queue(("run", run)), require_secret(loaded), "client")
+    await stream.connect()
+    try:
+        bodies = await stream.read_bodies()
+    finally:
+        await stream.close()
+    for body in bodies:
+        try:
+            _src, _dst, msg = codec.decode(body)
+        except WireError:
+            continue
+        for ev in getattr(msg, "events", ()):
+            if ev[0] == FINISHED and isinstance(ev[3], dict):
+                out[int(ev[1])] = ev[3]
+    return out
+
+
+async def job_logs(loaded: LoadedCluster, job: int) -> list[dict[str, Any]] | None:
+    """Per task of ``job``: its outcome (status, exit code, stdout and stderr tails); None if no such job."""
+    records = await _read(loaded, ledger_queue_of(loaded))
+    sub = next((r for r in records if r.get("kind") == "submitted" and r.get("job") == job), None)
+    if sub is None:
+        return None
+    run = sub.get("run")
+    mine = _job_outcomes(sub, await run_outcomes(loaded, run)) if isinstance(run, int) else {}
+    return [{"task": k, **mine.get(k, {"status": "not ended"})} for k in range(int(sub.get("tasks", 0)))]
+
+
+async def detached_runs(loaded: LoadedCluster, connection: Any = None) -> list[int]:
+    """The runs whose records detached submissions kept in streams (for ``cluster down`` to delete them);
+    ``connection``: an open aio-pika connection to use."""
+    stream = SignedStream(loaded.broker, ledger_queue_of(loaded), require_secret(loaded), "client")
+    try:
+        if not await stream.connect(passive=True, connection=connection):
+            return []
+        return sorted({r["run"] for r in await stream.read() if r.get("kind") == "submitted" and isinstance(r.get("run"), int)})
+    finally:
+        await stream.close()
+
+
+def ledger_queue_of(loaded: LoadedCluster) -> str:
+    from schedlab.services.ledger import ledger_queue
+
+    return ledger_queue(loaded.name)
+
+
+async def _read(loaded: LoadedCluster, queue: str) -> list[dict[str, Any]]:
+    stream = SignedStream(loaded.broker, queue, require_secret(loaded), "client")
+    await stream.connect()
+    try:
+        return await stream.read()
+    finally:
+        await stream.close()
 
 
 def check_state(state: str | None) -> None:

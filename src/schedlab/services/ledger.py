@@ -22,7 +22,14 @@ places, never from the client:
   placed (running) and how many completed. A restarted GM rebuilds them from
   its queue and the LMs' answers (:mod:`~.recovery`).
 
-A job's state (:func:`job_state`): ``done`` once ended; ``running`` while
+A detached submission's run records (starts, ends with their outcome: status,
+exit code, the tails of stdout and stderr the hosts keep) go to a stream of
+their own, ``<name>.run.<run>``, declared by the submitter before it submits
+(an attached ``submit`` reads them from an exclusive queue instead): ``job
+logs`` and the ``failed`` state read it.
+
+A job's state (:func:`job_state`): ``done`` once ended (``failed`` if one of
+its tasks ended otherwise than ok: its exit code is kept); ``running`` while
 open with a task placed or completed; ``queued`` while open with none, or
 not yet delivered to its GM; ``unknown`` when its GM does not answer.
 
@@ -47,12 +54,12 @@ def ledger_queue(cluster_name: str) -> str:
     return f"{cluster_name}.jobs"
 
 
-class JobLedger:
-    """Appends to and reads the ledger of one cluster (aio-pika; one connection)."""
+class SignedStream:
+    """One RabbitMQ stream of signed records, appended to and read from its start (aio-pika; one connection)."""
 
-    def __init__(self, url: str, cluster_name: str, secret: str, sender: str) -> None:
+    def __init__(self, url: str, queue_name: str, secret: str, sender: str) -> None:
         self.url = url
-        self.queue_name = ledger_queue(cluster_name)
+        self.queue_name = queue_name
         self.signer = Signer(secret, sender)
         self.verifier = Verifier(secret)
         self.conn: Any = None
@@ -60,36 +67,52 @@ class JobLedger:
         self.queue: Any = None
         self.bad_records = 0
 
-    async def connect(self) -> None:
+    async def connect(self, passive: bool = False, connection: Any = None) -> bool:
+        """Connect (or open a channel on ``connection``, left open by :meth:`close`), and declare the stream (a
+        no-op if it exists); ``passive``: only if it exists (False if not)."""
         import aio_pika
 
         from schedlab.services.net import BrokerUnreachable
 
-        try:
-            self.conn = await asyncio.wait_for(aio_pika.connect_robust(self.url), 10.0)
-        except Exception as e:
-            raise BrokerUnreachable(self.url, f"cannot connect: {str(e).strip() or type(e).__name__}") from None
-        self.channel = await self.conn.channel(publisher_confirms=True)
+        if connection is None:
+            try:
+                self.conn = await asyncio.wait_for(aio_pika.connect_robust(self.url), 10.0)
+            except Exception as e:
+                raise BrokerUnreachable(self.url, f"cannot connect: {str(e).strip() or type(e).__name__}") from None
+        self.channel = await (connection or self.conn).channel(publisher_confirms=True)
         await self.channel.set_qos(prefetch_count=500)  # a stream is read with acknowledgements and a prefetch
-        self.queue = await self.channel.declare_queue(self.queue_name, durable=True,
-                                                      arguments={"x-queue-type": "stream", "x-max-age": MAX_AGE})
+        if passive:
+            try:
+                self.queue = await self.channel.declare_queue(self.queue_name, passive=True)
+            except aio_pika.exceptions.ChannelClosed:  # no such stream (the channel is closed with it)
+                return False
+            return True
+        self.queue = await self.declare(self.queue_name)
+        return True
+
+    async def declare(self, name: str) -> Any:
+        """Declare another stream on this connection (a detached submission's run records)."""
+        return await self.channel.declare_queue(name, durable=True, arguments={"x-queue-type": "stream", "x-max-age": MAX_AGE})
 
     async def close(self) -> None:
         if self.conn is not None:
             await self.conn.close()
             self.conn = None
+        elif self.channel is not None and not self.channel.is_closed:
+            await self.channel.close()
+        self.channel = None
 
     async def append(self, record: dict[str, Any]) -> None:
-        """One record, persistent, confirmed by the broker before this returns."""
+        """One JSON record, persistent, confirmed by the broker before this returns."""
         import aio_pika
 
         body = self.signer.frame(json.dumps(record, separators=(",", ":")).encode())
         await self.channel.default_exchange.publish(aio_pika.Message(body, delivery_mode=aio_pika.DeliveryMode.PERSISTENT),
                                                     routing_key=self.queue_name)
 
-    async def read(self) -> list[dict[str, Any]]:
-        """Every record from the stream's start (in append order)."""
-        out: list[dict[str, Any]] = []
+    async def read_bodies(self) -> list[bytes]:
+        """The body of every authentic record from the stream's start, in append order (the others are counted)."""
+        out: list[bytes] = []
         async with self.queue.iterator(arguments={"x-stream-offset": "first"}) as it:
             while True:
                 try:
@@ -99,13 +122,29 @@ class JobLedger:
                 await message.ack()
                 try:
                     _sender, body = self.verifier.unframe(message.body, fresh=False)
-                    record = json.loads(body)
-                except (AuthError, ValueError):
+                except AuthError:
                     self.bad_records += 1
                     continue
-                if isinstance(record, dict):
-                    out.append(record)
+                out.append(body)
         return out
+
+    async def read(self) -> list[dict[str, Any]]:
+        """Every JSON record (an object) from the stream's start."""
+        out = []
+        for body in await self.read_bodies():
+            try:
+                record = json.loads(body)
+            except ValueError:
+                self.bad_records += 1
+                continue
+            if isinstance(record, dict):
+                out.append(record)
+        return out
+
+
+def job_ledger(url: str, cluster_name: str, secret: str, sender: str) -> SignedStream:
+    """The cluster's job ledger stream."""
+    return SignedStream(url, ledger_queue(cluster_name), secret, sender)
 
 
 def ended_record(job: int, time: float, gm: int) -> bytes:
@@ -113,15 +152,21 @@ def ended_record(job: int, time: float, gm: int) -> bytes:
     return json.dumps({"kind": "ended", "job": job, "time": time, "gm": gm}, separators=(",", ":")).encode()
 
 
-STATES = ("queued", "running", "done", "unknown")
+STATES = ("queued", "running", "done", "failed", "unknown")
 
 
-def job_state(submitted: dict[str, Any], ended: dict[str, Any] | None, open_job: dict[str, Any] | None, gm_up: bool) -> dict[str, Any]:
-    """One job as ``schedlab jobs`` shows it, from its ledger records and its GM's view (see the module docstring)."""
+def job_state(submitted: dict[str, Any], ended: dict[str, Any] | None, open_job: dict[str, Any] | None, gm_up: bool,
+              outcomes: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One job as ``schedlab jobs`` shows it, from its ledger records, its GM's view and its tasks' outcomes (local
+    task id -> the outcome the hosts reported: a ``failed`` job is one that ended with a task not ok)."""
     tasks = int(submitted.get("tasks", 0))
     row = {"job": submitted["job"], "user": submitted.get("user", 0), "gm": submitted.get("gm"), "tasks": tasks,
            "submitted": submitted.get("time"), "ended": None, "running": 0, "completed": 0, "queued": 0}
     if ended is not None:
+        failed = [o for o in (outcomes or {}).values() if o.get("status", "ok") != "ok"]
+        if failed:
+            return {**row, "state": "failed", "ended": ended.get("time"), "completed": tasks, "failed_tasks": len(failed),
+                    "exit_code": failed[0].get("exit_code")}
         return {**row, "state": "done", "ended": ended.get("time"), "completed": tasks}
     if open_job is not None:
         running, completed = int(open_job["running"]), int(open_job["completed"])

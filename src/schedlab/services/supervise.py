@@ -314,13 +314,17 @@ async def delete_cluster_queues(loaded: LoadedCluster) -> None:
     names += [directory.queue(("done", g.id)) for g in loaded.spec.gms]  # the GMs' completion logs
     names += [directory.queue(("lm", lm.id)) for lm in loaded.spec.lms]
     names += [tokens_queue(lease_queue(loaded.name, lm.id)) for lm in loaded.spec.lms]  # the LMs' fencing tokens
-    names.append(ledger_queue(loaded.name))  # the job ledger (a stream)
     link = AmqpLink(loaded.broker)
     try:
         await link.connect(3.0)
     except BrokerUnreachable:
         return
     try:
+        if loaded.secret:  # the run records of detached submissions, named by the job ledger
+            from schedlab.services.jobs import detached_runs
+
+            names += [directory.queue(("run", run)) for run in await detached_runs(loaded, link.connection)]
+        names.append(ledger_queue(loaded.name))  # the job ledger (a stream)
         await link.delete_queues(names)
     finally:
         await link.close()
