@@ -76,3 +76,17 @@ def test_detach_list_status_and_a_gm_restart(tmp_path, capsys) -> None:
     finally:
         asyncio.run(supervise.down(loaded, path))
     assert queues_of(loaded.name) == []  # the ledger and the detached runs' record streams went with the cluster
+
+
+def test_retries_run_a_failing_command_again_and_record_the_attempts(tmp_path, capsys) -> None:
+    path, flag = tmp_path / "c.yaml", tmp_path / "flag"
+    assert main(["cluster", "init", str(path), "--workers", "4"]) == 0
+    capsys.readouterr()
+    assert main(["submit", "--cluster", str(path), "--embedded", "--command", "sh -c 'echo try; exit 3'", "--retries", "2"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("status failed  exit 3  attempts 3 "), out
+    once = f"sh -c 'test -e {flag} && exit 0; touch {flag}; exit 1'"  # fails the first time only
+    assert main(["submit", "--cluster", str(path), "--embedded", "--command", once, "--retries", "3"]) == 0
+    assert capsys.readouterr().out.startswith("status ok  exit 0  attempts 2 ")
+    assert main(["submit", "--cluster", str(path), "--embedded", "--trace", "syn_250", "--retries", "1"]) == 2
+    assert "error: --retries: needs --command" in capsys.readouterr().err

@@ -259,6 +259,7 @@ def submit_cmd(
     summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the summary JSON (the same schema as `schedlab simulate`).", callback=output_file)] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Write tasks, jobs, utilization tables and summary.json here.", callback=output_dir)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
+    retries: Annotated[int, typer.Option("--retries", help="With --command: run it again on its worker if it fails, up to N more times (the outcome says how many attempts).")] = 0,
     detach: Annotated[bool, typer.Option("--detach", help="Submit every job now (trace arrival times are not waited for), print their ids one per line and return; follow them with `schedlab jobs`.")] = False,
 ) -> None:
     """Replay a trace against a live cluster (or run one ad-hoc command) and print the summary.
@@ -279,6 +280,10 @@ def submit_cmd(
     if not cpus > 0:
         raise InputError("--cpus", f"must be > 0, got {cpus}")
     wait = _timeout(timeout)
+    if not 0 <= retries <= 100:
+        raise InputError("--retries", f"must be 0..100, got {retries}")
+    if retries and command is None:
+        raise InputError("--retries", "needs --command (a trace's tasks sleep: they do not fail)")
     from schedlab.services.client import draws_constraints
 
     loaded = _load(cluster)  # a bad file is one line before anything starts
@@ -286,13 +291,15 @@ def submit_cmd(
     if detach:
         if embedded:
             raise InputError("--detach", "needs a running cluster (not --embedded: it ends with this process)")
-        ids = asyncio.run(_detached(loaded, trace, command, shell, cpus, constraint or [], max_jobs, draw, seed))
+        ids = asyncio.run(_detached(loaded, trace, command, shell, cpus, constraint or [], max_jobs, draw, seed, retries))
         for jid in ids:
             print(jid)
         return
     if command is not None:
-        o = asyncio.run(_adhoc(cluster, command, shell, cpus, constraint or [], embedded, None if wait == "auto" else cast(float | None, wait)))
-        print(f"status {o.get('status')}  exit {o.get('exit_code')}  worker {o['worker']}  "
+        o = asyncio.run(_adhoc(cluster, command, shell, cpus, constraint or [], embedded, None if wait == "auto" else cast(float | None, wait),
+                               retries))
+        attempts = f"  attempts {o['attempts']}" if "attempts" in o else ""
+        print(f"status {o.get('status')}  exit {o.get('exit_code')}{attempts}  worker {o['worker']}  "
               f"allocation {o['allocation_time'] * 1e3:.1f} ms  ran {o.get('wall_seconds', float('nan')):.2f} s")
         for key in ("stdout_tail", "stderr_tail"):
             if o.get(key):
@@ -410,7 +417,7 @@ def _gm_recovery(r: dict) -> str:
 
 
 async def _detached(loaded: Any, trace: str | None, command: str | None, shell: bool, cpus: float, constraint: list[int],
-                    max_jobs: int | None, draw: bool, seed: int) -> list[int]:
+                    max_jobs: int | None, draw: bool, seed: int, retries: int = 0) -> list[int]:
     """``submit --detach``: the trace's jobs, or the command as a one-task job, submitted now (:mod:`~.jobs`)."""
     import itertools
 
@@ -421,7 +428,7 @@ async def _detached(loaded: Any, trace: str | None, command: str | None, shell: 
     if command is not None:
         argv = _argv(command, shell)
         mask = sum(1 << c for c in set(constraint))
-        spec = TaskSpec(kind="command", argv=argv, shell=shell, cpus=cpus)
+        spec = TaskSpec(kind="command", argv=argv, shell=shell, cpus=cpus, retries=retries)
         cl = loaded.cluster
         request: list[tuple[float, ...] | None] | None = None if cl.slot_mode else [tuple([cpus] + [0.0] * (len(cl.resources) - 1))]
         ids, _prep = await submit_detached(loaded, [TraceJob(0.0, 0.0, [0.0], masks=[mask], requests=request)], constraints=False,
@@ -524,7 +531,8 @@ def job_logs_cmd(
             raise InputError("--task", f"job {job} has tasks 0..{len(tasks) - 1}, not {task}")
         tasks = [tasks[task]]
     for t in tasks:
-        print(f"task {t['task']}: {t.get('status')}" + (f"  exit {t['exit_code']}" if t.get("exit_code") is not None else ""))
+        print(f"task {t['task']}: {t.get('status')}" + (f"  exit {t['exit_code']}" if t.get("exit_code") is not None else "")
+              + (f"  attempts {t['attempts']}" if "attempts" in t else ""))
         for key in ("stdout_tail", "stderr_tail"):
             if t.get(key):
                 print(f"--- {key.split('_')[0]} ---\n{t[key].rstrip()}")
@@ -616,7 +624,8 @@ async def _replay(path: Path, trace: str, max_jobs: int | None, speedup: float, 
             loop.remove_signal_handler(sig)
 
 
-async def _adhoc(path: Path, command: str, shell: bool, cpus: float, constraint: list[int], embedded: bool, timeout: float | None) -> dict:
+async def _adhoc(path: Path, command: str, shell: bool, cpus: float, constraint: list[int], embedded: bool, timeout: float | None,
+                 retries: int = 0) -> dict:
     from schedlab.services.client import Client
 
     argv = _argv(command, shell)
@@ -624,4 +633,4 @@ async def _adhoc(path: Path, command: str, shell: bool, cpus: float, constraint:
     if bad:
         raise InputError("--constraint", f"constraint indices are 0..20, got {bad[0]}")
     async with Client(path, embedded=embedded) as c:
-        return await c.run(argv, cpus=cpus, constraints=constraint, shell=shell, timeout=timeout)
+        return await c.run(argv, cpus=cpus, constraints=constraint, shell=shell, timeout=timeout, retries=retries)

@@ -386,7 +386,7 @@ class Client:
         return await replay(self.handle, trace, **kw)
 
     async def run(self, argv: list[str] | str, *, cpus: float = 1.0, constraints: Iterable[int] = (), shell: bool = False,
-                  timeout: float | None = None) -> dict[str, Any]:
+                  timeout: float | None = None, retries: int = 0) -> dict[str, Any]:
         """Run one command as a one-task job; returns its outcome (status, exit code, output tails, worker, allocation time)."""
         if isinstance(argv, str):
             argv = [argv] if shell else argv.split()
@@ -395,11 +395,12 @@ class Client:
             if not 0 <= c <= 20:
                 raise InputError("constraints", f"constraint indices are 0..20, got {c}")
             mask |= 1 << c
-        spec = TaskSpec(kind="command", argv=list(argv), shell=shell, cpus=cpus, timeout=timeout)
+        spec = TaskSpec(kind="command", argv=list(argv), shell=shell, cpus=cpus, timeout=timeout, retries=retries)
         cl = self.loaded.cluster
         request: list[tuple[float, ...] | None] | None = None if cl.slot_mode else [tuple([cpus] + [0.0] * (len(cl.resources) - 1))]
         job = TraceJob(0.0, 0.0, [0.0], masks=[mask], requests=request)
-        result = await self.replay([job], task=lambda _j, _t, _d: spec, constraints=False, timeout=None if timeout is None else timeout + 30)
+        result = await self.replay([job], task=lambda _j, _t, _d: spec, constraints=False,
+                                   timeout=None if timeout is None else (timeout + 30) * (1 + retries))
         row = result.tasks.iloc[0]
         outcome = dict(result.extra["outcomes"].get(0, {"status": "unfinished"}))
         outcome.update({"worker": int(row.worker), "allocation_time": float(row.allocation_time)})

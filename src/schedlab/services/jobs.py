@@ -13,7 +13,10 @@ the GMs' open jobs.
 :func:`job_logs` gives each task's outcome (status, exit code, the tails of
 stdout and stderr its host kept) from the submission's run stream.
 
-Not here yet (issue 47): ``job cancel`` and ``--retries``.
+Retries (``--retries``) are the worker host's (:class:`~.worker.WorkerHost`): a command that fails runs again
+on its worker, its outcome saying how many attempts it took.
+
+Not here yet (issue 47): ``job cancel``.
 """
 
 from __future__ import annotations

@@ -145,11 +145,20 @@ class WorkerHost(Component):
             self.launch_of[tid] = self.current_launch
 
     async def _execute(self, tid: int, spec: Any, batch: bool) -> None:
-        try:
-            outcome = await start_task(spec).wait()
-            result = dataclasses.asdict(outcome)
-        except Exception as e:  # the task's own failure is its outcome, never the host's
-            result = {"status": "error", "error": f"{type(e).__name__}: {e}"}
+        """Run the task; a command that fails runs again on this worker, up to ``spec.retries`` more times (its
+        outcome is the last attempt's, with ``attempts``). A kill (preemption, a lost lease) stops the attempts."""
+        attempts, retries = 0, int(getattr(spec, "retries", 0))
+        while True:
+            attempts += 1
+            try:
+                outcome = await start_task(spec).wait()
+                result = dataclasses.asdict(outcome)
+            except Exception as e:  # the task's own failure is its outcome, never the host's
+                result = {"status": "error", "error": f"{type(e).__name__}: {e}"}
+            if result.get("status") == "ok" or attempts > retries:
+                break
+        if retries:
+            result["attempts"] = attempts
         self._finish(tid, result, batch)
 
     # -- finishing --------------------------------------------------------------------------------
