@@ -47,11 +47,11 @@ from schedlab.locality.cli import app as _locality_app
 from schedlab.run_config import RunConfig, option_name
 from schedlab.services.cli import chaos_cmd as _chaos_cmd
 from schedlab.services.cli import cluster_app as _cluster_app
-from schedlab.services.cli import job_app as _job_app
-from schedlab.services.cli import jobs_cmd as _jobs_cmd
 from schedlab.services.cli import serve_cmd as _serve_cmd
 from schedlab.services.cli import submit_cmd as _submit_cmd
 from schedlab.services.dst.cli import dst_cmd as _dst_cmd
+from schedlab.services.jobs_cli import job_app as _job_app
+from schedlab.services.jobs_cli import jobs_cmd as _jobs_cmd
 
 try:  # recent typer vendors click; older releases depend on it
     from typer._click.exceptions import ClickException as _ClickException
@@ -221,11 +221,6 @@ def simulate(
     finally:
         progress.close()
     s = result.summary
-    _say_dropped(result, {
-        "constraints": "the trace's own constraints on these machines" if cfg.data_center_from is not None
-        else "--no-constraints draws none" if cfg.constraints else "the trace's constraints",
-        "request": "--requests sets the requests; the data center sets the capacities",
-    })  # fmt: skip
     if not quiet:
         out.print(summary_table(s))
         c = s["counters"]
@@ -242,6 +237,12 @@ def simulate(
             result.save(out_dir, formats)
         if summary_json is not None:
             write_json(summary_json, s)
+    # after the outputs: a failure to write them stays one line
+    _say_dropped(result, {
+        "constraints": "the trace's own constraints on these machines" if cfg.data_center_from is not None
+        else "--no-constraints draws none" if cfg.constraints else "the trace's constraints",
+        "request": "--requests sets the requests; the data center sets the capacities",
+    })  # fmt: skip
 
 
 def _say_dropped(result: Any, fixes: dict[str, str]) -> None:
