@@ -50,6 +50,8 @@ from schedlab.services.cli import cluster_app as _cluster_app
 from schedlab.services.cli import serve_cmd as _serve_cmd
 from schedlab.services.cli import submit_cmd as _submit_cmd
 from schedlab.services.dst.cli import dst_cmd as _dst_cmd
+from schedlab.services.jobs_cli import job_app as _job_app
+from schedlab.services.jobs_cli import jobs_cmd as _jobs_cmd
 
 try:  # recent typer vendors click; older releases depend on it
     from typer._click.exceptions import ClickException as _ClickException
@@ -72,6 +74,8 @@ app.add_typer(_cluster_app, name="cluster")
 app.command("serve")(_serve_cmd)
 app.command("submit")(_submit_cmd)
 app.command("chaos")(_chaos_cmd)
+app.command("jobs")(_jobs_cmd)
+app.add_typer(_job_app, name="job")
 app.command("dst")(_dst_cmd)
 
 # Piped output gets a fixed, roomy width so tables are never cut to 80 columns.
@@ -233,6 +237,21 @@ def simulate(
             result.save(out_dir, formats)
         if summary_json is not None:
             write_json(summary_json, s)
+    # after the outputs: a failure to write them stays one line
+    _say_dropped(result, {
+        "constraints": "the trace's own constraints on these machines" if cfg.data_center_from is not None
+        else "--no-constraints draws none" if cfg.constraints else "the trace's constraints",
+        "request": "--requests sets the requests; the data center sets the capacities",
+    })  # fmt: skip
+
+
+def _say_dropped(result: Any, fixes: dict[str, str]) -> None:
+    """One line on stderr when the run dropped tasks as unsatisfiable (even with --quiet: nothing is dropped silently)."""
+    from schedlab.dropped import drop_line
+
+    line = drop_line(result.extra["dropped"], result.summary["counters"]["trace_tasks"], fixes)
+    if line is not None:
+        err.print(line, highlight=False, soft_wrap=True)
 
 
 @app.command("schedulers")

@@ -52,6 +52,7 @@ from schedlab.cluster.machines import (
 from schedlab.cluster.model import Cluster
 from schedlab.datafiles import BUNDLED_TRACES, DEFAULT_WORKERS, PAPER_WORKERS
 from schedlab.defaults import DEFAULT_CAPACITY, MULTI_RESOURCES
+from schedlab.dropped import DropReasons
 from schedlab.errors import InputError
 from schedlab.memory import BYTES_PER_WORKER, check_fits
 from schedlab.metrics.export import write_run
@@ -203,6 +204,7 @@ class JobPreparer:
         self.trace_tasks = 0
         self.dropped_tasks = 0
         self.unschedulable_jobs = 0
+        self.drops = DropReasons()  # the same, by reason (see schedlab.dropped)
         self.stated_requests = trace_states_requests  # the trace carries requests (a columnar trace's, or a job stated some)
         # a columnar trace's own (attribute, operator, value) constraints need machines with attributes, which
         # generated and config data centers do not have: such tasks run with the run's usual constraints, counted
@@ -256,6 +258,7 @@ class JobPreparer:
             self.dropped_tasks += n - len(keep)
             if not keep:
                 self.unschedulable_jobs += 1
+                self.drops.empty_jobs += 1
                 return None
             durations = [durations[i] for i in keep]
             masks = [masks[i] for i in keep] if masks is not None else None
@@ -285,10 +288,12 @@ class JobPreparer:
             sat = self.satisfiable
             if not all(map(sat.__getitem__, masks)):
                 ok = [sat[m] for m in masks]
+                self.drops.add("constraints", ok.count(False))
         if reqs is not None and self.max_capacity is not None:
             cap = tuple(self.max_capacity)
             fits = [all(x <= c for x, c in zip(r, cap, strict=True)) for r in reqs]
             if not all(fits):
+                self.drops.add("request", sum(1 for i, f in enumerate(fits) if not f and (ok is None or ok[i])))
                 ok = fits if ok is None else [a and b for a, b in zip(ok, fits, strict=True)]
         return None if ok is None else [i for i in range(n) if ok[i]]
 
@@ -475,7 +480,7 @@ def run(
         }
     )
     # what the tables do not carry, for checks that trust nothing but the run's own records
-    extra = {"requests": tasks.request, "preempted_runs": list(recorder.preempted_runs)}
+    extra = {"requests": tasks.request, "preempted_runs": list(recorder.preempted_runs), "dropped": preparer.drops}
     return Result(summary, tdf, jdf, udf, extra)
 
 

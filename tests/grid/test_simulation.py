@@ -119,7 +119,7 @@ def test_swf_reader(tmp_path):
     # Runtime clamped to the requested time; unknown requested time -> exact estimate.
     assert list(jobs.runtime) == [100.0, 250.0, 60.0]
     assert list(jobs.estimate) == [200.0, 250.0, 60.0]
-    assert jobs.skipped == {"unknown_runtime_or_size": 1, "wider_than_site": 1}
+    assert jobs.skipped == {"unknown_runtime_or_size": 1, "wider_than_site": 1, "unknown_submit_time": 0}
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,19 @@ def test_each_job_becomes_one_task_per_processor(tmp_path):
     assert [j.durations for j in read_raw(tmp_path / "t.tr")] == [j.durations for j in jobs]
 
 
+def test_an_unknown_submit_time_leaves_the_job_out_and_counts_it(tmp_path, capsys):
+    src = tmp_path / "log.swf"
+    lines = SWF.splitlines()
+    lines.insert(4, "9 -1 0 30 1 -1 -1 1 60 -1 1 3 1 -1 1 -1 -1 -1")  # unknown submit time, between jobs 2 and 3
+    src.write_text("\n".join(lines) + "\n")
+    report = convert("swf", [src], tmp_path / "t.parquet")
+    assert [j.arrival for j in read_columnar(tmp_path / "t.parquet")] == [0.0, 70.0, 100.0]
+    assert report.tasks_dropped["jobs with an unknown (-1) submit time"] == 1
+    src.write_text(SWF.replace("4 200 1", "4 -5 1"))
+    assert main(["trace", "convert", "--format", "swf", str(src), "--out", str(tmp_path / "b.parquet")]) == 2
+    assert f"{src}:6: submit time must be >= 0, got -5" in capsys.readouterr().err
+
+
 def test_bad_swf_inputs(tmp_path, capsys):
     src = tmp_path / "log.swf"
     src.write_text(SWF)

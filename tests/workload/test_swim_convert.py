@@ -64,7 +64,6 @@ def test_every_byte_is_read_once_at_the_stated_rate(inp, shuffle):
         ("job9\t1\t0\tlots\t0\t0", "input_bytes is not an integer: 'lots'"),
         ("job9\t1\t0\t5\t0", "expected 6 fields, got 5"),
         ("job9\t-1\t0\t5\t0\t0", "negative submit time -1"),
-        ("job9\t\t0\t5\t0\t0", "the submit time is missing"),
         ("job9\t1\t0\t5\t-3\t0", "negative byte counts"),
     ],
 )
@@ -75,6 +74,18 @@ def test_a_malformed_line_is_named_or_skipped(tmp_path, line, problem):
         convert("swim", [f], tmp_path / "o.parquet")
     report = convert("swim", [f], tmp_path / "o.parquet", skip_bad=True)
     assert report.jobs == 1 and sum(report.bad_rows.values()) == 1
+
+
+def test_an_unknown_submit_time_comes_from_the_gap_or_the_job_is_left_out_and_counted(tmp_path):
+    f = tmp_path / "w.tsv"
+    f.write_text("job0\t10\t0\t1\t0\t0\njob1\t\t4\t1\t0\t0\njob2\t\t\t1\t0\t0\njob3\t20\t6\t1\t0\t0\n")
+    report = convert("swim", [f], tmp_path / "o.parquet")
+    assert [(a, k) for a, k, _d in _jobs(tmp_path / "o.parquet")] == [(10, 0), (14, 1), (20, 2)]  # job1 at 10 + 4; job2 left out
+    assert report.counts["submit_times_from_gap"] == 1
+    assert report.tasks_dropped == {"jobs with an unknown submit time (no submit time, no gap)": 1}
+    f.write_text("job0\t\t\t1\t0\t0\njob1\t\t4\t1\t0\t0\njob2\t5\t0\t1\t0\t0\n")  # job1's previous submit is unknown
+    with pytest.raises(InputError, match=r"w.tsv:2: the submit time is missing"):
+        convert("swim", [f], tmp_path / "o.parquet")
 
 
 def test_bad_options_and_inputs(tmp_path):

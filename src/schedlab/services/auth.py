@@ -55,6 +55,12 @@ FRAME = b"schedlab-auth/1 "  # a broker message: this, the four values, a newlin
 _DOMAIN = b"schedlab/1\n"
 
 
+def skew_text(sent: float, now: float) -> str:
+    """When a message was signed, told from the receiver's clock: "sent 120 s ago" or "sent 5 s in the future"."""
+    d = now - sent
+    return f"sent {d:.1f} s ago" if d >= 0 else f"sent {-d:.1f} s in the future"
+
+
 class AuthError(Exception):
     """A refused message: ``reason`` is one of unauthenticated, forged, stale, replayed."""
 
@@ -67,6 +73,14 @@ class AuthError(Exception):
 
 def derive_key(secret: str) -> bytes:
     return hashlib.sha256(secret.encode("utf-8")).digest()
+
+
+def metrics_token(secret: str) -> str:
+    """The bearer token of every node's ``/metrics``: HMAC-SHA256(key, "schedlab-metrics/1"), hex.
+
+    Derived, not the secret itself: a scraper holding it can read metrics and
+    nothing else (it cannot sign a message)."""
+    return hmac.new(derive_key(secret), b"schedlab-metrics/1", hashlib.sha256).hexdigest()
 
 
 def _mac(key: bytes, sender: str, stamp: str, nonce: str, body: bytes) -> str:
@@ -122,7 +136,7 @@ class Verifier:
             return sender
         now = self.clock()
         if abs(now - t) > self.max_skew:
-            raise AuthError("stale", f"sent {now - t:+.0f} s from now (allowed ±{self.max_skew:g} s)", sender)
+            raise AuthError("stale", f"{skew_text(t, now)} (allowed ±{self.max_skew:g} s)", sender)
         self._forget_before(now - 2 * self.max_skew)
         if nonce in self._seen:
             raise AuthError("replayed", f"nonce already used by {sender}", sender)

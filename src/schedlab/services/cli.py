@@ -121,6 +121,35 @@ def up_cmd(
         err.print(f"stopped {len(stopped)} processes", highlight=False)
 
 
+@cluster_app.command("metrics")
+def metrics_cmd(
+    path: Annotated[Path, typer.Argument(help="Cluster file.")],
+    token_only: Annotated[bool, typer.Option("--token", help="Print only the bearer token.")] = False,
+) -> None:
+    """Print a Prometheus scrape configuration for every node's /metrics (with the bearer token derived from the secret).
+
+    Example: schedlab cluster metrics demo.yaml >> prometheus.yml   (keep it private: the token reads metrics)
+    """
+    from schedlab.services.auth import metrics_token
+    from schedlab.services.clusterfile import require_secret
+
+    loaded = _load(path)
+    token = metrics_token(require_secret(loaded))
+    if token_only:
+        print(token)
+        return
+    spec = loaded.spec
+    urls = [e.url for e in (*spec.gms, *spec.lms)] + [loaded.hosts[h][1].url for h in sorted(loaded.hosts)]
+    targets = [u.split("://", 1)[1] for u in urls]
+    print("scrape_configs:")
+    print(f"  - job_name: schedlab-{loaded.name}")
+    print("    authorization:")
+    print("      type: Bearer")
+    print(f"      credentials: {token}")
+    print("    static_configs:")
+    print(f"      - targets: [{', '.join(repr(t) for t in targets)}]")
+
+
 @cluster_app.command("status")
 def status_cmd(
     path: Annotated[Path, typer.Argument(help="Cluster file.")],
@@ -227,16 +256,19 @@ def submit_cmd(
     speedup: Annotated[float, typer.Option("--speedup", help="Replay K times faster (arrivals and durations divided by K).")] = 1.0,
     task: Annotated[str, typer.Option("--task", help="What each trace task runs: sleep (its duration) or cpu (burns it).")] = "sleep",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the request draws (multi-resource).")] = 0,
-    constraints: Annotated[bool, typer.Option("--constraints/--no-constraints", help="Synthesise task constraints as the papers do.")] = True,
+    constraints: Annotated[str, typer.Option("--constraints", help="Task constraints: paper (drawn as the papers do), none, or auto: paper only if some worker of the cluster declares a machine constraint.")] = "auto",
+    no_constraints: Annotated[bool, typer.Option("--no-constraints", help="Same as --constraints none.")] = False,
     embedded: Annotated[bool, typer.Option("--embedded", help="Run the cluster of the file inside this process (no broker, no other process).")] = False,
-    timeout: Annotated[float | None, typer.Option("--timeout", help="Give up waiting for completions after this many seconds.")] = None,
+    timeout: Annotated[str, typer.Option("--timeout", help="Give up waiting for completions after this many seconds; auto: twice the replay's estimated wall time plus a minute; 0: never.")] = "auto",
     summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the summary JSON (the same schema as `schedlab simulate`).", callback=output_file)] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Write tasks, jobs, utilization tables and summary.json here.", callback=output_dir)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
+    retries: Annotated[int, typer.Option("--retries", help="With --command: run it again on its worker if it fails, up to N more times (the outcome says how many attempts).")] = 0,
+    detach: Annotated[bool, typer.Option("--detach", help="Submit every job now (trace arrival times are not waited for), print their ids one per line and return; follow them with `schedlab jobs`.")] = False,
 ) -> None:
     """Replay a trace against a live cluster (or run one ad-hoc command) and print the summary.
 
-    Example: schedlab submit --cluster demo.yaml --trace google --max-jobs 100 --speedup 10 --summary-json real.json
+    Example: schedlab submit --cluster demo.yaml --trace google --max-jobs 40 --speedup 20000 --summary-json real.json
     """
     from schedlab.cliutil import summary_table
 
@@ -251,12 +283,27 @@ def submit_cmd(
         raise InputError("--task", f"unknown task kind {task!r} (choose from sleep, cpu)")
     if not cpus > 0:
         raise InputError("--cpus", f"must be > 0, got {cpus}")
-    if timeout is not None and not timeout > 0:
-        raise InputError("--timeout", f"must be > 0, got {timeout}")
-    _load(cluster)  # a bad file is one line before anything starts
+    wait = _timeout(timeout)
+    if not 0 <= retries <= 100:
+        raise InputError("--retries", f"must be 0..100, got {retries}")
+    if retries and command is None:
+        raise InputError("--retries", "needs --command (a trace's tasks sleep: they do not fail)")
+    from schedlab.services.client import draws_constraints
+
+    loaded = _load(cluster)  # a bad file is one line before anything starts
+    draw = draws_constraints(loaded.cluster, "none" if no_constraints else constraints)
+    if detach:
+        if embedded:
+            raise InputError("--detach", "needs a running cluster (not --embedded: it ends with this process)")
+        ids = asyncio.run(_detached(loaded, trace, command, shell, cpus, constraint or [], max_jobs, draw, seed, retries))
+        for jid in ids:
+            print(jid)
+        return
     if command is not None:
-        o = asyncio.run(_adhoc(cluster, command, shell, cpus, constraint or [], embedded, timeout))
-        print(f"status {o.get('status')}  exit {o.get('exit_code')}  worker {o['worker']}  "
+        o = asyncio.run(_adhoc(cluster, command, shell, cpus, constraint or [], embedded, None if wait == "auto" else cast(float | None, wait),
+                               retries))
+        attempts = f"  attempts {o['attempts']}" if "attempts" in o else ""
+        print(f"status {o.get('status')}  exit {o.get('exit_code')}{attempts}  worker {o['worker']}  "
               f"allocation {o['allocation_time'] * 1e3:.1f} ms  ran {o.get('wall_seconds', float('nan')):.2f} s")
         for key in ("stdout_tail", "stderr_tail"):
             if o.get(key):
@@ -267,13 +314,22 @@ def submit_cmd(
             raise typer.Exit(1)
         return
     assert trace is not None  # exactly one of --trace and --command, and --command has returned
-    result = asyncio.run(_replay(cluster, trace, max_jobs, speedup, task, cpus, seed, constraints, embedded, timeout))
+    bar = ReplayBar(speedup, enabled=not quiet)
+    try:
+        result = asyncio.run(_replay(cluster, trace, max_jobs, speedup, task, cpus, seed, draw, embedded, wait, bar))
+    finally:
+        bar.close()
     s = result.summary
     if not quiet:
         out.print(summary_table(s))
         c = s["counters"]
         out.print(f"jobs {s['jobs']}  tasks {s['tasks']}  unfinished {c['tasks_unfinished']}  inconsistencies {c.get('inconsistencies', 0)}  "
                   f"repartitions {c.get('repartitions', 0)}  transport {s['runtime']['transport']}  wall {s['wall_seconds']:.2f}s", highlight=False)
+    rt = s["runtime"]
+    if rt["stopped"]:
+        err.print(f"stopped after {s['wall_seconds']:.1f} s: {rt['jobs_submitted']} of {rt['jobs_total']} "
+                  f"jobs submitted, {s['tasks'] - s['counters']['tasks_unfinished']} of their {s['tasks']} tasks completed, "
+                  f"{s['counters']['tasks_unfinished']} unfinished (the summary above is of what was submitted)", highlight=False)
     from schedlab.atomic import all_or_nothing
     from schedlab.metrics.export import write_json
 
@@ -282,9 +338,27 @@ def submit_cmd(
             result.save(out_dir)
         if summary_json is not None:
             write_json(summary_json, s)
+    _say_dropped(result, draw, constraints != "paper" and not no_constraints)  # after the outputs: a failure to write them stays one line
+    if rt["stopped"]:
+        raise typer.Exit(130)
     if s["counters"]["tasks_unfinished"]:
-        err.print(f"{s['counters']['tasks_unfinished']} task(s) did not finish", highlight=False)
+        err.print(f"{s['counters']['tasks_unfinished']} task(s) did not finish"
+                  + (f" within --timeout {rt['timeout']:.0f} s" if rt.get("timeout") else ""), highlight=False)
         raise typer.Exit(1)
+
+
+def _say_dropped(result: Any, drew: bool, auto: bool) -> None:
+    """One line on stderr when the replay dropped tasks as unsatisfiable (even with --quiet)."""
+    from schedlab.dropped import drop_line
+
+    why = "drawn with the papers' statistics"
+    if drew and auto:
+        why += ", as the cluster's workers declare machine constraints"
+    fixes = {"constraints": (f"{why}; --constraints none draws none" if drew else "the trace's own constraints"),
+             "request": "the cluster file's capacities are smaller than these requests"}
+    line = drop_line(result.extra["dropped"], result.summary["counters"]["trace_tasks"], fixes)
+    if line is not None:
+        err.print(line, highlight=False)
 
 
 def chaos_cmd(
@@ -364,18 +438,37 @@ def _gm_recovery(r: dict) -> str:
             f"{r['tasks_found_completed']} completed, {r['tasks_requested_again']} requested again")
 
 
-async def _replay(path: Path, trace: str, max_jobs: int | None, speedup: float, task: str, cpus: float, seed: int, constraints: bool,
-                  embedded: bool, timeout: float | None) -> Any:
-    from schedlab.services.client import Client
+async def _detached(loaded: Any, trace: str | None, command: str | None, shell: bool, cpus: float, constraint: list[int],
+                    max_jobs: int | None, draw: bool, seed: int, retries: int = 0) -> list[int]:
+    """``submit --detach``: the trace's jobs, or the command as a one-task job, submitted now (:mod:`~.jobs`)."""
+    import itertools
 
-    async with Client(path, embedded=embedded) as c:
-        return await c.replay(trace, max_jobs=max_jobs, speedup=speedup, task=task, cpus=cpus, seed=seed, constraints=constraints, timeout=timeout)
+    from schedlab.services.execution import TaskSpec
+    from schedlab.services.jobs import submit_detached
+    from schedlab.workload.trace import TraceJob, read_trace
+
+    if command is not None:
+        argv = _argv(command, shell)
+        mask = sum(1 << c for c in set(constraint))
+        spec = TaskSpec(kind="command", argv=argv, shell=shell, cpus=cpus, retries=retries)
+        cl = loaded.cluster
+        request: list[tuple[float, ...] | None] | None = None if cl.slot_mode else [tuple([cpus] + [0.0] * (len(cl.resources) - 1))]
+        ids, _prep = await submit_detached(loaded, [TraceJob(0.0, 0.0, [0.0], masks=[mask], requests=request)], constraints=False,
+                                           spec=lambda _j, _t, _d: spec)
+        return ids
+    assert trace is not None
+    jobs = list(itertools.islice(read_trace(trace), max_jobs))
+    ids, prep = await submit_detached(loaded, jobs, constraints=draw, seed=seed)
+    from schedlab.dropped import drop_line
+
+    line = drop_line(prep.drops, prep.trace_tasks, {"constraints": "--constraints none draws none"} if draw else {})
+    if line is not None:
+        err.print(line, highlight=False)
+    return ids
 
 
-async def _adhoc(path: Path, command: str, shell: bool, cpus: float, constraint: list[int], embedded: bool, timeout: float | None) -> dict:
+def _argv(command: str, shell: bool) -> list[str]:
     import shlex
-
-    from schedlab.services.client import Client
 
     try:
         argv = [command] if shell else shlex.split(command)
@@ -383,8 +476,92 @@ async def _adhoc(path: Path, command: str, shell: bool, cpus: float, constraint:
         raise InputError("--command", str(e)) from None
     if not argv:
         raise InputError("--command", "is empty")
+    return argv
+
+
+def _timeout(text: str) -> float | str | None:
+    """``--timeout``: seconds, ``auto`` or 0 (never: None)."""
+    if text == "auto":
+        return "auto"
+    try:
+        v = float(text)
+    except ValueError:
+        raise InputError("--timeout", f"expected seconds, auto or 0, got {text!r}") from None
+    if not v >= 0:
+        raise InputError("--timeout", f"must be >= 0, got {text}")
+    return v or None
+
+
+class ReplayBar:
+    """What a person sees of a replay: its estimate first (one line), then a progress bar on a terminal
+    (jobs submitted, tasks done, allocation p50 over the last minute, ETA in wall time)."""
+
+    def __init__(self, speedup: float, enabled: bool) -> None:
+        self.speedup = speedup
+        self.enabled = enabled
+        self.said = False
+        self.bar: Any = None
+        self.task: Any = None
+
+    def __call__(self, p: Any) -> None:
+        if not self.enabled:
+            return
+        if not self.said:
+            self.said = True
+            if p.estimate is not None:
+                err.print(f"replaying {p.jobs_total:,} jobs: about {_duration(p.estimate)} of wall time at --speedup {self.speedup:g} "
+                          "(plus queueing); Ctrl-C stops and prints what completed", highlight=False)
+            if err.is_terminal:
+                from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+                self.bar = Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(),
+                                    TextColumn("jobs  {task.fields[tasks]} tasks done  allocation p50 {task.fields[p50]}  ETA {task.fields[eta]}"),
+                                    console=err, transient=True)
+                self.task = self.bar.add_task("replay", total=p.jobs_total, tasks="0", p50="-", eta="-")
+                self.bar.start()
+        if self.bar is not None:
+            self.bar.update(self.task, completed=p.jobs_submitted, tasks=f"{p.tasks_done:,}/{p.tasks_submitted:,}",
+                            p50="-" if p.allocation_p50 is None else f"{p.allocation_p50 * 1e3:.1f} ms",
+                            eta="-" if p.eta is None else _duration(p.eta))
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600} h {s % 3600 // 60:02d} min" if s >= 3600 else f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
+
+
+async def _replay(path: Path, trace: str, max_jobs: int | None, speedup: float, task: str, cpus: float, seed: int, constraints: bool,
+                  embedded: bool, timeout: float | str | None, progress: Any = None) -> Any:
+    """The replay, stopped (with its partial result) on SIGINT or SIGTERM."""
+    import signal
+
+    from schedlab.services.client import Client
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        async with Client(path, embedded=embedded) as c:
+            return await c.replay(trace, max_jobs=max_jobs, speedup=speedup, task=task, cpus=cpus, seed=seed, constraints=constraints,
+                                  timeout=timeout, progress=progress, stop=stop)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+async def _adhoc(path: Path, command: str, shell: bool, cpus: float, constraint: list[int], embedded: bool, timeout: float | None,
+                 retries: int = 0) -> dict:
+    from schedlab.services.client import Client
+
+    argv = _argv(command, shell)
     bad = [c for c in constraint if not 0 <= c <= 20]
     if bad:
         raise InputError("--constraint", f"constraint indices are 0..20, got {bad[0]}")
     async with Client(path, embedded=embedded) as c:
-        return await c.run(argv, cpus=cpus, constraints=constraint, shell=shell, timeout=timeout)
+        return await c.run(argv, cpus=cpus, constraints=constraint, shell=shell, timeout=timeout, retries=retries)

@@ -22,6 +22,23 @@ Choices:
   ``task(job_index, task_index, duration) -> TaskSpec`` gives anything else.
 * The summary's ``runtime`` section says what ran: ``"real"``, the transport,
   wall time and the replay's own counters.
+* Long replays: ``progress(p)`` is called about twice a second with a
+  :class:`ReplayProgress` (jobs submitted, tasks done, allocation p50 over the
+  last minute, the estimate and ETA in wall time); setting ``stop`` (an
+  ``asyncio.Event``: the CLI sets it on Ctrl-C or SIGTERM) ends submission and
+  waiting at once, and the result is the partial run — what completed, what did
+  not (``tasks_unfinished``, ``runtime.stopped``). The estimate is the span
+  from the first arrival to the latest arrival plus its job's longest task,
+  over ``speedup``: queueing comes on top. ``timeout="auto"`` gives up waiting
+  at twice the estimate plus a minute (None waits for ever).
+* Task constraints (``constraints``): ``"paper"`` (or ``True``) draws them with
+  the papers' statistics, ``"none"`` (or ``False``) draws none, and
+  ``"auto"`` — what ``schedlab submit`` uses — draws them only when some
+  worker of the cluster declares a machine constraint: on a cluster whose
+  workers declare none, every drawn constraint would be unsatisfiable and
+  nearly every task dropped (a 400-task trace ran 52). Tasks still dropped
+  are counted by reason in ``Result.extra["dropped"]``
+  (:class:`~schedlab.dropped.DropReasons`), which ``submit`` prints.
 """
 
 from __future__ import annotations
@@ -32,6 +49,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from schedlab.cluster.model import Cluster
@@ -75,6 +93,46 @@ class ClusterHandle(Protocol):
     def message_counts(self) -> dict[str, int]: ...
 
 
+CONSTRAINT_CHOICES = ("auto", "paper", "none")
+
+
+def draws_constraints(cluster: Cluster, choice: bool | str) -> bool:
+    """Whether a replay on ``cluster`` draws the papers' task constraints (``choice``: see the module docstring)."""
+    if isinstance(choice, bool):
+        return choice
+    if choice not in CONSTRAINT_CHOICES:
+        raise InputError("--constraints", f"unknown choice {choice!r} (choose from {', '.join(CONSTRAINT_CHOICES)})")
+    return choice == "paper" or (choice == "auto" and any(cluster.machine_masks))
+
+
+@dataclass
+class ReplayProgress:
+    """Where a replay is, for a progress bar (see the module docstring)."""
+
+    jobs_submitted: int
+    jobs_total: int | None
+    tasks_submitted: int
+    tasks_done: int
+    allocation_p50: float | None  # seconds, over the tasks completed in the last minute
+    elapsed: float  # wall seconds since the replay started
+    estimate: float | None  # wall seconds the whole replay should take (None: not known beforehand)
+
+    @property
+    def eta(self) -> float | None:
+        return None if self.estimate is None else max(0.0, self.estimate - self.elapsed)
+
+
+def estimate_wall(jobs: list[TraceJob], speedup: float) -> float | None:
+    """Wall seconds from the first submission until the last task should end, without queueing (None: no jobs)."""
+    if not jobs:
+        return None
+    end = max(j.arrival + max(j.durations, default=0.0) for j in jobs)
+    return (end - jobs[0].arrival) / speedup
+
+
+AUTO_TIMEOUT_MARGIN = 60.0
+
+
 def _task_factory(task: str | TaskFactory | None, cpus: float) -> TaskFactory | None:
     if task is None or task == "sleep":
         return None
@@ -92,15 +150,17 @@ async def replay(
     max_jobs: int | None = None,
     speedup: float = 1.0,
     seed: int = 0,
-    constraints: bool = True,
+    constraints: bool | str = True,
     constraint_seed: int = PAPER_CONSTRAINT_SEED,
     requests: str = DEFAULT_REQUESTS,
     conventions: TraceConventions | None = None,
     task: str | TaskFactory | None = None,
     cpus: float = 1.0,
     cpus_from_request: bool = False,
-    timeout: float | None = None,
+    timeout: float | str | None = None,
     trace_label: str | None = None,
+    progress: Callable[[ReplayProgress], None] | None = None,
+    stop: asyncio.Event | None = None,
 ) -> Result:
     """Submit ``trace`` to ``cluster`` in real time and return the run's tables and summary."""
     if not speedup > 0:
@@ -115,7 +175,15 @@ async def replay(
     else:
         label = trace_label or "custom"
         jobs = trace
+    listed = jobs if isinstance(jobs, list) else None
+    estimate = None if listed is None else estimate_wall(listed[:max_jobs] if max_jobs else listed, speedup)
+    if timeout == "auto":
+        timeout = None if estimate is None else 2 * estimate + AUTO_TIMEOUT_MARGIN
+    elif isinstance(timeout, str):
+        raise InputError("--timeout", f"expected seconds or 'auto', got {timeout!r}")
+    stop = stop if stop is not None else asyncio.Event()
     cl = cluster.cluster
+    constraints = draws_constraints(cl, constraints)
     req_model = None if cl.slot_mode else RequestModel.parse(requests, len(cl.resources))
     sampler = TaskConstraintSampler(constraint_seed) if constraints else None
     preparer = JobPreparer(cl, sampler, req_model, RngStreams(seed).np_rng("requests"))
@@ -124,9 +192,14 @@ async def replay(
     records = await cluster.open_run(run)
     publish_live = getattr(cluster, "publish_live", None)  # a cluster behind a broker: figures for its dashboard
     live = None
+    records.window = AllocationWindow()  # allocation times over the last minute: the dashboard's, the progress bar's
     if publish_live is not None:
-        records.window = AllocationWindow()
         live = asyncio.create_task(_publish_live(records, publish_live))
+    counts = {"jobs": 0, "tasks": 0}
+    ticker = None
+    total = None if listed is None else min(len(listed), max_jobs or len(listed))
+    if progress is not None:
+        ticker = asyncio.create_task(_tick(records, progress, counts, total, estimate))
     now = cluster.now
     gms = cluster.num_gms
     users = user_assignment(cluster.params, gms, seed)  # fair sharing: the simulator's users, the GM serving each
@@ -143,8 +216,10 @@ async def replay(
                 origin = now() - tj.arrival / speedup
                 records.origin = origin
             delay = origin + tj.arrival / speedup - now()
-            if delay > 0:
-                await asyncio.sleep(delay)
+            if delay > 0 and await _stopped(stop, delay):
+                break
+            if stop.is_set():
+                break
             pj = preparer.prepare(tj)
             if pj is None:
                 continue
@@ -162,18 +237,26 @@ async def replay(
             gjid, gtids = records.add_job(arrival, durations, pj.masks, pj.requests, pj.mean_duration / speedup, pj.line, user)
             cluster.submit(SubmitJob(gjid, gtids, durations, pj.masks, pj.requests, specs, user), gm=gm)
             submitted += 1
-        if preparer.trace_jobs == 0:
+            counts["jobs"] += 1
+            counts["tasks"] += len(gtids)
+        if preparer.trace_jobs == 0 and not stop.is_set():
             raise InputError(label, "the trace has no jobs: nothing to submit")
         deadline = None if timeout is None else time.monotonic() + timeout
-        while records.open_tasks:
+        while records.open_tasks and not stop.is_set():
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 break
-            try:
-                await asyncio.wait_for(records.wait_changed(), timeout=left)
-            except TimeoutError:
+            changed = asyncio.ensure_future(records.wait_changed())
+            stopping = asyncio.ensure_future(stop.wait())
+            done, _pending = await asyncio.wait((changed, stopping), timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            for f in (changed, stopping):
+                if not f.done():
+                    f.cancel()
+            if not done:
                 break
     finally:
+        if ticker is not None:
+            ticker.cancel()
         if live is not None and publish_live is not None:
             live.cancel()
             publish_live(_live_snapshot(records, done=True))
@@ -203,11 +286,33 @@ async def replay(
                 "requests": requests if not cl.slot_mode else None,
             },
             "runtime": {"kind": "real", "transport": cluster.transport_name, "speedup": speedup, "task": task if isinstance(task, str) else "custom" if task else "sleep",
-                        "run": run, "outcomes_failed": sum(1 for o in records.outcomes.values() if o.get("status") != "ok")},
+                        "run": run, "outcomes_failed": sum(1 for o in records.outcomes.values() if o.get("status") != "ok"),
+                        "stopped": stop.is_set(), "jobs_submitted": submitted, "jobs_total": total, "estimate_seconds": estimate, "timeout": timeout},
         }
     )
     return Result(summary, tdf, jdf, udf, extra={"outcomes": records.outcomes, "requests": list(records.tasks.request),
-                                                "preempted_runs": list(records.recorder.preempted_runs), "origin": records.origin})
+                                                "preempted_runs": list(records.recorder.preempted_runs), "origin": records.origin,
+                                                "dropped": preparer.drops})
+
+
+async def _stopped(stop: asyncio.Event, delay: float) -> bool:
+    """Wait ``delay`` seconds; True if ``stop`` was set meanwhile."""
+    try:
+        await asyncio.wait_for(stop.wait(), timeout=delay)
+    except TimeoutError:
+        return False
+    return True
+
+
+async def _tick(records: RunRecords, progress: Callable[[ReplayProgress], None], counts: dict[str, int], total: int | None,
+                estimate: float | None, every: float = 0.5) -> None:
+    """Call ``progress`` every ``every`` seconds while the replay runs."""
+    t0 = time.monotonic()
+    while True:
+        assert records.window is not None
+        p50 = records.window.snapshot()["allocation_time"].get("p50")
+        progress(ReplayProgress(counts["jobs"], total, counts["tasks"], records.tasks_done, p50, time.monotonic() - t0, estimate))
+        await asyncio.sleep(every)
 
 
 def _live_snapshot(records: RunRecords, done: bool = False) -> dict[str, Any]:
@@ -281,7 +386,7 @@ class Client:
         return await replay(self.handle, trace, **kw)
 
     async def run(self, argv: list[str] | str, *, cpus: float = 1.0, constraints: Iterable[int] = (), shell: bool = False,
-                  timeout: float | None = None) -> dict[str, Any]:
+                  timeout: float | None = None, retries: int = 0) -> dict[str, Any]:
         """Run one command as a one-task job; returns its outcome (status, exit code, output tails, worker, allocation time)."""
         if isinstance(argv, str):
             argv = [argv] if shell else argv.split()
@@ -290,11 +395,12 @@ class Client:
             if not 0 <= c <= 20:
                 raise InputError("constraints", f"constraint indices are 0..20, got {c}")
             mask |= 1 << c
-        spec = TaskSpec(kind="command", argv=list(argv), shell=shell, cpus=cpus, timeout=timeout)
+        spec = TaskSpec(kind="command", argv=list(argv), shell=shell, cpus=cpus, timeout=timeout, retries=retries)
         cl = self.loaded.cluster
         request: list[tuple[float, ...] | None] | None = None if cl.slot_mode else [tuple([cpus] + [0.0] * (len(cl.resources) - 1))]
         job = TraceJob(0.0, 0.0, [0.0], masks=[mask], requests=request)
-        result = await self.replay([job], task=lambda _j, _t, _d: spec, constraints=False, timeout=None if timeout is None else timeout + 30)
+        result = await self.replay([job], task=lambda _j, _t, _d: spec, constraints=False,
+                                   timeout=None if timeout is None else (timeout + 30) * (1 + retries))
         row = result.tasks.iloc[0]
         outcome = dict(result.extra["outcomes"].get(0, {"status": "unfinished"}))
         outcome.update({"worker": int(row.worker), "allocation_time": float(row.allocation_time)})

@@ -97,6 +97,7 @@ class TaskSpec(BaseModel):
     timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
     env: dict[str, str] | None = None
     cwd: str | None = None
+    retries: int = Field(0, ge=0, le=100)  # a command that fails runs again, up to this many more times (same worker)
 
     @model_validator(mode="after")
     def _check(self) -> TaskSpec:
@@ -108,8 +109,8 @@ class TaskSpec(BaseModel):
             if self.shell and len(self.argv) != 1:
                 raise ValueError("with shell: true, argv is one command string")
         else:
-            if self.argv is not None or self.shell or self.env is not None or self.cwd is not None:
-                raise ValueError(f"a {self.kind} task takes no argv, shell, env or cwd")
+            if self.argv is not None or self.shell or self.env is not None or self.cwd is not None or self.retries:
+                raise ValueError(f"a {self.kind} task takes no argv, shell, env, cwd or retries")
         return self
 
 

@@ -30,6 +30,7 @@ from schedlab.services.records import EventObserver
 from schedlab.services.recovery import DurableJobs, GMRecovery
 from schedlab.services.runtime import ServiceRuntime
 from schedlab.services.tasks import RecentIds, TaskStore
+from schedlab.services.timings import ComponentTimer
 from schedlab.services.wire import Frame
 from schedlab.sim.runtime import Component
 from schedlab.workers.protocol import TasksFinished
@@ -83,6 +84,8 @@ class GMNode(ServiceNode):
         self.recovery: GMRecovery | None = None
         self.links: LaunchLinks | None = None
         self.publisher: RecordsPublisher | None = None
+        self.timer: ComponentTimer | None = None
+        self.job_done: Any = None  # job_done(jid): a job of this GM ended (a real process appends it to the job ledger)
 
     def build(self) -> None:
         from schedlab.services.assembly import build_gm
@@ -90,7 +93,9 @@ class GMNode(ServiceNode):
         env, rt, plan, p = self.env, self.rt, self.plan, self.plan.params
         publisher = self.publisher = RecordsPublisher(rt, self.broker)
         self.broker.at_flush = publisher.at_flush  # a consumed message is acknowledged once its output reached the broker
-        gm = self.gm = self.component = build_gm(self.id, rt, plan, self.store, EventObserver(publisher.emit))
+        store = self.store
+        self.timer = ComponentTimer(publisher.emit, store.arrival.get)  # spans of allocation time, for /metrics
+        gm = self.gm = self.component = build_gm(self.id, rt, plan, self.store, EventObserver(self.timer.emit))
         frontend = GMFrontend(self.id, rt, gm, self.store)
         self.placements = GMPlacements(rt, gm, publisher.emit)
         if p.shares is not None:
@@ -103,6 +108,7 @@ class GMNode(ServiceNode):
         self.jobs = DurableJobs(rt, gm, frontend, self.placements, self.store, plan.num_lms, publisher.emit,
                                 ack=lambda m: publisher.after(lambda: broker.ack(m)), questions=questions,
                                 log=lambda tids: self.log_done(log, tids), ack_log=lambda m: publisher.after(lambda: broker.ack(m)))
+        self.jobs.on_done = lambda jid: self.job_done(jid) if self.job_done is not None else None
         self.recovery = GMRecovery(rt, gm, self.placements, plan.num_lms, self.fair)
         self.links = LaunchLinks(rt, gm, self.placements, questions, self.recovery)
         router = env.router

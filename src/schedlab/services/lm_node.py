@@ -44,6 +44,7 @@ from schedlab.services.records import EventObserver
 from schedlab.services.recovery import LMRecovery, LMTakeover
 from schedlab.services.runtime import ServiceRuntime
 from schedlab.services.tasks import RecentIds
+from schedlab.services.timings import ComponentTimer
 from schedlab.services.transport import STALE_REQUEST
 from schedlab.services.wire import Frame, WireError
 from schedlab.sim.runtime import Component
@@ -108,6 +109,7 @@ class LMNode(ServiceNode):
         self.lm_recovery: LMRecovery | None = None
         self.workers: HostWorkers | None = None
         self.publisher: RecordsPublisher | None = None
+        self.timer: ComponentTimer | None = None
         self._heartbeat_timer: Any = None
         self._stop = self.rt.event()
         self.in_doubt: dict[int, tuple[int, int, float, int]] = {}  # tid -> (host, worker, deadline, launch id): no answer
@@ -124,7 +126,8 @@ class LMNode(ServiceNode):
         self.broker.at_flush = publisher.at_flush
         fair = p.shares is not None
         workers = self.workers = HostWorkers(rt, self.store) if fair else None
-        lm = self.lm = self.component = build_lm(self.id, rt, plan, self.store, EventObserver(publisher.emit), workers)
+        self.timer = ComponentTimer(publisher.emit)  # spans of allocation time between this LM's marks, for /metrics
+        lm = self.lm = self.component = build_lm(self.id, rt, plan, self.store, EventObserver(self.timer.emit), workers)
         WorkerRouter(rt, plan.host_of_worker)
         rt.after_delivery(TasksFinished, self._ended)
         rt.after_delivery(LaunchRequest, lambda _dst, msg: self._accepted(msg))
@@ -132,7 +135,7 @@ class LMNode(ServiceNode):
         rt.before_send(LaunchRejected, self._stamp_rejection)
         rt.before_send(TaskLost, self._stamp_loss)
         rt.add_handler(lm.address, RejectAgain, self._reject_again)
-        relay = self.relay = CompletionRelay(rt, [lm], publisher.emit)
+        relay = self.relay = CompletionRelay(rt, [lm], self.timer.emit)
         relay.completed = RecentIds()
         relay.vouch = self._vouch
         relay.flush_records = publisher.flush

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from schedlab.services.acks import Acknowledger, AcksAfterOutput
-from schedlab.services.auth import MAX_SKEW
+from schedlab.services.auth import MAX_SKEW, skew_text
 from schedlab.services.transport import Unreachable
 from schedlab.services.wire import Frame, WireError
 from schedlab.sim.kernel import Kernel
@@ -204,7 +204,7 @@ class MemNet:
             return
         if abs(proc.rt.now() - signed_at) > MAX_SKEW:
             self.counters["stale_signatures"] += 1
-            reason = node.refusals.refuse("stale", f"signed {proc.rt.now() - signed_at:+.1f} s from now", sender.name)
+            reason = node.refusals.refuse("stale", skew_text(signed_at, proc.rt.now()), sender.name)
             self._respond(dst, sender, fut, (401, reason))
             return
         try:

@@ -16,8 +16,10 @@ lm N       launch / preemption requests from GMs      ``<name>.lm.N`` (completio
 worker N   task launches and kills from its LM        —
 =========  ========================================  ==========================================
 
-Every process also answers ``GET /v1/health`` and ``GET /v1/status`` (queue
-lengths, running tasks, counters, refused input by reason).
+Every process also answers ``GET /v1/health``, ``GET /v1/status`` (queue
+lengths, running tasks, counters, refused input by reason) and ``GET /metrics``
+(the same as Prometheus text exposition, for the cluster's bearer token:
+:mod:`~.metrics`).
 
 What this module adds to the node is only IO: every HTTP request and response
 authenticated (:mod:`~.auth`) and size-limited before it is decoded, envelopes
@@ -40,7 +42,7 @@ from aiohttp import web
 from schedlab.errors import InputError
 from schedlab.schedulers.megha.gm import gm_address, lm_address
 from schedlab.services.assembly import build_node, parse_params
-from schedlab.services.auth import TIME, AuthError, Signer, Verifier
+from schedlab.services.auth import TIME, AuthError, Signer, Verifier, metrics_token
 from schedlab.services.clock import WallClock, clock_file
 from schedlab.services.clusterfile import LoadedCluster, require_secret
 from schedlab.services.lease import Lease, bind, lease_queue
@@ -91,6 +93,7 @@ class ProcessNode:
         self.amqp: AmqpLink | None = None
         self._sock: Any = None
         self.local = local  # the request handlers of the nodes this process serves (cluster up --embedded)
+        self.metrics: Any = None  # its /metrics registry (metrics.NodeMetrics), made at the first scrape
 
     # -- life cycle -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -100,6 +103,7 @@ class ProcessNode:
         # the wall clock every stamp comes from: a campaign may set it off (clock skew, :mod:`~.clock`)
         clock = self.clock = WallClock(clock_file(loaded.source, self.role, self.id))
         self.verifier = Verifier(secret, clock)
+        self.metrics_token = metrics_token(secret)  # /metrics: a bearer token derived from the secret
         self.signer = Signer(secret, identity, clock)
         self.amqp = AmqpLink(loaded.broker, Signer(secret, identity, clock), Verifier(secret, clock), self._refused_message)
         store = TaskStore()
@@ -116,6 +120,11 @@ class ProcessNode:
                       lambda name: Lease(loaded.broker, name), lambda: secrets.randbits(31), standby=self.standby,
                       lease_queue=lease_queue(loaded.name, self.id))
         node = self.node = build_node(self.role, env, self.id)
+        if self.role == "gm":  # the job ledger (:mod:`~.ledger`): each job this GM finishes, appended
+            from schedlab.services.ledger import ended_record, ledger_queue
+
+            amqp, queue = self.amqp, ledger_queue(loaded.name)
+            node.job_done = lambda jid: amqp.publish(queue, ended_record(jid, rt.now(), self.id), persistent=True)  # type: ignore[attr-defined]
         self.codec = codec
         if self.role == "lm" and self.standby:
             log.info("LM %d standby: waiting for %s", self.id, env.lease_queue)
@@ -151,6 +160,9 @@ class ProcessNode:
         app = web.Application(client_max_size=MAX_MESSAGE_BYTES)
         app.router.add_get("/v1/health", self._health)
         app.router.add_get("/v1/status", self._status)
+        app.router.add_get("/metrics", self._metrics)
+        if self.role == "gm":
+            app.router.add_get("/v1/jobs", self._jobs)
         app.router.add_post("/v1/message", self._message)
         self.runner = web.AppRunner(app, access_log=None)
         await self.runner.setup()
@@ -197,6 +209,28 @@ class ProcessNode:
 
     async def _health(self, request: Any) -> Any:
         return web.json_response({"ok": True, "role": self.role, "id": self.id, "cluster": self.loaded.name, "pid": os.getpid()})
+
+    async def _metrics(self, request: Any) -> Any:
+        """Prometheus text exposition (:mod:`~.metrics`), for the cluster's bearer token only."""
+        if self.metrics is None:
+            from schedlab.services.metrics import NodeMetrics, node_collector
+
+            self.metrics = NodeMetrics(node_collector(self.loaded.name, self.role, self.id, self.status, self.node), self.metrics_token)
+        if not self.metrics.authorized(request.headers.get("Authorization")):
+            assert self.node is not None
+            text = self.node.refusals.refuse("unauthenticated", "/metrics without the cluster's bearer token", request.remote or "unknown")
+            return web.Response(status=401, text=text + "\n", headers={"WWW-Authenticate": "Bearer"})
+        body, content_type = self.metrics.exposition()
+        return web.Response(body=body, headers={"Content-Type": content_type})
+
+    async def _jobs(self, request: Any) -> Any:
+        """A GM's open jobs (:meth:`~.recovery.DurableJobs.open_jobs`), for ``schedlab jobs`` (signed, like the status)."""
+        refusal = self._authenticate(request, b"")
+        if refusal is not None:
+            return refusal
+        jobs = getattr(self.node, "jobs", None)
+        return self._signed({"gm": self.id, "serving": bool(self.node and self.node.serving),
+                             "open": [] if jobs is None else jobs.open_jobs()})
 
     async def _status(self, request: Any) -> Any:
         refusal = self._authenticate(request, b"")

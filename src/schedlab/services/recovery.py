@@ -224,6 +224,7 @@ class DurableJobs:
         self.tasks_requested_again = 0
         self.deliveries_again = 0
         self.orphans = 0
+        self.on_done: Any = None  # on_done(jid): a job's last task completed (the job ledger, :mod:`~.ledger`)
         rt.after_delivery(TasksFinished, self._finished)
         placements.on_orphans = self.orphan_completions
 
@@ -259,6 +260,15 @@ class DurableJobs:
         self.tasks_found_running += sum(1 for t in msg.tids if t in placed)
         if ask:
             self.questions.ask(set(range(self.num_lms)), ask, lambda completed, running: self._resolved(ask, completed, running))
+
+    def open_jobs(self) -> list[dict[str, Any]]:
+        """The jobs of this GM's queue not finished yet: tasks in all, placed (running), completed."""
+        placed = self.placements.placed
+        out = []
+        for jid, (left, _messages, tids) in self.open.items():
+            running = sum(1 for t in tids if t in placed and t in self.job_of)
+            out.append({"job": jid, "tasks": len(tids), "running": running, "completed": len(tids) - left})
+        return out
 
     def _open(self, msg: SubmitJob, message: Any) -> None:
         self.open[msg.jid] = [len(msg.tids), [message], list(msg.tids)]
@@ -337,6 +347,8 @@ class DurableJobs:
         if entry[0] == 0:
             del self.open[jid]
             self.finished.add(jid)
+            if self.on_done is not None:
+                self.on_done(jid)
             for m in entry[1]:
                 self.ack(m)
             for t in entry[2]:

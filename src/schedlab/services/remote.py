@@ -142,15 +142,18 @@ class RemoteCluster:
         return self._messages
 
 
-async def fetch_statuses(loaded: LoadedCluster, timeout: float = 3.0, session: aiohttp.ClientSession | None = None) -> list[dict[str, Any]]:
-    """Every node's ``/v1/status``, signed and checked with the cluster's secret (a node that does not answer
-    gives ``{"role", "id", "url", "error"}``). ``session``: one kept open between calls (a dashboard reading
-    the cluster every second reuses its connections instead of opening one per node and read)."""
+async def fetch_statuses(loaded: LoadedCluster, timeout: float = 3.0, session: aiohttp.ClientSession | None = None,
+                         path: str = "/v1/status", roles: tuple[str, ...] = ("gm", "lm", "worker")) -> list[dict[str, Any]]:
+    """Every node's ``/v1/status`` (or another signed ``path`` of the ``roles`` given), signed and checked with the
+    cluster's secret (a node that does not answer gives ``{"role", "id", "url", "error"}``). ``session``: one kept
+    open between calls (a dashboard reading the cluster every second reuses its connections instead of opening
+    one per node and read)."""
     if session is None:
         async with aiohttp.ClientSession() as own:
-            return await fetch_statuses(loaded, timeout, own)
+            return await fetch_statuses(loaded, timeout, own, path, roles)
     nodes = [("gm", g.id, g.url) for g in loaded.spec.gms] + [("lm", lm.id, lm.url) for lm in loaded.spec.lms]
     nodes += [("worker", h.id, h.url) for _lm, h in loaded.spec.hosts()]
+    nodes = [n for n in nodes if n[0] in roles]
     secret = loaded.secret
     signer = None if not secret else Signer(secret, "client")
     verifier = None if not secret else Verifier(secret)
@@ -158,7 +161,7 @@ async def fetch_statuses(loaded: LoadedCluster, timeout: float = 3.0, session: a
 
     async def one(role: str, ident: int, url: str) -> dict[str, Any]:
         try:
-            async with session.get(url + "/v1/status", headers=None if signer is None else signer.headers(b""), timeout=limit) as resp:
+            async with session.get(url + path, headers=None if signer is None else signer.headers(b""), timeout=limit) as resp:
                 body = await resp.read()
                 if resp.status != 200:
                     return {"role": role, "id": ident, "url": url, "error": f"HTTP {resp.status}: {body.decode(errors='replace').strip()}"}

@@ -40,6 +40,7 @@ from urllib.parse import urlsplit, urlunsplit
 from schedlab.errors import InputError
 from schedlab.services.clusterfile import LoadedCluster, run_dir
 from schedlab.services.lease import lease_queue, tokens_queue
+from schedlab.services.ledger import ledger_queue
 from schedlab.services.net import AmqpLink, BrokerUnreachable, Directory
 
 HEALTH_TIMEOUT = 60.0
@@ -347,6 +348,11 @@ async def delete_cluster_queues(loaded: LoadedCluster) -> None:
     except BrokerUnreachable:
         return
     try:
+        if loaded.secret:  # the run records of detached submissions, named by the job ledger
+            from schedlab.services.jobs import detached_runs
+
+            names += [directory.queue(("run", run)) for run in await detached_runs(loaded, link.connection)]
+        names.append(ledger_queue(loaded.name))  # the job ledger (a stream)
         await link.delete_queues(names)
     finally:
         await link.close()

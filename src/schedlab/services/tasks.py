@@ -37,7 +37,7 @@ def split_id(gid: int) -> tuple[int, int]:
 class TaskStore:
     """Tasks known to one service: placement constraints, requests, durations, specs, jobs."""
 
-    __slots__ = ("mask", "request", "duration", "job", "jobs", "spec", "user", "_left")
+    __slots__ = ("mask", "request", "duration", "job", "jobs", "spec", "user", "arrival", "_left")
 
     def __init__(self) -> None:
         self.mask: dict[int, int] = {}
@@ -47,6 +47,7 @@ class TaskStore:
         self.jobs: dict[int, Job] = {}
         self.spec: dict[int, Any] = {}  # what to run (execution.TaskSpec); absent: sleep for the duration
         self.user: dict[int, int] = {}  # fair sharing: the task's user queue, when not 0
+        self.arrival: dict[int, float] = {}  # when the task's job reached its GM (GM clock), where known: allocation times
         self._left: dict[int, int] = {}  # job -> its tasks still known here
 
     def __len__(self) -> int:
@@ -56,7 +57,7 @@ class TaskStore:
         return tid in self.mask
 
     def add_task(self, tid: int, jid: int, duration: float, mask: int, request: tuple[float, ...] | None, spec: Any = None,
-                 user: int = 0) -> None:
+                 user: int = 0, arrival: float | None = None) -> None:
         if tid not in self.mask:
             self._left[jid] = self._left.get(jid, 0) + 1
         self.mask[tid] = mask
@@ -67,6 +68,8 @@ class TaskStore:
             self.spec[tid] = spec
         if user:
             self.user[tid] = user
+        if arrival is not None:
+            self.arrival[tid] = arrival
 
     def add_job(
         self,
@@ -89,6 +92,7 @@ class TaskStore:
                 requests[k] if requests is not None else None,
                 specs[k] if specs is not None else None,
                 user,
+                arrival,
             )
         job = Job(jid, arrival, tids[0] if n else 0, n, sum(durations) / n if n else 0.0, max(durations, default=0.0), user)
         self.jobs[jid] = job
@@ -102,6 +106,7 @@ class TaskStore:
             self.duration.pop(tid, None)
             self.spec.pop(tid, None)
             self.user.pop(tid, None)
+            self.arrival.pop(tid, None)
             jid = self.job.pop(tid, None)
             if jid is not None:
                 left = self._left[jid] - 1

@@ -98,6 +98,7 @@ class TaskWire(_Body):
     request: list[float] | None = None
     spec: TaskSpec | None = None
     user: int = Field(0, ge=0)
+    arrival: float | None = None  # when the job reached its GM (GM clock): hosts measure allocation times with it
 
 
 class SubmitJobW(_Body):
@@ -503,12 +504,13 @@ def task_wire(store: TaskStore, tid: int) -> dict:
         "request": None if req is None else list(req),
         "spec": None if spec is None else spec.model_dump(),
         "user": store.user.get(tid, 0),
+        "arrival": store.arrival.get(tid),
     }
 
 
 def file_tasks(store: TaskStore, tasks: list[TaskWire]) -> None:
     for t in tasks:
-        store.add_task(t.tid, t.jid, t.duration, t.mask, None if t.request is None else tuple(t.request), t.spec, t.user)
+        store.add_task(t.tid, t.jid, t.duration, t.mask, None if t.request is None else tuple(t.request), t.spec, t.user, t.arrival)
 
 
 class Codec:

@@ -35,6 +35,7 @@ from schedlab.services.messages import HostFinished, KillTask, TaskKilled
 from schedlab.services.records import FINISHED, PREEMPTED, STARTED, Emit
 from schedlab.services.runtime import ServiceRuntime
 from schedlab.services.tasks import TaskStore, split_id
+from schedlab.services.timings import Histogram
 from schedlab.sim.runtime import Component
 from schedlab.workers.protocol import LaunchBatch, LaunchTask, TaskFinished
 
@@ -69,6 +70,8 @@ class WorkerHost(Component):
         self._flush_scheduled = False
         self.started = 0
         self.finished = 0
+        self.failed = 0  # runs that ended with another status than ok (a non-zero exit, an error, a timeout)
+        self.allocation = Histogram()  # start − the job's arrival at its GM, where the launch carried it (timings)
         self.refused_launches = 0
         self.duplicate_launches = 0
         self.superseded = 0  # runs stopped by a new launch of their task
@@ -128,6 +131,9 @@ class WorkerHost(Component):
         self.emit(run, (STARTED, local, now, worker))
         self.started_at[tid] = now
         self.started += 1
+        arrival = tasks.arrival.get(tid)
+        if arrival is not None:
+            self.allocation.observe(now - arrival)
         spec = tasks.spec.get(tid)
         if spec is None or spec.kind == "sleep":
             seconds = tasks.duration[tid] if spec is None else spec.duration
@@ -139,11 +145,20 @@ class WorkerHost(Component):
             self.launch_of[tid] = self.current_launch
 
     async def _execute(self, tid: int, spec: Any, batch: bool) -> None:
-        try:
-            outcome = await start_task(spec).wait()
-            result = dataclasses.asdict(outcome)
-        except Exception as e:  # the task's own failure is its outcome, never the host's
-            result = {"status": "error", "error": f"{type(e).__name__}: {e}"}
+        """Run the task; a command that fails runs again on this worker, up to ``spec.retries`` more times (its
+        outcome is the last attempt's, with ``attempts``). A kill (preemption, a lost lease) stops the attempts."""
+        attempts, retries = 0, int(getattr(spec, "retries", 0))
+        while True:
+            attempts += 1
+            try:
+                outcome = await start_task(spec).wait()
+                result = dataclasses.asdict(outcome)
+            except Exception as e:  # the task's own failure is its outcome, never the host's
+                result = {"status": "error", "error": f"{type(e).__name__}: {e}"}
+            if result.get("status") == "ok" or attempts > retries:
+                break
+        if retries:
+            result["attempts"] = attempts
         self._finish(tid, result, batch)
 
     # -- finishing --------------------------------------------------------------------------------
@@ -154,6 +169,8 @@ class WorkerHost(Component):
         worker, reply_to, _handle = entry
         self._release(tid, worker)
         self.finished += 1
+        if outcome.get("status", "ok") != "ok":
+            self.failed += 1
         launch = self.launch_of.pop(tid, 0)
         started = self.started_at.pop(tid, 0.0)
         now = self.rt.now()
@@ -229,4 +246,4 @@ class WorkerHost(Component):
 
     def status(self) -> dict[str, int]:
         return {"workers": len(self.workers), "running": len(self.active), "started": self.started,
-                "finished": self.finished, "preempted": self.preempted, "refused_launches": self.refused_launches, "duplicate_launches": self.duplicate_launches}
+                "finished": self.finished, "failed": self.failed, "preempted": self.preempted, "refused_launches": self.refused_launches, "duplicate_launches": self.duplicate_launches}

@@ -18,6 +18,10 @@ Choices where the format leaves room (the paper does not use SWF):
 * A job whose runtime or size is unknown or not positive (cancelled before it
   ran) is skipped and counted, not an error: such lines are normal in archive
   traces. So is a job wider than a site (it could run nowhere).
+* A job whose submit time is unknown (-1, the format's "unknown" for every
+  field) is skipped and counted (``unknown_submit_time``): it has no place in
+  time, and guessing one would invent load. It does not take part in the
+  order check. Any other negative submit time is malformed (an error).
 * An unknown requested time makes the estimate exact (estimate = runtime).
 * A runtime above the requested time becomes the requested time: real RMSs
   kill a job at its limit, and backfilling's guarantees rest on it.
@@ -42,6 +46,7 @@ from schedlab.errors import InputError
 from schedlab.workload.trace import is_number
 
 SWF_FIELDS = 18
+UNKNOWN = -1.0  # the format's value of a field it does not know
 
 
 @dataclass
@@ -69,7 +74,7 @@ def read_swf(path: str | os.PathLike, max_processors: int | None = None, limit: 
     size: list[int] = []
     runtime: list[float] = []
     estimate: list[float] = []
-    skipped = {"unknown_runtime_or_size": 0, "wider_than_site": 0}
+    skipped = {"unknown_runtime_or_size": 0, "wider_than_site": 0, "unknown_submit_time": 0}
     last_submit = -math.inf
     with opener(p, "rt", encoding="utf-8", errors="replace") as f:
         for lineno, line in enumerate(f, 1):
@@ -88,6 +93,9 @@ def read_swf(path: str | os.PathLike, max_processors: int | None = None, limit: 
             if not all(math.isfinite(x) for x in v):
                 raise InputError(where, "fields must be finite numbers")
             submit, run, alloc, req_procs, req_time = v[1], v[3], v[4], v[7], v[8]
+            if submit == UNKNOWN:
+                skipped["unknown_submit_time"] += 1
+                continue
             if submit < 0:
                 raise InputError(where, f"submit time must be >= 0, got {submit:g}")
             if submit < last_submit:
@@ -110,7 +118,7 @@ def read_swf(path: str | os.PathLike, max_processors: int | None = None, limit: 
             if limit is not None and len(arrival) >= limit:
                 break
     if not arrival:
-        raise InputError(str(path), "no usable jobs (every job lacks a runtime or size, or is wider than a site)")
+        raise InputError(str(path), "no usable jobs (every job lacks a submit time, a runtime or a size, or is wider than a site)")
     a = np.asarray(arrival, dtype=float)
     return SwfJobs(
         str(path),

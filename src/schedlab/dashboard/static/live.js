@@ -100,22 +100,7 @@ async function drawChart() {
     chart.view.change("points", vega.changeset().remove(() => true).insert(values)).run();
     return;
   }
-  const line = (series, color, title, scale) => ({
-    transform: [{ filter: `datum.series === '${series}'` }],
-    mark: { type: "line", color },
-    encoding: {
-      y: { field: "value", type: "quantitative", title, scale, axis: { titleColor: color } },
-      tooltip: [{ field: "series" }, { field: "time", type: "temporal", timeUnit: "hoursminutesseconds" }, { field: "value", format: ".3~g" }],
-    },
-  });
-  const spec = {
-    $schema: "https://vega.github.io/schema/vega-lite/v6.json",
-    width: "container", height: 200,
-    data: { name: "points", values },
-    encoding: { x: { field: "time", type: "temporal", title: null, axis: { format: "%H:%M:%S", labelOverlap: true } } },
-    layer: [line("utilization", "#1f77b4", "utilization", { domain: [0, 1] }), line("placements/s", "#d62728", "placements/s", {})],
-    resolve: { scale: { y: "independent" } },
-  };
+  const spec = liveChartSpec(values);
   chart = await vegaEmbed("#util-chart", spec, { renderer: "svg", actions: false });
 }
 

@@ -2,7 +2,7 @@
 
 The SWF reader is :func:`schedlab.workload.swf.read_swf` (the grid module's
 job streams use it too), with its choices: unknown or non-positive runtimes
-and sizes are skipped and counted, a runtime above the requested time is cut
+and sizes, and unknown (-1) submit times, are skipped and counted, a runtime above the requested time is cut
 to it, arrivals start at 0. Here each SWF job becomes one job of ``size``
 tasks (one per processor it asked for), each running the job's runtime.
 
@@ -21,7 +21,10 @@ from schedlab.workload.converters.common import Drops
 from schedlab.workload.swf import read_swf
 from schedlab.workload.trace import TraceJob
 
-SKIPPED = {"unknown_runtime_or_size": "jobs with an unknown or non-positive runtime or size"}
+SKIPPED = {
+    "unknown_runtime_or_size": "jobs with an unknown or non-positive runtime or size",
+    "unknown_submit_time": "jobs with an unknown (-1) submit time",
+}
 
 
 def convert_swf(path: Path, drops: Drops) -> Iterator[TraceJob]:

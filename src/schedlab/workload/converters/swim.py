@@ -31,6 +31,12 @@ wait for them; the input path (column 7) is not kept. Job IDs are the line's
 ordinal among the file's jobs (SWIM's are strings). The file is small (one
 line per job), so its jobs are held and sorted by submit time (file order
 among equal times) before writing.
+
+Unknown values: a line without a submit time takes the previous line's plus
+its gap (column 3, which states exactly that; counted as
+``submit_times_from_gap``); a line with neither has no place in time and is
+left out and counted, as SWF's unknown (-1) submit times are. A submit time
+that cannot be derived (the previous line's is unknown too) is a malformed line.
 """
 
 from __future__ import annotations
@@ -97,9 +103,17 @@ def _jobs(job: RawJob) -> Iterator[TraceJob]:
     columns = COLUMNS + ([INPUT_PATH] if _fields(path) == 7 else [])
     rows: list[tuple[float, int, list[float]]] = []
     maps = reduces = 0
-    use = ["submit", "input_bytes", "shuffle_bytes", "output_bytes"]
+    use = ["submit", "gap", "input_bytes", "shuffle_bytes", "output_bytes"]
+    previous: float | None = None  # the submit time of the file's previous line (None: unknown)
     for b in read_csv_shards([path], columns, skip_bad=job.skip_bad, bad_rows=job.bad_rows, use=use, progress=job.progress, delimiter="\t"):
-        for i, (t, inp, shf, outb) in enumerate(zip(b["submit"], b["input_bytes"], b["shuffle_bytes"], b["output_bytes"], strict=True)):
+        for i, (t, gap, inp, shf, outb) in enumerate(zip(b["submit"], b["gap"], b["input_bytes"], b["shuffle_bytes"], b["output_bytes"], strict=True)):
+            if t is None and gap is not None and previous is not None:
+                t = previous + gap  # column 3 states it: the gap since the previous submission
+                job.counts["submit_times_from_gap"] = job.counts.get("submit_times_from_gap", 0) + 1
+            previous = t
+            if t is None and gap is None:
+                job.drops.add("jobs with an unknown submit time (no submit time, no gap)")
+                continue
             problem = (
                 "the submit time is missing" if t is None
                 else f"negative submit time {t:g}" if t < 0 or not math.isfinite(t)

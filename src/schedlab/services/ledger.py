@@ -1,0 +1,177 @@
+"""The cluster's job ledger: who submitted which job when, and when each ended — a RabbitMQ stream.
+
+A job's state must outlive the client that submitted it (``submit
+--detach`` returns at once) and any GM crash. It is read from two durable
+places, never from the client:
+
+* the **ledger**, ``<name>.jobs``: a RabbitMQ *stream* (an append-only,
+  replicated log that every reader reads from its start without consuming it).
+  The submitter appends ``submitted`` (job id, user, tasks, time, GM) once the
+  job is in its GM's durable submission queue; a GM appends ``ended`` when it
+  acknowledges a job whose last task completed (through its own broker link,
+  in order with its other messages: a second connection per GM shifted the
+  services' timing enough to change placements a test compares with the
+  simulator's). The stream is declared by its readers and by ``submit
+  --detach``, never by a GM (a GM's start stays as fast as before): while no
+  detached submission made it, the broker drops a GM's ``ended`` records — of
+  jobs no ledger lists anyway (a GM that dies in between
+  gets the job back from its queue, finds its tasks completed and appends
+  ``ended`` again: readers keep the first);
+* the **GMs' open jobs** (``GET /v1/jobs`` of each GM, signed like
+  ``/v1/status``): the jobs in their submission queues, with how many tasks are
+  placed (running) and how many completed. A restarted GM rebuilds them from
+  its queue and the LMs' answers (:mod:`~.recovery`).
+
+A detached submission's run records (starts, ends with their outcome: status,
+exit code, the tails of stdout and stderr the hosts keep) go to a stream of
+their own, ``<name>.run.<run>``, declared by the submitter before it submits
+(an attached ``submit`` reads them from an exclusive queue instead): ``job
+logs`` and the ``failed`` state read it.
+
+A job's state (:func:`job_state`): ``done`` once ended (``failed`` if one of
+its tasks ended otherwise than ok: its exit code is kept); ``running`` while
+open with a task placed or completed; ``queued`` while open with none, or
+not yet delivered to its GM; ``unknown`` when its GM does not answer.
+
+Records are JSON, framed and signed with the cluster's secret like every
+broker message (:mod:`~.auth`); a record that fails the check is skipped and
+counted. The stream keeps :data:`MAX_AGE` of history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from schedlab.services.auth import AuthError, Signer, Verifier
+
+MAX_AGE = "7D"  # how long the stream keeps records (RabbitMQ's x-max-age)
+IDLE = 0.3  # a read ends after this long without a record (a stream has no end marker)
+
+
+def ledger_queue(cluster_name: str) -> str:
+    return f"{cluster_name}.jobs"
+
+
+class SignedStream:
+    """One RabbitMQ stream of signed records, appended to and read from its start (aio-pika; one connection)."""
+
+    def __init__(self, url: str, queue_name: str, secret: str, sender: str) -> None:
+        self.url = url
+        self.queue_name = queue_name
+        self.signer = Signer(secret, sender)
+        self.verifier = Verifier(secret)
+        self.conn: Any = None
+        self.channel: Any = None
+        self.queue: Any = None
+        self.bad_records = 0
+
+    async def connect(self, passive: bool = False, connection: Any = None) -> bool:
+        """Connect (or open a channel on ``connection``, left open by :meth:`close`), and declare the stream (a
+        no-op if it exists); ``passive``: only if it exists (False if not)."""
+        import aio_pika
+
+        from schedlab.services.net import BrokerUnreachable
+
+        if connection is None:
+            try:
+                self.conn = await asyncio.wait_for(aio_pika.connect_robust(self.url), 10.0)
+            except Exception as e:
+                raise BrokerUnreachable(self.url, f"cannot connect: {str(e).strip() or type(e).__name__}") from None
+        self.channel = await (connection or self.conn).channel(publisher_confirms=True)
+        await self.channel.set_qos(prefetch_count=500)  # a stream is read with acknowledgements and a prefetch
+        if passive:
+            try:
+                self.queue = await self.channel.declare_queue(self.queue_name, passive=True)
+            except aio_pika.exceptions.ChannelClosed:  # no such stream (the channel is closed with it)
+                return False
+            return True
+        self.queue = await self.declare(self.queue_name)
+        return True
+
+    async def declare(self, name: str) -> Any:
+        """Declare another stream on this connection (a detached submission's run records)."""
+        return await self.channel.declare_queue(name, durable=True, arguments={"x-queue-type": "stream", "x-max-age": MAX_AGE})
+
+    async def close(self) -> None:
+        if self.conn is not None:
+            await self.conn.close()
+            self.conn = None
+        elif self.channel is not None and not self.channel.is_closed:
+            await self.channel.close()
+        self.channel = None
+
+    async def append(self, record: dict[str, Any]) -> None:
+        """One JSON record, persistent, confirmed by the broker before this returns."""
+        import aio_pika
+
+        body = self.signer.frame(json.dumps(record, separators=(",", ":")).encode())
+        await self.channel.default_exchange.publish(aio_pika.Message(body, delivery_mode=aio_pika.DeliveryMode.PERSISTENT),
+                                                    routing_key=self.queue_name)
+
+    async def read_bodies(self) -> list[bytes]:
+        """The body of every authentic record from the stream's start, in append order (the others are counted)."""
+        out: list[bytes] = []
+        async with self.queue.iterator(arguments={"x-stream-offset": "first"}) as it:
+            while True:
+                try:
+                    message = await asyncio.wait_for(it.__anext__(), IDLE)
+                except (TimeoutError, StopAsyncIteration):
+                    break
+                await message.ack()
+                try:
+                    _sender, body = self.verifier.unframe(message.body, fresh=False)
+                except AuthError:
+                    self.bad_records += 1
+                    continue
+                out.append(body)
+        return out
+
+    async def read(self) -> list[dict[str, Any]]:
+        """Every JSON record (an object) from the stream's start."""
+        out = []
+        for body in await self.read_bodies():
+            try:
+                record = json.loads(body)
+            except ValueError:
+                self.bad_records += 1
+                continue
+            if isinstance(record, dict):
+                out.append(record)
+        return out
+
+
+def job_ledger(url: str, cluster_name: str, secret: str, sender: str) -> SignedStream:
+    """The cluster's job ledger stream."""
+    return SignedStream(url, ledger_queue(cluster_name), secret, sender)
+
+
+def ended_record(job: int, time: float, gm: int) -> bytes:
+    """A GM's ``ended`` record, unsigned (the GM's broker link signs what it publishes)."""
+    return json.dumps({"kind": "ended", "job": job, "time": time, "gm": gm}, separators=(",", ":")).encode()
+
+
+STATES = ("queued", "running", "done", "failed", "unknown")
+
+
+def job_state(submitted: dict[str, Any], ended: dict[str, Any] | None, open_job: dict[str, Any] | None, gm_up: bool,
+              outcomes: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One job as ``schedlab jobs`` shows it, from its ledger records, its GM's view and its tasks' outcomes (local
+    task id -> the outcome the hosts reported: a ``failed`` job is one that ended with a task not ok)."""
+    tasks = int(submitted.get("tasks", 0))
+    row = {"job": submitted["job"], "user": submitted.get("user", 0), "gm": submitted.get("gm"), "tasks": tasks,
+           "submitted": submitted.get("time"), "ended": None, "running": 0, "completed": 0, "queued": 0}
+    if ended is not None:
+        failed = [o for o in (outcomes or {}).values() if o.get("status", "ok") != "ok"]
+        if failed:
+            return {**row, "state": "failed", "ended": ended.get("time"), "completed": tasks, "failed_tasks": len(failed),
+                    "exit_code": failed[0].get("exit_code")}
+        return {**row, "state": "done", "ended": ended.get("time"), "completed": tasks}
+    if open_job is not None:
+        running, completed = int(open_job["running"]), int(open_job["completed"])
+        return {**row, "state": "running" if running or completed else "queued", "running": running, "completed": completed,
+                "queued": tasks - running - completed}
+    if not gm_up:
+        return {**row, "state": "unknown"}
+    return {**row, "state": "queued", "queued": tasks}  # in its GM's queue, not delivered yet
