@@ -26,6 +26,10 @@ cluster_app = typer.Typer(
     help="Start, watch and stop a real Megha cluster (GMs, LMs and workers as processes; HTTP + RabbitMQ).",
     no_args_is_help=True,
 )
+broker_app = typer.Typer(
+    help="A local RabbitMQ cluster of its own (Debian's rabbitmq-server): for tests, CI and trying quorum queues.",
+    no_args_is_help=True,
+)
 out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, soft_wrap=True)
 
@@ -163,6 +167,35 @@ def status_cmd(
             out.print(f"LM standbys waiting: {', '.join(waiting) or 'none'}", highlight=False)
     if any("error" in st for st in statuses):
         raise typer.Exit(1)
+
+
+@broker_app.command("up")
+def broker_up_cmd(
+    dir: Annotated[Path, typer.Option("--dir", help="Folder for the nodes' data (made; must be empty).")],
+    nodes: Annotated[int, typer.Option("--nodes", help="Members of the cluster.")] = 3,
+    base_port: Annotated[int, typer.Option("--base-port", help="AMQP port of the first node; one more per node.")] = 5681,
+    dist_base: Annotated[int, typer.Option("--dist-base", help="Erlang distribution port of the first node; one more per node.")] = 25681,
+    host: Annotated[str, typer.Option("--host", help="Address the nodes' AMQP listeners bind.")] = "127.0.0.1",
+) -> None:
+    """Start a RabbitMQ cluster of NODES nodes (joined with join_cluster) and print each node's AMQP URL.
+
+    Example: schedlab broker up --nodes 3 --dir /tmp/brokers   (then: brokers: [the URLs] in the cluster file)
+    """
+    from schedlab.services.brokercluster import BrokerCluster
+
+    cluster = BrokerCluster.plan(dir.resolve(), nodes, host, base_port, dist_base)
+    asyncio.run(cluster.up())
+    for url in cluster.urls:
+        out.print(url, highlight=False)
+
+
+@broker_app.command("down")
+def broker_down_cmd(dir: Annotated[Path, typer.Option("--dir", help="The folder given to broker up.")]) -> None:
+    """Stop the RabbitMQ cluster started with `broker up --dir DIR` and remove DIR (nothing to do: says so)."""
+    from schedlab.services.brokercluster import down
+
+    n = down(dir.resolve())
+    out.print(f"stopped {n} broker nodes, removed {dir}" if n else f"no broker cluster in {dir}: nothing to stop", highlight=False)
 
 
 @cluster_app.command("down")

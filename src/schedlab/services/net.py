@@ -25,7 +25,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from schedlab.services.acks import Acknowledger, AcksAfterOutput
@@ -65,6 +65,21 @@ def _message(body: bytes, persistent: bool) -> Any:
 def _log_ack_failure(task: asyncio.Task) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.warning("acknowledgement failed: %s", task.exception())
+
+
+@contextlib.contextmanager
+def quiet_amqp_logs() -> Iterator[None]:
+    """aio-pika and aiormq log failed connection attempts themselves; where a failure is expected or reported
+    by the caller in one line, they are silenced meanwhile."""
+    quiet = [logging.getLogger(n) for n in ("aio_pika", "aiormq")]
+    levels = [lg.level for lg in quiet]
+    for lg in quiet:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for lg, level in zip(quiet, levels, strict=True):
+            lg.setLevel(level)
 
 
 class BrokerUnreachable(Exception):
@@ -131,19 +146,13 @@ class AmqpLink(AcksAfterOutput):
         import aio_pika  # (idem)
 
         # aio-pika logs a failed first attempt itself; the caller reports it in one line instead
-        quiet = [logging.getLogger(n) for n in ("aio_pika", "aiormq")]
-        levels = [lg.level for lg in quiet]
-        for lg in quiet:
-            lg.setLevel(logging.CRITICAL)
         try:
-            self.connection = await asyncio.wait_for(aio_pika.connect_robust(self.url, timeout=timeout), timeout)
+            with quiet_amqp_logs():
+                self.connection = await asyncio.wait_for(aio_pika.connect_robust(self.url, timeout=timeout), timeout)
         except TimeoutError:
             raise BrokerUnreachable(self.url, f"cannot connect: no answer within {timeout:g} s") from None
         except Exception as e:  # aio-pika/aiormq raise their own classes for refused connections, logins, vhosts
             raise BrokerUnreachable(self.url, f"cannot connect: {str(e).strip() or type(e).__name__}") from None
-        finally:
-            for lg, level in zip(quiet, levels, strict=True):
-                lg.setLevel(level)
         self.channel = await self.connection.channel()
         await self.channel.set_qos(prefetch_count=256)
         self._publisher = asyncio.get_running_loop().create_task(self._publish_loop())

@@ -37,6 +37,7 @@ from schedlab.errors import InputError
 
 SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server"
 CTL = "/usr/lib/rabbitmq/bin/rabbitmqctl"
+QUEUES = "/usr/lib/rabbitmq/bin/rabbitmq-queues"
 START_TIMEOUT = 90.0  # seconds for a node to accept AMQP connections (about 5-15 s here)
 
 
@@ -117,10 +118,13 @@ class RabbitNode:
         """Until the node accepts an AMQP connection (InputError with the end of its log after ``timeout``)."""
         import aio_pika
 
+        from schedlab.services.net import quiet_amqp_logs
+
         deadline = time.monotonic() + timeout
         while True:
             try:
-                conn = await aio_pika.connect(self.url, timeout=2.0)
+                with quiet_amqp_logs():  # a refused try is expected here
+                    conn = await aio_pika.connect(self.url, timeout=2.0)
             except Exception:
                 if time.monotonic() > deadline:
                     tail = (self.data_dir / "server.out").read_text(errors="replace").strip().splitlines()[-5:]
@@ -131,9 +135,10 @@ class RabbitNode:
             await conn.close()
             return
 
-    def ctl(self, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
-        """``rabbitmqctl`` against this node (inside its namespace, with its cookie)."""
-        return subprocess.run([*self._prefix(), "runuser", "-u", "rabbitmq", "--", *self._env(), CTL, "-n", self.node, *args],
+    def ctl(self, *args: str, timeout: float = 60.0, tool: str = CTL) -> subprocess.CompletedProcess[str]:
+        """``rabbitmqctl`` (or another of its tools, e.g. :data:`QUEUES`) against this node (inside its
+        namespace, with its cookie)."""
+        return subprocess.run([*self._prefix(), "runuser", "-u", "rabbitmq", "--", *self._env(), tool, "-n", self.node, *args],
                               capture_output=True, text=True, timeout=timeout, cwd=self.data_dir)
 
     def stop(self, timeout: float = 30.0) -> None:

@@ -1,0 +1,84 @@
+"""A three-node RabbitMQ cluster of our own (:mod:`schedlab.services.brokercluster`): up, down, and the services on it.
+
+The module's fixture starts the cluster once (about 20 s here) on ports of its
+own (AMQP 5691-5693, distribution 25691-25693) and stops it, removing its
+folder, even when a test fails. Without what it needs — Debian's
+rabbitmq-server, root (nodes run as the ``rabbitmq`` user), free ports — the
+tests skip with the reason, except in CI (``CI`` set), where they fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pwd
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from schedlab.errors import InputError
+from schedlab.services.brokercluster import BrokerCluster, down, port_free
+from schedlab.services.rabbitnode import SERVER
+
+BASE_PORT = 5691
+DIST_BASE = 25691
+
+
+def _missing() -> str | None:
+    if not Path(SERVER).exists() or shutil.which("runuser") is None:
+        return f"{SERVER} (Debian's rabbitmq-server) or runuser is missing"
+    try:
+        pwd.getpwnam("rabbitmq")
+    except KeyError:
+        return "no rabbitmq user"
+    if os.geteuid() != 0:
+        return "the nodes run as the rabbitmq user: needs root"
+    taken = [p for k in range(3) for p in (BASE_PORT + k, DIST_BASE + k) if not port_free("127.0.0.1", p)]
+    if taken:
+        return f"ports {taken} are in use"
+    return None
+
+
+def _skip_or_fail(msg: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
+@pytest.fixture(scope="module")
+def brokers() -> Iterator[BrokerCluster]:
+    problem = _missing()
+    if problem is not None:
+        _skip_or_fail(f"a local three-node RabbitMQ cluster cannot start: {problem}")
+    top = Path(tempfile.mkdtemp(prefix="schedlab-brokers-"))  # pytest's folders are closed to the rabbitmq user
+    top.chmod(0o755)
+    cluster = BrokerCluster.plan(top / "cluster", 3, base_port=BASE_PORT, dist_base=DIST_BASE)
+    try:
+        asyncio.run(cluster.up())
+        yield cluster
+    finally:
+        cluster.down()
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def test_three_nodes_joined(brokers: BrokerCluster) -> None:
+    status = brokers.nodes[2].ctl("cluster_status", "--formatter", "json")
+    assert status.returncode == 0, status.stderr
+    import json
+
+    running = json.loads(status.stdout)["running_nodes"]
+    assert sorted(running) == sorted(n.node for n in brokers.nodes)
+    assert brokers.urls == [f"amqp://guest:guest@127.0.0.1:{BASE_PORT + k}/" for k in range(3)]
+
+
+def test_up_refuses_taken_ports_and_down_is_idempotent(brokers: BrokerCluster, tmp_path: Path) -> None:
+    again = BrokerCluster.plan(tmp_path / "again", 3, base_port=BASE_PORT, dist_base=DIST_BASE)
+    with pytest.raises(InputError, match="already in use"):
+        asyncio.run(again.up())
+    assert not (tmp_path / "again").exists()
+    assert down(tmp_path / "nothing") == 0
+    with pytest.raises(InputError, match="cannot reach it"):  # pytest's folders are mode 0700
+        asyncio.run(BrokerCluster.plan(tmp_path / "shut", 3, base_port=BASE_PORT + 10, dist_base=DIST_BASE + 10).up())
