@@ -10,8 +10,10 @@ tests skip with the reason, except in CI (``CI`` set), where they fail.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import pwd
+import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -82,3 +84,52 @@ def test_up_refuses_taken_ports_and_down_is_idempotent(brokers: BrokerCluster, t
     assert down(tmp_path / "nothing") == 0
     with pytest.raises(InputError, match="cannot reach it"):  # pytest's folders are mode 0700
         asyncio.run(BrokerCluster.plan(tmp_path / "shut", 3, base_port=BASE_PORT + 10, dist_base=DIST_BASE + 10).up())
+
+
+async def _until(pred, timeout: float, what: str) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not pred():
+        assert asyncio.get_running_loop().time() < deadline, f"not within {timeout} s: {what}"
+        await asyncio.sleep(0.02)
+
+
+def test_a_link_moves_to_another_node_when_its_node_dies_and_its_quorum_queue_loses_nothing(brokers: BrokerCluster) -> None:
+    from schedlab.services.lease import Lease
+    from schedlab.services.net import AmqpLink
+
+    queue = f"t{secrets.token_hex(4)}.q"
+
+    async def body() -> tuple[str, str, int, list[int | None]]:
+        link = AmqpLink(brokers.urls, quorum=True)
+        await link.connect()
+        lease = Lease(brokers.urls, f"{queue}.lease", quorum=True)
+        got: list[int] = []
+        try:
+            await link.consume(queue, lambda b: got.append(int(b)))
+            for i in range(50):
+                link.publish(queue, str(i).encode(), True)
+            await _until(lambda: set(got) == set(range(50)), 10, "the first 50 messages")
+            tokens = [await lease.token()]
+            before = link.url
+            await asyncio.to_thread(brokers.kill, brokers.urls.index(before))
+            for i in range(50, 100):  # published while the link moves: held, then sent to the new node
+                link.publish(queue, str(i).encode(), True)
+            await _until(lambda: set(got) == set(range(100)), 20, "every message after the node died")
+            tokens.append(await lease.token())  # counted on the quorum queue: every earlier token is still there
+            return before, link.url, link.failovers, tokens
+        finally:
+            await link.delete_queues([queue, "tokens"])
+            with contextlib.suppress(Exception):
+                ch = await link.connection.channel()
+                await ch.queue_delete(f"{queue}.lease.tokens")
+            await lease.release()
+            await link.close()
+
+    try:
+        before, after, failovers, tokens = asyncio.run(body())
+    finally:
+        for k, n in enumerate(brokers.nodes):
+            if n.vm_pid() is None:
+                asyncio.run(brokers.restart(k))
+    assert after != before and failovers == 1
+    assert tokens == [1, 2]

@@ -98,7 +98,8 @@ class ProcessNode:
         identity = address_str(self.address)
         self.verifier = Verifier(secret)
         self.signer = Signer(secret, identity)
-        self.amqp = AmqpLink(loaded.broker, Signer(secret, identity), Verifier(secret), self._refused_message)
+        self.amqp = AmqpLink(loaded.brokers, Signer(secret, identity), Verifier(secret), self._refused_message,
+                             quorum=loaded.quorum)
         store = TaskStore()
         codec = Codec(store)
         directory = Directory(loaded, self.role)
@@ -110,7 +111,7 @@ class ProcessNode:
         self.rt = rt
         self.router = router
         env = NodeEnv(Plan.from_loaded(loaded, self.params), rt, router, store, broker, directory.queue, self._bind,
-                      lambda name: Lease(loaded.broker, name), lambda: secrets.randbits(31), standby=self.standby,
+                      lambda name: Lease(loaded.brokers, name, quorum=loaded.quorum), lambda: secrets.randbits(31), standby=self.standby,
                       lease_queue=lease_queue(loaded.name, self.id))
         node = self.node = build_node(self.role, env, self.id)
         self.codec = codec
