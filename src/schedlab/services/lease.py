@@ -138,9 +138,16 @@ class Lease:
                 error = e
                 continue
             self._at = at
+            # aio-pika's is_closed stays False when the broker drops a plain connection: forget it here instead
+            connection.close_callbacks.add(lambda *_a, c=connection: self._dropped(c))
             return connection
         assert error is not None
         raise error
+
+    def _dropped(self, connection: Any) -> None:
+        """``connection`` closed (its broker went, or we released it): the next try connects afresh."""
+        if self.connection is connection:
+            self.connection, self.channel = None, None
 
     async def release(self) -> None:
         connection, self.connection, self.channel = self.connection, None, None

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import random
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
@@ -179,8 +180,9 @@ class AmqpLink(AcksAfterOutput):
         return asyncio.get_running_loop().call_later(delay, fn, *args)
 
     async def connect(self, timeout: float = 5.0) -> None:
-        """Connect to the first broker that answers (BrokerUnreachable, naming each one's problem, if none does)."""
-        await self._open(timeout)
+        """Connect to the first broker that answers, from a random one on — the processes of a cluster spread
+        over its nodes — (BrokerUnreachable, naming each one's problem, if none does)."""
+        await self._open(timeout, random.randrange(len(self.urls)))
         self._publisher = asyncio.get_running_loop().create_task(self._publish_loop())
 
     async def _open(self, timeout: float, first: int = 0) -> None:
@@ -243,16 +245,33 @@ class AmqpLink(AcksAfterOutput):
                     await asyncio.sleep(delay)
                     delay = min(2 * delay, 1.0)
                     continue
+                if not await self._restore():  # e.g. a quorum queue without its majority yet: again, later
+                    with contextlib.suppress(Exception):
+                        await self.connection.close()
+                    await asyncio.sleep(delay)
+                    delay = min(2 * delay, 1.0)
+                    continue
                 self.failovers += 1
-                for sub in list(self._subs.values()):
-                    try:
-                        await sub()
-                    except Exception as e:  # e.g. another dashboard took the live queue meanwhile
-                        log.warning("after reconnecting to %s: a consumer could not be restored: %s", _host_port(self.url), e)
                 log.warning("broker connection: now at %s", _host_port(self.url))
                 return
         finally:
             self._reconnecting = None
+
+    async def _restore(self) -> bool:
+        """Declare and consume every queue again on the new connection; False if one failed (tried again on
+        another connection), except a queue another connection holds exclusively (another dashboard took the
+        live queue meanwhile: that one is given up, said once)."""
+        for queue, sub in list(self._subs.items()):
+            try:
+                await sub()
+            except Exception as e:
+                if "locked" in str(e).lower():
+                    log.warning("after reconnecting: %s is held by another connection: not consumed any more", queue)
+                    self._subs.pop(queue, None)
+                    continue
+                log.warning("after reconnecting to %s: %s not consumed yet (%s): trying again", _host_port(self.url), queue, e)
+                return False
+        return True
 
     def _declare_args(self, arguments: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """A durable queue's arguments: quorum on a cluster (see the class)."""
@@ -520,6 +539,10 @@ class AmqpFrames:
     @property
     def publish_errors(self) -> int:
         return self.amqp.publish_errors
+
+    @property
+    def failovers(self) -> int:
+        return self.amqp.failovers
 
     async def connect(self) -> None:
         await self.amqp.connect()
