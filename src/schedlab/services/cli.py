@@ -52,7 +52,7 @@ def init_cmd(
     capacity: Annotated[str | None, typer.Option("--capacity", help="Each worker's capacity, e.g. 4,4096.")] = None,
     host: Annotated[str, typer.Option("--host", help="Address every component listens on.")] = "127.0.0.1",
     base_port: Annotated[int, typer.Option("--base-port", help="First HTTP port; one port per component after it.")] = 7100,
-    broker: Annotated[str | None, typer.Option("--broker", help="RabbitMQ URL (default $SCHEDLAB_AMQP_URL or the local broker).")] = None,
+    broker: Annotated[str | None, typer.Option("--broker", help="RabbitMQ URL, or several comma-separated (the nodes of a RabbitMQ cluster; default $SCHEDLAB_AMQP_URL or the local broker).")] = None,
     heartbeat: Annotated[float, typer.Option("--heartbeat", help="Seconds between LM state updates.")] = 1.0,
     name: Annotated[str, typer.Option("--name", help="Cluster name (prefix of its queues).")] = "schedlab",
     from_config: Annotated[str | None, typer.Option("--from-config", help="A papers' Megha config (*_config_*.json or 'reference'): its LMs, partitions and machine constraints.")] = None,
@@ -105,7 +105,7 @@ def up_cmd(
     for p in procs:
         t.add_row(f"{p.role} {p.id}", p.url, str(p.pid), str(p.log))
     out.print(t)
-    out.print(f"broker {supervise.safe_url(loaded.broker)}: queues {loaded.name}.gm.N, .lm.N, .submit.N", highlight=False)
+    out.print(f"broker {', '.join(supervise.safe_url(u) for u in loaded.brokers)}: queues {loaded.name}.gm.N, .lm.N, .submit.N", highlight=False)
     if foreground:
         import signal
         import time
@@ -319,7 +319,7 @@ def submit_cmd(
 def chaos_cmd(
     cluster: Annotated[Path, typer.Option("--cluster", "-c", help="Cluster file of a running cluster (schedlab cluster up).")],
     trace: Annotated[str, typer.Option("--trace", "-t", help="Trace to replay meanwhile: google, syn_250, … or a file.")],
-    kill: Annotated[str, typer.Option("--kill", help="Roles to kill, comma-separated: worker, gm, lm, broker.")] = "worker",
+    kill: Annotated[str, typer.Option("--kill", help="Roles to kill, comma-separated: worker, gm, lm, broker, broker-node.")] = "worker",
     every: Annotated[str, typer.Option("--every", help="Time between kills: 5, 5s, 500ms, 2m.", callback=seconds)] = "5",
     restart_after: Annotated[str, typer.Option("--restart-after", help="How long a killed component stays down (1, 1s, 500ms).", callback=seconds)] = "1",
     max_jobs: Annotated[int | None, typer.Option("--max-jobs", help="Replay only the first N jobs.")] = None,
@@ -328,6 +328,8 @@ def chaos_cmd(
     constraints: Annotated[bool, typer.Option("--constraints/--no-constraints", help="Synthesise task constraints as the papers do.")] = True,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Give up waiting for completions after this many seconds.")] = None,
     summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the run's summary JSON, with the campaign under 'chaos'.", callback=output_file)] = None,
+    brokers_dir: Annotated[Path | None, typer.Option("--brokers-dir", help="--kill broker-node: the folder given to schedlab broker up.")] = None,
+    wipe: Annotated[bool, typer.Option("--wipe", help="--kill broker-node: remove the node's data before it restarts (a lost disk).")] = False,
 ) -> None:
     """Replay a trace on a running cluster while killing and restarting its components; exit 1 if a task was lost or duplicated.
 
@@ -345,12 +347,20 @@ def chaos_cmd(
     if not speedup > 0:
         raise InputError("--speedup", f"must be > 0, got {speedup}")
     loaded = _load(cluster)
-    report = asyncio.run(run_chaos(loaded, cluster, trace, roles=roles, every=every_s, restart_after=restart_s, seed=seed,
-                                   max_jobs=max_jobs, speedup=speedup, constraints=constraints, timeout=timeout))
-    t = Table("killed", "at (s)", "healthy after (s)", "lost runs", "re-queued after (s, max)", "restarted after (s, max)", "recovery",
-              title="chaos", title_justify="left")
+    brokers = None
+    if brokers_dir is not None:
+        from schedlab.services.brokercluster import load
+
+        brokers = load(brokers_dir.resolve())
+        if brokers is None:
+            raise InputError("--brokers-dir", f"no broker cluster in {brokers_dir} (schedlab broker up --dir {brokers_dir})")
+    report = asyncio.run(run_chaos(loaded, cluster, trace, roles=roles, every=every_s, restart_after=restart_s, seed=seed, brokers=brokers,
+                                   wipe=wipe, max_jobs=max_jobs, speedup=speedup, constraints=constraints, timeout=timeout))
+    t = Table("killed", "at (s)", "healthy after (s)", "scheduling resumed after (s)", "lost runs", "re-queued after (s, max)",
+              "restarted after (s, max)", "recovery", title="chaos", title_justify="left")
     for k in report.kills:
-        t.add_row(f"{k.role} {k.id}", f"{k.killed_at:.1f}", "-" if k.healthy_after is None else f"{k.healthy_after:.1f}", str(k.lost_runs),
+        t.add_row(f"{k.role} {k.id}", f"{k.killed_at:.1f}", "-" if k.healthy_after is None else f"{k.healthy_after:.1f}",
+                  "-" if k.resumed_after is None else f"{k.resumed_after:.2f}", str(k.lost_runs),
                   f"{max(k.detection):.2f}" if k.detection else "-", f"{max(k.relaunch):.2f}" if k.relaunch else "-", _gm_recovery(k.recovery))
     out.print(t)
     s = report.result.summary
