@@ -41,10 +41,12 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import socket
 import stat
 import string
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from schedlab.errors import InputError
@@ -73,6 +75,7 @@ class BrokerCluster:
 
     dir: Path
     nodes: list[RabbitNode]
+    groups: dict[int, int] = field(default_factory=dict)  # member -> process group of its launcher (see _end_group)
 
     @property
     def urls(self) -> list[str]:
@@ -89,7 +92,7 @@ class BrokerCluster:
 
     def save(self) -> None:
         data = {"nodes": [{"name": n.name, "host": n.host, "port": n.port, "dist_port": n.dist_port,
-                           "data_dir": str(n.data_dir)} for n in self.nodes]}
+                           "data_dir": str(n.data_dir), "group": self.groups.get(k)} for k, n in enumerate(self.nodes)]}
         (self.dir / STATE_FILE).write_text(json.dumps(data, indent=1) + "\n")
 
     def member(self, index: int) -> RabbitNode:
@@ -118,8 +121,9 @@ class BrokerCluster:
             for n in self.nodes:
                 n.prepare()
                 _write_cookie(n, cookie)
-            for n in self.nodes:
-                n.start()
+            for k, n in enumerate(self.nodes):
+                self.groups[k] = n.start()
+            self.save()
             await asyncio.gather(*(n.wait_ready(timeout) for n in self.nodes))
             for n in self.nodes[1:]:
                 await asyncio.to_thread(self._join, n, self.nodes[0])
@@ -134,8 +138,9 @@ class BrokerCluster:
 
     def down(self) -> None:
         """Stop every member (cleanly, SIGKILL after a timeout) and remove the folder."""
-        for n in self.nodes:
+        for k, n in enumerate(self.nodes):
             n.stop(timeout=20.0)
+            _end_group(self.groups.get(k), n.data_dir)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def kill(self, index: int) -> RabbitNode:
@@ -152,13 +157,41 @@ class BrokerCluster:
             node.wipe()
             other = next(n for n in self.nodes if n is not node and n.vm_pid() is not None)
             await asyncio.to_thread(_ctl_ok, other, "forget_cluster_node", node.node)
-        node.start()
+        _end_group(self.groups.get(index), node.data_dir)
+        self.groups[index] = node.start()
+        self.save()
         await node.wait_ready(timeout)
         if wipe:
             other = next(n for n in self.nodes if n is not node and n.vm_pid() is not None)
             await asyncio.to_thread(self._join, node, other)
             await node.wait_ready(timeout)
             await asyncio.to_thread(_queues_grow, node)
+
+
+def _end_group(group: int | None, data_dir: Path) -> None:
+    """SIGKILL what is left of a member's launcher group (its process group: the launcher starts it in a session of
+    its own) — a node stopped before it wrote its pid file, which :meth:`RabbitNode.stop` cannot find. Only
+    processes of that group working in the member's folder are killed (a group number can be reused)."""
+    if group is None:
+        return
+    for _ in range(100):
+        mine = []
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                pgid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[2])
+                cwd = os.readlink(proc / "cwd")
+            except (OSError, ValueError, IndexError):
+                continue
+            if pgid == group and cwd.startswith(str(data_dir)):
+                mine.append(int(proc.name))
+        if not mine:
+            return
+        for pid in mine:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)
 
 
 def _write_cookie(node: RabbitNode, cookie: str) -> None:
@@ -187,11 +220,12 @@ def load(dir: Path) -> BrokerCluster | None:
     try:
         data = json.loads(path.read_text())
         nodes = [RabbitNode(d["name"], d["host"], int(d["port"]), int(d["dist_port"]), Path(d["data_dir"])) for d in data["nodes"]]
+        groups = {k: int(d["group"]) for k, d in enumerate(data["nodes"]) if d.get("group") is not None}
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise InputError(str(path), f"not a broker cluster's state file: {e}") from None
-    return BrokerCluster(dir, nodes)
+    return BrokerCluster(dir, nodes, groups)
 
 
 def down(dir: Path) -> int:
