@@ -158,6 +158,7 @@ class AmqpLink(AcksAfterOutput):
         self.failovers = 0  # connections replaced after a loss
         self._subs: dict[str, Callable[[], Awaitable[Any]]] = {}  # each consumed queue's (re)declaration, run on every connection
         self._reconnecting: asyncio.Task | None = None
+        self._connected: asyncio.Event | None = None  # set while connected: a held publish waits on it, not a full pause
         self.signer = signer
         self.verifier = verifier
         self.on_refused = on_refused
@@ -183,6 +184,8 @@ class AmqpLink(AcksAfterOutput):
         """Connect to the first broker that answers, from a random one on — the processes of a cluster spread
         over its nodes — (BrokerUnreachable, naming each one's problem, if none does)."""
         await self._open(timeout, random.randrange(len(self.urls)))
+        self._connected = asyncio.Event()
+        self._connected.set()
         self._publisher = asyncio.get_running_loop().create_task(self._publish_loop())
 
     async def _open(self, timeout: float, first: int = 0) -> None:
@@ -228,6 +231,8 @@ class AmqpLink(AcksAfterOutput):
         (to another broker first)."""
         if self._closing or self._reconnecting is not None or connection is not self.connection:
             return
+        if self._connected is not None:
+            self._connected.clear()
         self._reconnecting = asyncio.get_running_loop().create_task(self._reconnect(connection))
 
     async def _reconnect(self, old: Any) -> None:
@@ -252,6 +257,8 @@ class AmqpLink(AcksAfterOutput):
                     delay = min(2 * delay, 1.0)
                     continue
                 self.failovers += 1
+                if self._connected is not None:
+                    self._connected.set()
                 log.warning("broker connection: now at %s", _host_port(self.url))
                 return
         finally:
@@ -436,8 +443,17 @@ class AmqpLink(AcksAfterOutput):
                     if self._closing:
                         self.publish_errors += 1
                         break
-                    await asyncio.sleep(delay)
+                    await self._pause(delay)
                     delay = min(2 * delay, 2.0)
+
+    async def _pause(self, delay: float) -> None:
+        """Before a publish is tried again: ``delay`` seconds, or less if the link connects again meanwhile (a
+        publisher that backed off to its longest pause would otherwise sit out most of it after a failover)."""
+        if self._connected is None or self._connected.is_set():
+            await asyncio.sleep(delay)
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._connected.wait(), delay)
 
     async def drain(self, timeout: float = 5.0) -> None:
         """Wait until everything queued so far has been published."""
