@@ -171,3 +171,29 @@ def test_a_link_moves_to_another_node_when_its_node_dies_and_its_quorum_queue_lo
     before, after, failovers, tokens = asyncio.run(body())  # the killed member stays down: the fixture's teardown ends it
     assert after != before and failovers == 1
     assert tokens[0] == 1 and tokens[1] is not None and tokens[1] >= 2
+
+
+def test_cluster_file_takes_a_list_of_brokers_and_says_what_is_wrong_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from schedlab.cli import main
+    from schedlab.services.clusterfile import parse_cluster, render_cluster
+
+    monkeypatch.delenv("SCHEDLAB_AMQP_URL", raising=False)
+    urls = [f"amqp://guest:guest@127.0.0.1:{BASE_PORT + k}/" for k in range(3)]
+    three = parse_cluster(render_cluster(broker=",".join(urls)))
+    assert three.brokers == urls and three.broker == urls[0] and three.quorum
+    one = parse_cluster(render_cluster(broker=urls[0]))
+    assert one.brokers == urls[:1] and not one.quorum
+    assert not parse_cluster(render_cluster(broker=",".join(urls)) + "queue_type: classic\n").quorum
+    monkeypatch.setenv("SCHEDLAB_AMQP_URL", ",".join(urls[:2]))
+    assert one.brokers == urls[:2]
+    monkeypatch.delenv("SCHEDLAB_AMQP_URL")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(render_cluster(broker=urls[0]).replace("broker:", f"brokers: [{urls[1]}]\nbroker:", 1))
+    assert main(["cluster", "status", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "give broker (one URL) or brokers (a list), not both" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert main(["broker", "up", "--nodes", "0", "--dir", str(tmp_path / "b")]) == 2
+    assert "--nodes: must be 1..9" in capsys.readouterr().err
+    assert main(["broker", "down", "--dir", str(tmp_path / "none")]) == 0
+    assert "nothing to stop" in capsys.readouterr().out
