@@ -40,6 +40,7 @@ from schedlab.services.wire import Codec, WireError
 log = logging.getLogger("schedlab.services.net")
 
 HTTP_PATH = "/v1/message"
+UNCONFIRMED_WARNING = 5.0  # seconds a publish may wait for its confirm before the link says it is holding messages
 RUN_QUEUE_EXPIRES_MS = 600_000  # a client's run queue outlives a broker restart, not a dead client (10 min)
 
 
@@ -427,7 +428,12 @@ class AmqpLink(AcksAfterOutput):
             while True:
                 try:
                     data = body if self.signer is None else self.signer.frame(body)
-                    await self.channel.default_exchange.publish(_message(data, persistent), routing_key=queue)
+                    # a quorum queue without its majority neither confirms nor refuses: say so once it lasts
+                    slow = asyncio.get_running_loop().call_later(UNCONFIRMED_WARNING, self._unconfirmed, queue, time.monotonic())
+                    try:
+                        await self.channel.default_exchange.publish(_message(data, persistent), routing_key=queue)
+                    finally:
+                        slow.cancel()
                     self.published += 1
                     if self._outage is not None:
                         log.warning("broker back after %.1f s: publishing again", time.monotonic() - self._outage)
@@ -445,6 +451,14 @@ class AmqpLink(AcksAfterOutput):
                         break
                     await self._pause(delay)
                     delay = min(2 * delay, 2.0)
+
+    def _unconfirmed(self, queue: str, since: float) -> None:
+        """A publish the broker has not confirmed for :data:`UNCONFIRMED_WARNING` s: held, not lost (said once
+        per outage; "broker back" follows)."""
+        if self._outage is None:
+            self._outage = since
+            log.warning("publish to %s not confirmed for %.0f s (a quorum queue without its majority: two of three brokers "
+                        "down?): holding messages until the broker confirms", queue, UNCONFIRMED_WARNING)
 
     async def _pause(self, delay: float) -> None:
         """Before a publish is tried again: ``delay`` seconds, or less if the link connects again meanwhile (a
