@@ -45,6 +45,7 @@ from schedlab.errors import InputError, InvariantError
 from schedlab.grid.cli import app as _grid_app
 from schedlab.locality.cli import app as _locality_app
 from schedlab.run_config import RunConfig, option_name
+from schedlab.services.cli import broker_app as _broker_app
 from schedlab.services.cli import chaos_cmd as _chaos_cmd
 from schedlab.services.cli import cluster_app as _cluster_app
 from schedlab.services.cli import serve_cmd as _serve_cmd
@@ -71,6 +72,7 @@ app.add_typer(_edge_app, name="edge")
 app.add_typer(_locality_app, name="locality")
 app.add_typer(_grid_app, name="grid")
 app.add_typer(_cluster_app, name="cluster")
+app.add_typer(_broker_app, name="broker")
 app.command("serve")(_serve_cmd)
 app.command("submit")(_submit_cmd)
 app.command("chaos")(_chaos_cmd)

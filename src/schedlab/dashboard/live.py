@@ -131,7 +131,7 @@ class LiveMonitor:
     async def _listen_live(self, retry: float = 5.0) -> None:
         """Consume the clients' live snapshots. Without a broker (or with another dashboard holding the
         queue) the view goes on without them, says why, and tries again every ``retry`` seconds; once
-        connected, aio-pika's robust connection restores the consumer after a broker restart."""
+        connected, the link connects again (to another broker of a cluster) and restores the consumer."""
         from schedlab.services.auth import Verifier
         from schedlab.services.clusterfile import require_secret
         from schedlab.services.live import live_queue
@@ -140,7 +140,7 @@ class LiveMonitor:
         while True:
             amqp = None
             try:
-                amqp = AmqpLink(self.loaded.broker, None, Verifier(require_secret(self.loaded)), self._refused)
+                amqp = AmqpLink(self.loaded.brokers, None, Verifier(require_secret(self.loaded)), self._refused)
                 await amqp.connect(timeout=5.0)
                 await amqp.consume_transient(live_queue(self.loaded.name), self._on_live)
             except asyncio.CancelledError:

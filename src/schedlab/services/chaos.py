@@ -25,7 +25,14 @@ adds the rebuild and what it found) and ``broker`` (RabbitMQ
 stopped with ``rabbitmqctl stop_app`` and started again: every component
 reconnects, publishers hold what they could not send — :mod:`~.net`; only for
 a broker on this machine, since that is where ``rabbitmqctl`` acts, or a
-testbed's broker).
+testbed's broker), and
+``broker-node`` (one member of a RabbitMQ cluster started with ``schedlab
+broker up --dir DIR``, given as ``brokers``: its Erlang VM is SIGKILLed — a
+crash, not a clean stop — and after ``restart_after`` s started again; with
+``wipe`` its data folder is removed first, so it comes back as a new member
+that the others forget, let join and make a replica of every quorum queue
+again, :mod:`~.brokercluster`). Its "healthy after" is when the member is
+back in the cluster.
 
 On a testbed cluster (:mod:`~.testbed`) the campaign also injects network
 faults, drawn with the kills: ``--partition gm-lm`` (both ways), ``--partition-oneway lm>host``,
@@ -36,6 +43,11 @@ fault and kill in turn (a new random order each pass) rather than drawing each
 round, so that a short campaign meets each of them. The report gives, per fault, the input the
 nodes refused meanwhile (by reason: a skewed clock's stale signatures, say)
 and how long after the heal the next task completed.
+
+For every kill the report also says when scheduling resumed: how long after
+the kill the first task that *arrived* after it started (arrivals come
+every few tenths of a second in a campaign's replay, so this is the pause a
+user saw, plus one normal allocation time).
 """
 
 from __future__ import annotations
@@ -54,11 +66,12 @@ from urllib.parse import urlsplit
 
 from schedlab.errors import InputError
 from schedlab.services import supervise
+from schedlab.services.brokercluster import BrokerCluster
 from schedlab.services.client import replay
 from schedlab.services.clusterfile import LoadedCluster
 from schedlab.services.remote import RemoteCluster, fetch_statuses
 
-KILLABLE = ("worker", "gm", "lm", "broker")
+KILLABLE = ("worker", "gm", "lm", "broker", "broker-node")
 GM_RECOVERY_FIELDS = ("recovered_in", "jobs_resolved", "tasks_found_running", "tasks_found_completed", "tasks_requested_again")
 LM_RECOVERY_FIELDS = ("rebuilt_in", "tasks_adopted_from_hosts", "ends_sent_to_verify", "hosts_silent_at_start", "standby_took_over")
 
@@ -73,6 +86,7 @@ class Kill:
     detection: list[float] = field(default_factory=list)  # kill → each lost run re-queued, seconds
     relaunch: list[float] = field(default_factory=list)  # kill → each lost task started again, seconds
     recovery: dict[str, Any] = field(default_factory=dict)  # a GM: its restart's recovery (GM_RECOVERY_FIELDS)
+    resumed_after: float | None = None  # kill → the first start of a task that arrived after it, seconds
 
 
 @dataclass
@@ -134,11 +148,15 @@ def parse_fault(kind: str, target: str) -> NetFault:
 
 async def run_chaos(loaded: LoadedCluster, cluster_file: str | os.PathLike, trace: Any, *, roles: list[str], every: float,
                     restart_after: float = 1.0, seed: int = 0, faults: list[NetFault] | None = None, heal_after: float = 5.0,
-                    **replay_kw: Any) -> ChaosReport:
+                    brokers: BrokerCluster | None = None, wipe: bool = False, **replay_kw: Any) -> ChaosReport:
     """Replay ``trace`` on the running cluster while killing and restarting components and injecting
     ``faults`` (each healed ``heal_after`` s later; see the module)."""
     faults = list(faults or [])
     check_roles(roles, bool(faults))
+    if "broker-node" in roles and brokers is None:
+        raise InputError("--kill", "broker-node: give --brokers-dir, the folder of the cluster started with schedlab broker up")
+    if wipe and "broker-node" not in roles:
+        raise InputError("--wipe", "only with --kill broker-node")
     if not every > 0 or restart_after < 0 or heal_after < 0:
         raise InputError("--every", "must be > 0 (and --restart-after, --heal-after >= 0)")
     if not supervise.running_pids(cluster_file):
@@ -156,6 +174,8 @@ async def run_chaos(loaded: LoadedCluster, cluster_file: str | os.PathLike, trac
     broker = _broker_control(loaded) if "broker" in roles else None
     if broker is not None:
         targets.append(("broker", 0))
+    if brokers is not None and "broker-node" in roles:
+        targets += [("broker-node", i) for i in range(len(brokers.nodes))]
     targets += [("fault", f) for f in faults]
     rng = random.Random(seed)
     injected: list[NetFault] = []
@@ -199,6 +219,11 @@ async def run_chaos(loaded: LoadedCluster, cluster_file: str | os.PathLike, trac
                     await broker("stop_app")
                     await asyncio.sleep(restart_after)
                     await broker("start_app")
+                elif role == "broker-node":
+                    assert brokers is not None
+                    await asyncio.to_thread(brokers.kill, ident)
+                    await asyncio.sleep(restart_after)
+                    await brokers.restart(ident, wipe=wipe)
                 elif role == "lm":
                     answered = await _kill_lm(loaded, cluster_file, ident, restart_after)
                 else:
@@ -388,6 +413,9 @@ def _attribute(result: Any, kills: list[Kill], origin: float) -> None:
     t = result.tasks.set_index("task")
     for k in kills:
         k.killed_at -= origin  # on the run's clock
+        later = t[t["arrival"] >= k.killed_at]["start"].dropna()
+        if len(later):
+            k.resumed_after = float(later.min()) - k.killed_at
     for tid, _worker, _start, end in result.extra.get("preempted_runs", []):
         before = [k for k in kills if k.killed_at <= end]
         if not before:

@@ -26,6 +26,10 @@ cluster_app = typer.Typer(
     help="Start, watch and stop a real Megha cluster (GMs, LMs and workers as processes; HTTP + RabbitMQ).",
     no_args_is_help=True,
 )
+broker_app = typer.Typer(
+    help="A local RabbitMQ cluster of its own (Debian's rabbitmq-server): for tests, CI and trying quorum queues.",
+    no_args_is_help=True,
+)
 out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, soft_wrap=True)
 
@@ -48,7 +52,7 @@ def init_cmd(
     capacity: Annotated[str | None, typer.Option("--capacity", help="Each worker's capacity, e.g. 4,4096.")] = None,
     host: Annotated[str, typer.Option("--host", help="Address every component listens on.")] = "127.0.0.1",
     base_port: Annotated[int, typer.Option("--base-port", help="First HTTP port; one port per component after it.")] = 7100,
-    broker: Annotated[str | None, typer.Option("--broker", help="RabbitMQ URL (default $SCHEDLAB_AMQP_URL or the local broker).")] = None,
+    broker: Annotated[str | None, typer.Option("--broker", help="RabbitMQ URL, or several comma-separated (the nodes of a RabbitMQ cluster; default $SCHEDLAB_AMQP_URL or the local broker).")] = None,
     heartbeat: Annotated[float, typer.Option("--heartbeat", help="Seconds between LM state updates.")] = 1.0,
     name: Annotated[str, typer.Option("--name", help="Cluster name (prefix of its queues).")] = "schedlab",
     from_config: Annotated[str | None, typer.Option("--from-config", help="A papers' Megha config (*_config_*.json or 'reference'): its LMs, partitions and machine constraints.")] = None,
@@ -102,7 +106,7 @@ def up_cmd(
     for p in procs:
         t.add_row(f"{p.role} {p.id}", p.url, str(p.pid), str(p.log))
     out.print(t)
-    out.print(f"broker {supervise.safe_url(loaded.broker)}: queues {loaded.name}.gm.N, .lm.N, .submit.N", highlight=False)
+    out.print(f"broker {', '.join(supervise.safe_url(u) for u in loaded.brokers)}: queues {loaded.name}.gm.N, .lm.N, .submit.N", highlight=False)
     if foreground:
         import signal
         import time
@@ -193,6 +197,35 @@ def status_cmd(
             out.print(f"LM standbys waiting: {', '.join(waiting) or 'none'}", highlight=False)
     if any("error" in st for st in statuses):
         raise typer.Exit(1)
+
+
+@broker_app.command("up")
+def broker_up_cmd(
+    dir: Annotated[Path, typer.Option("--dir", help="Folder for the nodes' data (made; must be empty).")],
+    nodes: Annotated[int, typer.Option("--nodes", help="Members of the cluster.")] = 3,
+    base_port: Annotated[int, typer.Option("--base-port", help="AMQP port of the first node; one more per node.")] = 5681,
+    dist_base: Annotated[int, typer.Option("--dist-base", help="Erlang distribution port of the first node; one more per node.")] = 25681,
+    host: Annotated[str, typer.Option("--host", help="Address the nodes' AMQP listeners bind.")] = "127.0.0.1",
+) -> None:
+    """Start a RabbitMQ cluster of NODES nodes (joined with join_cluster) and print each node's AMQP URL.
+
+    Example: schedlab broker up --nodes 3 --dir /tmp/brokers   (then: brokers: [the URLs] in the cluster file)
+    """
+    from schedlab.services.brokercluster import BrokerCluster
+
+    cluster = BrokerCluster.plan(dir.resolve(), nodes, host, base_port, dist_base)
+    asyncio.run(cluster.up())
+    for url in cluster.urls:
+        out.print(url, highlight=False)
+
+
+@broker_app.command("down")
+def broker_down_cmd(dir: Annotated[Path, typer.Option("--dir", help="The folder given to broker up.")]) -> None:
+    """Stop the RabbitMQ cluster started with `broker up --dir DIR` and remove DIR (nothing to do: says so)."""
+    from schedlab.services.brokercluster import down
+
+    n = down(dir.resolve())
+    out.print(f"stopped {n} broker nodes, removed {dir}" if n else f"no broker cluster in {dir}: nothing to stop", highlight=False)
 
 
 @cluster_app.command("down")
@@ -364,7 +397,7 @@ def _say_dropped(result: Any, drew: bool, auto: bool) -> None:
 def chaos_cmd(
     cluster: Annotated[Path, typer.Option("--cluster", "-c", help="Cluster file of a running cluster (schedlab cluster up).")],
     trace: Annotated[str, typer.Option("--trace", "-t", help="Trace to replay meanwhile: google, syn_250, … or a file.")],
-    kill: Annotated[str | None, typer.Option("--kill", help="Roles to kill, comma-separated: worker, gm, lm, broker (default: worker, or none with network faults).")] = None,
+    kill: Annotated[str | None, typer.Option("--kill", help="Roles to kill, comma-separated: worker, gm, lm, broker, broker-node (default: worker, or none with network faults).")] = None,
     partition: Annotated[list[str] | None, typer.Option("--partition", help="Testbed: cut both ways between two groups: gm-lm, lm-host, host-broker, gm-broker (repeatable).")] = None,
     partition_oneway: Annotated[list[str] | None, typer.Option("--partition-oneway", help="Testbed: drop what A sends to B, e.g. lm>host or gm0>lm1 (repeatable).")] = None,
     loss: Annotated[str | None, typer.Option("--loss", help="Testbed: drop this fraction of packets between hosts, e.g. 5%.")] = None,
@@ -379,6 +412,8 @@ def chaos_cmd(
     constraints: Annotated[bool, typer.Option("--constraints/--no-constraints", help="Synthesise task constraints as the papers do.")] = True,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Give up waiting for completions after this many seconds.")] = None,
     summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the run's summary JSON, with the campaign under 'chaos'.", callback=output_file)] = None,
+    brokers_dir: Annotated[Path | None, typer.Option("--brokers-dir", help="--kill broker-node: the folder given to schedlab broker up.")] = None,
+    wipe: Annotated[bool, typer.Option("--wipe", help="--kill broker-node: remove the node's data before it restarts (a lost disk).")] = False,
 ) -> None:
     """Replay a trace on a running cluster while killing and restarting its components; exit 1 if a task was lost or duplicated.
 
@@ -399,13 +434,21 @@ def chaos_cmd(
     if not speedup > 0:
         raise InputError("--speedup", f"must be > 0, got {speedup}")
     loaded = _load(cluster)
+    brokers = None
+    if brokers_dir is not None:
+        from schedlab.services.brokercluster import load
+
+        brokers = load(brokers_dir.resolve())
+        if brokers is None:
+            raise InputError("--brokers-dir", f"no broker cluster in {brokers_dir} (schedlab broker up --dir {brokers_dir})")
     report = asyncio.run(run_chaos(loaded, cluster, trace, roles=roles, every=every_s, restart_after=restart_s, seed=seed,
-                                   faults=faults, heal_after=cast(float, heal_after),
+                                   faults=faults, heal_after=cast(float, heal_after), brokers=brokers, wipe=wipe,
                                    max_jobs=max_jobs, speedup=speedup, constraints=constraints, timeout=timeout))
-    t = Table("killed", "at (s)", "healthy after (s)", "lost runs", "re-queued after (s, max)", "restarted after (s, max)", "recovery",
-              title="chaos", title_justify="left")
+    t = Table("killed", "at (s)", "healthy after (s)", "scheduling resumed after (s)", "lost runs", "re-queued after (s, max)",
+              "restarted after (s, max)", "recovery", title="chaos", title_justify="left")
     for k in report.kills:
-        t.add_row(f"{k.role} {k.id}", f"{k.killed_at:.1f}", "-" if k.healthy_after is None else f"{k.healthy_after:.1f}", str(k.lost_runs),
+        t.add_row(f"{k.role} {k.id}", f"{k.killed_at:.1f}", "-" if k.healthy_after is None else f"{k.healthy_after:.1f}",
+                  "-" if k.resumed_after is None else f"{k.resumed_after:.2f}", str(k.lost_runs),
                   f"{max(k.detection):.2f}" if k.detection else "-", f"{max(k.relaunch):.2f}" if k.relaunch else "-", _gm_recovery(k.recovery))
     out.print(t)
     if report.faults:

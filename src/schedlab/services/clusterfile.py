@@ -22,7 +22,16 @@ Choices where the paper is silent:
   al.'s catalogue; see :mod:`schedlab.cluster.bitsets`).
 * The **secret** authenticates peers (the faults-and-security work); the
   file holds it, or ``SCHEDLAB_CLUSTER_SECRET`` overrides it. The broker URL
-  may likewise come from ``SCHEDLAB_AMQP_URL``.
+  may likewise come from ``SCHEDLAB_AMQP_URL`` (several, comma-separated).
+* **Brokers**: ``broker: URL`` (one RabbitMQ node) or ``brokers: [URL, …]``
+  (the members of one RabbitMQ cluster: every component connects to one that
+  answers and moves to another when it goes, :class:`~.net.AmqpLink`).
+  ``queue_type`` says what the durable queues are: ``auto`` (the default)
+  makes them quorum queues with three brokers or more — replicated, so the
+  loss of one member loses nothing — and classic ones otherwise; ``quorum``
+  and ``classic`` force one (a benchmark compares both on one cluster).
+  Every process of a cluster must agree: RabbitMQ refuses to declare an
+  existing queue with another type.
 
 Errors name the file, line and field (``cluster.yaml:12: lms[0].port: …``)
 and exit with code 2, like the simulator's config loader.
@@ -138,6 +147,8 @@ class TestbedSpec(_Model):
 class ClusterSpec(_Model):
     name: str = Field("schedlab", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     broker: str | None = None
+    brokers: list[str] | None = Field(None, min_length=1)
+    queue_type: str = Field("auto", pattern=r"^(auto|quorum|classic)$")
     secret: str | None = Field(None, min_length=16)
     seed: int = Field(0, ge=0)
     worker_lease: float = Field(2.0, gt=0, le=3600)  # seconds without news from a worker host before its LM declares it down
@@ -151,6 +162,11 @@ class ClusterSpec(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> ClusterSpec:
+        if self.broker is not None and self.brokers is not None:
+            raise ValueError("give broker (one URL) or brokers (a list), not both")
+        for url in self.brokers or [self.broker or DEFAULT_AMQP_URL]:
+            if not url.startswith(("amqp://", "amqps://")):
+                raise ValueError(f"a broker URL starts with amqp:// or amqps://, got {url!r}")
         if self.testbed is not None:
             from schedlab.services.testbed.addresses import check_layout
 
@@ -248,8 +264,21 @@ class LoadedCluster:
         return self.spec.name
 
     @property
+    def brokers(self) -> list[str]:
+        """The broker URLs, in the order components try them (``SCHEDLAB_AMQP_URL``, comma-separated, overrides)."""
+        env = [u.strip() for u in os.environ.get("SCHEDLAB_AMQP_URL", "").split(",") if u.strip()]
+        return env or self.spec.brokers or [self.spec.broker or DEFAULT_AMQP_URL]
+
+    @property
     def broker(self) -> str:
-        return os.environ.get("SCHEDLAB_AMQP_URL") or self.spec.broker or DEFAULT_AMQP_URL
+        """The first broker (what one-broker tools act on: shown by ``cluster up``, restarted by ``chaos``)."""
+        return self.brokers[0]
+
+    @property
+    def quorum(self) -> bool:
+        """Whether durable queues are quorum queues (see the module)."""
+        qt = self.spec.queue_type
+        return qt == "quorum" or (qt == "auto" and len(self.brokers) >= 3)
 
     @property
     def secret(self) -> str | None:
@@ -374,7 +403,7 @@ def render_cluster(
         "# schedlab cluster file: one Megha cluster (schedlab cluster up FILE starts it on this machine;",
         "# schedlab serve gm|lm|worker --cluster FILE --id N starts one component, for several hosts).",
         f"name: {name}                  # names the cluster's RabbitMQ queues ({name}.gm.0, {name}.lm.0, ...)",
-        f"broker: {broker or DEFAULT_AMQP_URL}   # RabbitMQ: state updates, completions, job submission",
+        _broker_line(broker or DEFAULT_AMQP_URL),
         f"secret: {secret}   # shared by every component; SCHEDLAB_CLUSTER_SECRET overrides",
         f"seed: {seed}                        # seeds the GMs' random worker choice",
         "worker_lease: 2.0                # seconds of silence before an LM declares a worker host down and relaunches its tasks",
@@ -442,6 +471,14 @@ def render_cluster(
             port += 1
             host_id += 1
     return "\n".join(out) + "\n"
+
+
+def _broker_line(broker: str) -> str:
+    """``broker: URL``, or for several comma-separated URLs (a RabbitMQ cluster) ``brokers: [URL, …]``."""
+    urls = [u.strip() for u in broker.split(",") if u.strip()]
+    if len(urls) > 1:
+        return f"brokers: [{', '.join(urls)}]   # a RabbitMQ cluster: quorum queues with 3 or more (queue_type: auto|quorum|classic)"
+    return f"broker: {urls[0]}   # RabbitMQ: state updates, completions, job submission (or brokers: [URL, ...], a RabbitMQ cluster)"
 
 
 def write_cluster_file(path: str | os.PathLike, text: str, force: bool = False) -> None:

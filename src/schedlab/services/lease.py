@@ -17,6 +17,23 @@ be implemented using an active-standby configuration". Here:
   gives the lease back and waits again, and the active takes it again. So at
   most one process ever acts as LM *i*, and the standby must run where LM
   *i*'s address points (the same host, or behind a floating address).
+* **On a RabbitMQ cluster** (several brokers) the lease queue stays what it
+  is — exclusive queues cannot be quorum queues, and live on the member the
+  holder's connection reached. If that member dies, the holder's lease
+  connection drops and the queue goes with it: the standby (connected to
+  another member, or moving to one) may get the lease while the active LM
+  still runs. That is the broker-restart case above: the port fence keeps the
+  standby out, it gives the lease back, and the active LM's :func:`keep`
+  takes it again on another member. The lease only ever tells the standby
+  *when to try*; the fence decides, and the fence is not in the broker. So
+  the lease survives the loss of its member without being replicated (a
+  single-active-consumer quorum queue would replicate it, but tells a consumer
+  nothing when it becomes the active one). A **lease connection** tries the
+  brokers in order, from the one after the member it last used.
+* **Fencing tokens** count the messages of a durable queue — a quorum queue
+  on a cluster: a confirmed publish there is on a majority of members, so the
+  count a new process reads after its own confirmed publish includes every
+  earlier token, whichever member dies.
 * **The state** is not mirrored (the paper has both LMs receive every update;
   with requests from several GMs that is a replicated log, since an LM's
   accept/reject decisions depend on the order it sees requests in). The worker
@@ -52,9 +69,11 @@ def tokens_queue(lease: str) -> str:
 class Lease:
     """One process's hold on (or wait for) a lease queue."""
 
-    def __init__(self, url: str, name: str) -> None:
-        self.url = url
+    def __init__(self, url: str | list[str], name: str, quorum: bool = False) -> None:
+        self.urls = [url] if isinstance(url, str) else list(url)
         self.name = name
+        self.quorum = quorum
+        self._at = 0  # the broker of the latest connection
         self.connection: Any = None
         self.channel: Any = None
         self._failed = 0
@@ -67,7 +86,7 @@ class Lease:
         try:
             if self.connection is None or self.connection.is_closed:
                 # its own, plain connection: when it drops, the lease must be lost, not restored behind our back
-                self.connection = await aio_pika.connect(self.url, timeout=3.0)
+                self.connection = await self._connect()
             channel = await self.connection.channel()
             await channel.declare_queue(self.name, exclusive=True, auto_delete=True)
         except Exception:  # held by another connection (RESOURCE_LOCKED), or the broker is away
@@ -86,14 +105,15 @@ class Lease:
         the broker keeps it across restarts, and only the process that just took LM *i*'s port takes one."""
         try:
             if self.connection is None or self.connection.is_closed:
-                self.connection = await aio_pika.connect(self.url, timeout=3.0)
+                self.connection = await self._connect()
             channel = await self.connection.channel(publisher_confirms=True)
             try:
                 name = tokens_queue(self.name)
-                await channel.declare_queue(name, durable=True)
+                args = {"x-queue-type": "quorum"} if self.quorum else None
+                await channel.declare_queue(name, durable=True, arguments=args)
                 await channel.default_exchange.publish(aio_pika.Message(b"", delivery_mode=aio_pika.DeliveryMode.PERSISTENT),
                                                        routing_key=name)
-                queue = await channel.declare_queue(name, durable=True)
+                queue = await channel.declare_queue(name, durable=True, arguments=args)
                 count = queue.declaration_result.message_count
             finally:
                 with contextlib.suppress(Exception):
@@ -101,6 +121,33 @@ class Lease:
         except Exception:  # the broker is away: asked again
             return None
         return int(count)
+
+    async def _connect(self) -> Any:
+        """A plain connection to the first broker that answers, from the one after the latest (see the module)."""
+        from schedlab.services.net import quiet_amqp_logs
+
+        error: Exception | None = None
+        n = len(self.urls)
+        start = self._at + 1 if n > 1 else 0
+        for k in range(n):
+            at = (start + k) % n
+            try:
+                with quiet_amqp_logs():
+                    connection = await aio_pika.connect(self.urls[at], timeout=3.0 if n == 1 else 1.0)
+            except Exception as e:
+                error = e
+                continue
+            self._at = at
+            # aio-pika's is_closed stays False when the broker drops a plain connection: forget it here instead
+            connection.close_callbacks.add(lambda *_a, c=connection: self._dropped(c))
+            return connection
+        assert error is not None
+        raise error
+
+    def _dropped(self, connection: Any) -> None:
+        """``connection`` closed (its broker went, or we released it): the next try connects afresh."""
+        if self.connection is connection:
+            self.connection, self.channel = None, None
 
     async def release(self) -> None:
         connection, self.connection, self.channel = self.connection, None, None

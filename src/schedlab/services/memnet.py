@@ -538,6 +538,7 @@ class MemLink(AcksAfterOutput):
         self.conn: MemConnection | None = None
         self.closing = False
         self.publish_errors = 0
+        self.failovers = 0  # the in-memory broker is one node: there is no other to move to
         self.unconfirmed: deque[tuple[int, str, Any, bool]] = deque()
         self._seq = 0
         self._waiters: deque[tuple[int, Callable[[], None]]] = deque()

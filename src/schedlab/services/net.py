@@ -24,9 +24,11 @@ import asyncio
 import contextlib
 import json
 import logging
+import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from schedlab.services.acks import Acknowledger, AcksAfterOutput
 from schedlab.services.auth import AuthError, Signer, Verifier
@@ -38,6 +40,7 @@ from schedlab.services.wire import Codec, WireError
 log = logging.getLogger("schedlab.services.net")
 
 HTTP_PATH = "/v1/message"
+UNCONFIRMED_WARNING = 5.0  # seconds a publish may wait for its confirm before the link says it is holding messages
 RUN_QUEUE_EXPIRES_MS = 600_000  # a client's run queue outlives a broker restart, not a dead client (10 min)
 
 
@@ -65,6 +68,27 @@ def _message(body: bytes, persistent: bool) -> Any:
 def _log_ack_failure(task: asyncio.Task) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.warning("acknowledgement failed: %s", task.exception())
+
+
+@contextlib.contextmanager
+def quiet_amqp_logs() -> Iterator[None]:
+    """aio-pika and aiormq log failed connection attempts themselves; where a failure is expected or reported
+    by the caller in one line, they are silenced meanwhile."""
+    quiet = [logging.getLogger(n) for n in ("aio_pika", "aiormq")]
+    levels = [lg.level for lg in quiet]
+    for lg in quiet:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for lg, level in zip(quiet, levels, strict=True):
+            lg.setLevel(level)
+
+
+def _host_port(url: str) -> str:
+    """A broker URL's host:port (no user, no password), for messages."""
+    parts = urlsplit(url)
+    return f"{parts.hostname}:{parts.port or 5672}"
 
 
 class BrokerUnreachable(Exception):
@@ -101,11 +125,41 @@ class AmqpLink(AcksAfterOutput):
     headers (:mod:`~.auth`); with a ``verifier`` every consumed message is
     checked first, and one that fails goes to ``on_refused(error)`` instead of
     its consumer (and is acknowledged: a stranger's message is not retried).
+
+    **Several brokers** (the members of one RabbitMQ cluster, ``urls``): the
+    link connects to the first that answers and, when its connection is lost
+    (its node killed, restarted, cut off), to the next that answers — our own
+    loop over the URLs, not aio-pika's robust connection, which only ever
+    reconnects to the one URL it was given. Each consumer is registered once
+    and declared and consumed again on every new connection; the publisher
+    holds its messages meanwhile. What was delivered on the lost connection
+    and not acknowledged the broker delivers again (the handlers take a
+    message twice without harm); acknowledgements meant for the lost channel
+    are dropped with it.
+
+    **Queue types** (``quorum``): on a cluster of three brokers or more every
+    durable queue is a quorum queue (``x-queue-type: quorum``: Raft-replicated
+    on every member, so the loss of one member loses no message and stops no
+    queue); a lone broker keeps classic durable queues. Quorum queues are
+    always durable and never exclusive; they store every message on disk
+    whatever its delivery mode (so a "transient" state update there survives
+    a restart too: harmless, a later one supersedes it). What stays classic:
+    the dashboard's live queue (exclusive, auto-deleted, declared again on
+    each connection: figures, not facts) and an LM's lease (exclusive, see
+    :mod:`~.lease`).
     """
 
-    def __init__(self, url: str, signer: Signer | None = None, verifier: Verifier | None = None,
-                 on_refused: Callable[[AuthError], None] | None = None) -> None:
-        self.url = url
+    def __init__(self, url: str | Sequence[str], signer: Signer | None = None, verifier: Verifier | None = None,
+                 on_refused: Callable[[AuthError], None] | None = None, *, quorum: bool = False) -> None:
+        self.urls = [url] if isinstance(url, str) else list(url)
+        if not self.urls:
+            raise ValueError("no broker URL")
+        self.url = self.urls[0]  # the broker of the current connection
+        self.quorum = quorum
+        self.failovers = 0  # connections replaced after a loss
+        self._subs: dict[str, Callable[[], Awaitable[Any]]] = {}  # each consumed queue's (re)declaration, run on every connection
+        self._reconnecting: asyncio.Task | None = None
+        self._connected: asyncio.Event | None = None  # set while connected: a held publish waits on it, not a full pause
         self.signer = signer
         self.verifier = verifier
         self.on_refused = on_refused
@@ -128,25 +182,110 @@ class AmqpLink(AcksAfterOutput):
         return asyncio.get_running_loop().call_later(delay, fn, *args)
 
     async def connect(self, timeout: float = 5.0) -> None:
+        """Connect to the first broker that answers, from a random one on — the processes of a cluster spread
+        over its nodes — (BrokerUnreachable, naming each one's problem, if none does)."""
+        await self._open(timeout, random.randrange(len(self.urls)))
+        self._connected = asyncio.Event()
+        self._connected.set()
+        self._publisher = asyncio.get_running_loop().create_task(self._publish_loop())
+
+    async def _open(self, timeout: float, first: int = 0) -> None:
+        """A connection to the first of the brokers, from ``urls[first]`` on, that answers, and its channel."""
         import aio_pika  # (idem)
 
-        # aio-pika logs a failed first attempt itself; the caller reports it in one line instead
-        quiet = [logging.getLogger(n) for n in ("aio_pika", "aiormq")]
-        levels = [lg.level for lg in quiet]
-        for lg in quiet:
-            lg.setLevel(logging.CRITICAL)
+        problems = []
+        for k in range(len(self.urls)):
+            url = self.urls[(first + k) % len(self.urls)]
+            try:
+                with quiet_amqp_logs():  # aio-pika logs a failed attempt itself; the caller reports it in one line instead
+                    connection = await asyncio.wait_for(aio_pika.connect(url, timeout=timeout), timeout)
+            except TimeoutError:
+                problems.append((url, f"cannot connect: no answer within {timeout:g} s"))
+                continue
+            except Exception as e:  # aio-pika/aiormq raise their own classes for refused connections, logins, vhosts
+                problems.append((url, f"cannot connect: {str(e).strip() or type(e).__name__}"))
+                continue
+            try:
+                channel = await connection.channel()
+                await channel.set_qos(prefetch_count=256)
+            except Exception as e:
+                with contextlib.suppress(Exception):
+                    await connection.close()
+                problems.append((url, f"no channel: {str(e).strip() or type(e).__name__}"))
+                continue
+            self.url, self.connection, self.channel = url, connection, channel
+            self._watch(connection)
+            self._watch(channel)
+            return
+        if len(problems) == 1:
+            raise BrokerUnreachable(*problems[0])
+        raise BrokerUnreachable(problems[-1][0], f"none of the {len(problems)} brokers answered: " +
+                                "; ".join(f"{_host_port(u)}: {why}" for u, why in problems))
+
+    def _watch(self, closable: Any) -> None:
+        """When ``closable`` (the connection or one of its channels) closes, :meth:`_lost` the connection."""
+        connection = self.connection
+        closable.close_callbacks.add(lambda *_a: self._lost(connection))
+
+    def _lost(self, connection: Any) -> None:
+        """``connection`` (or a channel of it) closed: unless we closed it, or it is an earlier one, connect again
+        (to another broker first)."""
+        if self._closing or self._reconnecting is not None or connection is not self.connection:
+            return
+        if self._connected is not None:
+            self._connected.clear()
+        self._reconnecting = asyncio.get_running_loop().create_task(self._reconnect(connection))
+
+    async def _reconnect(self, old: Any) -> None:
+        delay = 0.05
+        at = self.urls.index(self.url) if self.url in self.urls else 0
+        log.warning("broker connection to %s lost: connecting to %s", _host_port(self.url),
+                    "another broker" if len(self.urls) > 1 else "it again")
+        with contextlib.suppress(Exception):
+            await old.close()
         try:
-            self.connection = await asyncio.wait_for(aio_pika.connect_robust(self.url, timeout=timeout), timeout)
-        except TimeoutError:
-            raise BrokerUnreachable(self.url, f"cannot connect: no answer within {timeout:g} s") from None
-        except Exception as e:  # aio-pika/aiormq raise their own classes for refused connections, logins, vhosts
-            raise BrokerUnreachable(self.url, f"cannot connect: {str(e).strip() or type(e).__name__}") from None
+            while not self._closing:
+                try:
+                    await self._open(2.0, at + 1)
+                except BrokerUnreachable:
+                    await asyncio.sleep(delay)
+                    delay = min(2 * delay, 1.0)
+                    continue
+                if not await self._restore():  # e.g. a quorum queue without its majority yet: again, later
+                    with contextlib.suppress(Exception):
+                        await self.connection.close()
+                    await asyncio.sleep(delay)
+                    delay = min(2 * delay, 1.0)
+                    continue
+                self.failovers += 1
+                if self._connected is not None:
+                    self._connected.set()
+                log.warning("broker connection: now at %s", _host_port(self.url))
+                return
         finally:
-            for lg, level in zip(quiet, levels, strict=True):
-                lg.setLevel(level)
-        self.channel = await self.connection.channel()
-        await self.channel.set_qos(prefetch_count=256)
-        self._publisher = asyncio.get_running_loop().create_task(self._publish_loop())
+            self._reconnecting = None
+
+    async def _restore(self) -> bool:
+        """Declare and consume every queue again on the new connection; False if one failed (tried again on
+        another connection), except a queue another connection holds exclusively (another dashboard took the
+        live queue meanwhile: that one is given up, said once)."""
+        for queue, sub in list(self._subs.items()):
+            try:
+                await sub()
+            except Exception as e:
+                if "locked" in str(e).lower():
+                    log.warning("after reconnecting: %s is held by another connection: not consumed any more", queue)
+                    self._subs.pop(queue, None)
+                    continue
+                log.warning("after reconnecting to %s: %s not consumed yet (%s): trying again", _host_port(self.url), queue, e)
+                return False
+        return True
+
+    def _declare_args(self, arguments: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """A durable queue's arguments: quorum on a cluster (see the class)."""
+        if not self.quorum:
+            return arguments
+        return {**(arguments or {}), "x-queue-type": "quorum"}
 
     async def consume(self, queue: str, on_body: Callable[[bytes], None], *, durable: bool = True, exclusive: bool = False) -> int:
         """Deliver every message of ``queue`` to ``on_body``; returns how many were waiting in it.
@@ -159,17 +298,18 @@ class AmqpLink(AcksAfterOutput):
         consumed without acknowledgements, which would only cost the client time.
         """
         if exclusive:  # a client's run records: kept through a broker restart, expired if the client is gone
-            q = await self.channel.declare_queue(queue, durable=True, arguments={"x-expires": RUN_QUEUE_EXPIRES_MS})
-        else:
-            q = await self.channel.declare_queue(queue, durable=durable)
-        if exclusive:
 
             async def on_message(message: Any) -> None:
                 body = self._authentic(message)
                 if body is not None:
                     on_body(body)
 
-            self.queues[queue] = (q, await q.consume(on_message, no_ack=True))
+            async def subscribe_run() -> None:
+                q = await self.channel.declare_queue(queue, durable=True, arguments=self._declare_args({"x-expires": RUN_QUEUE_EXPIRES_MS}))
+                self.queues[queue] = (q, await q.consume(on_message, no_ack=True))
+
+            await subscribe_run()
+            self._subs[queue] = subscribe_run
             return 0
 
         # Acknowledged in batches — one ack for everything handled on the channel in a few
@@ -183,8 +323,14 @@ class AmqpLink(AcksAfterOutput):
                 on_body(body)
             self.acks.handled(message)
 
-        self.queues[queue] = (q, await q.consume(on_ack_message))
-        return int(getattr(q.declaration_result, "message_count", 0) or 0)
+        async def subscribe() -> int:
+            q = await self.channel.declare_queue(queue, durable=durable, arguments=self._declare_args() if durable else None)
+            self.queues[queue] = (q, await q.consume(on_ack_message))
+            return int(getattr(q.declaration_result, "message_count", 0) or 0)
+
+        waiting = await subscribe()
+        self._subs[queue] = subscribe
+        return waiting
 
     async def consume_transient(self, queue: str, on_body: Callable[[bytes], None]) -> None:
         """Deliver ``queue``'s messages to ``on_body``, the queue this connection's alone and deleted with it
@@ -196,8 +342,12 @@ class AmqpLink(AcksAfterOutput):
             if body is not None:
                 on_body(body)
 
-        q = await self.channel.declare_queue(queue, durable=False, exclusive=True, auto_delete=True)
-        self.queues[queue] = (q, await q.consume(on_message, no_ack=True))
+        async def subscribe() -> None:
+            q = await self.channel.declare_queue(queue, durable=False, exclusive=True, auto_delete=True)
+            self.queues[queue] = (q, await q.consume(on_message, no_ack=True))
+
+        await subscribe()
+        self._subs[queue] = subscribe
 
     async def consume_held(self, queue: str, on_message: Callable[[bytes, bool, Any], None]) -> int:
         """Deliver every message of the durable ``queue`` as ``on_message(body, redelivered, message)``, on a
@@ -206,10 +356,6 @@ class AmqpLink(AcksAfterOutput):
 
         A message that fails authentication is acknowledged at once (a stranger's is not retried).
         """
-        channel = await self.connection.channel()
-        await channel.set_qos(prefetch_count=0)  # a GM holds every job it has not finished
-        q = await channel.declare_queue(queue, durable=True)
-
         async def on_raw(message: Any) -> None:
             body = self._authentic(message)
             if body is None:
@@ -217,8 +363,17 @@ class AmqpLink(AcksAfterOutput):
                 return
             on_message(body, bool(message.redelivered), message)
 
-        self.queues[queue] = (q, await q.consume(on_raw))
-        return int(getattr(q.declaration_result, "message_count", 0) or 0)
+        async def subscribe() -> int:
+            channel = await self.connection.channel()
+            await channel.set_qos(prefetch_count=0)  # a GM holds every job it has not finished
+            self._watch(channel)
+            q = await channel.declare_queue(queue, durable=True, arguments=self._declare_args())
+            self.queues[queue] = (q, await q.consume(on_raw))
+            return int(getattr(q.declaration_result, "message_count", 0) or 0)
+
+        waiting = await subscribe()
+        self._subs[queue] = subscribe
+        return waiting
 
     def ack(self, message: Any) -> None:
         """Acknowledge one message of :meth:`consume_held` (a failure — the channel closed by a broker
@@ -261,8 +416,10 @@ class AmqpLink(AcksAfterOutput):
 
         While the broker is away (restarting, unreachable) the message waits and
         is tried again with a growing pause — nothing queued is dropped — while
-        aio-pika's robust connection reconnects and restores the consumers. Each
-        try is signed afresh (a long outage would otherwise make it stale).
+        the link connects again (to another broker of a cluster) and restores
+        the consumers. Each try is signed afresh (a long outage would otherwise
+        make it stale). A quorum queue that lost its majority (two of three
+        members down) confirms nothing: the publisher waits for it, in order.
         """
         while True:
             item = await self._out.get()
@@ -279,7 +436,12 @@ class AmqpLink(AcksAfterOutput):
             while True:
                 try:
                     data = body if self.signer is None else self.signer.frame(body)
-                    await self.channel.default_exchange.publish(_message(data, persistent), routing_key=queue)
+                    # a quorum queue without its majority neither confirms nor refuses: say so once it lasts
+                    slow = asyncio.get_running_loop().call_later(UNCONFIRMED_WARNING, self._unconfirmed, queue, time.monotonic())
+                    try:
+                        await self.channel.default_exchange.publish(_message(data, persistent), routing_key=queue)
+                    finally:
+                        slow.cancel()
                     self.published += 1
                     if self._outage is not None:
                         log.warning("broker back after %.1f s: publishing again", time.monotonic() - self._outage)
@@ -295,8 +457,25 @@ class AmqpLink(AcksAfterOutput):
                     if self._closing:
                         self.publish_errors += 1
                         break
-                    await asyncio.sleep(delay)
+                    await self._pause(delay)
                     delay = min(2 * delay, 2.0)
+
+    def _unconfirmed(self, queue: str, since: float) -> None:
+        """A publish the broker has not confirmed for :data:`UNCONFIRMED_WARNING` s: held, not lost (said once
+        per outage; "broker back" follows)."""
+        if self._outage is None:
+            self._outage = since
+            log.warning("publish to %s not confirmed for %.0f s (a quorum queue without its majority: two of three brokers "
+                        "down?): holding messages until the broker confirms", queue, UNCONFIRMED_WARNING)
+
+    async def _pause(self, delay: float) -> None:
+        """Before a publish is tried again: ``delay`` seconds, or less if the link connects again meanwhile (a
+        publisher that backed off to its longest pause would otherwise sit out most of it after a failover)."""
+        if self._connected is None or self._connected.is_set():
+            await asyncio.sleep(delay)
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._connected.wait(), delay)
 
     async def drain(self, timeout: float = 5.0) -> None:
         """Wait until everything queued so far has been published."""
@@ -306,6 +485,7 @@ class AmqpLink(AcksAfterOutput):
 
     async def delete_queues(self, names: list[str]) -> None:
         for name in names:
+            self._subs.pop(name, None)
             consumed = self.queues.pop(name, None)
             if consumed is not None:  # stop consuming first: the broker would cancel us with a warning
                 q, tag = consumed
@@ -318,6 +498,8 @@ class AmqpLink(AcksAfterOutput):
 
     async def close(self) -> None:
         self._closing = True
+        if self._reconnecting is not None:
+            self._reconnecting.cancel()
         if self._publisher is not None:
             await self.drain(2.0)
             self._out.put_nowait(None)
@@ -395,6 +577,10 @@ class AmqpFrames:
     @property
     def publish_errors(self) -> int:
         return self.amqp.publish_errors
+
+    @property
+    def failovers(self) -> int:
+        return self.amqp.failovers
 
     async def connect(self) -> None:
         await self.amqp.connect()

@@ -105,7 +105,8 @@ class ProcessNode:
         self.verifier = Verifier(secret, clock)
         self.metrics_token = metrics_token(secret)  # /metrics: a bearer token derived from the secret
         self.signer = Signer(secret, identity, clock)
-        self.amqp = AmqpLink(loaded.broker, Signer(secret, identity, clock), Verifier(secret, clock), self._refused_message)
+        self.amqp = AmqpLink(loaded.brokers, Signer(secret, identity, clock), Verifier(secret, clock), self._refused_message,
+                             quorum=loaded.quorum)
         store = TaskStore()
         codec = Codec(store)
         directory = Directory(loaded, self.role)
@@ -117,7 +118,7 @@ class ProcessNode:
         self.rt = rt
         self.router = router
         env = NodeEnv(Plan.from_loaded(loaded, self.params), rt, router, store, broker, directory.queue, self._bind,
-                      lambda name: Lease(loaded.broker, name), lambda: secrets.randbits(31), standby=self.standby,
+                      lambda name: Lease(loaded.brokers, name, quorum=loaded.quorum), lambda: secrets.randbits(31), standby=self.standby,
                       lease_queue=lease_queue(loaded.name, self.id))
         node = self.node = build_node(self.role, env, self.id)
         if self.role == "gm":  # the job ledger (:mod:`~.ledger`): each job this GM finishes, appended

@@ -134,6 +134,9 @@ class BrokerLink(Protocol):
     @property
     def publish_errors(self) -> int: ...
 
+    @property
+    def failovers(self) -> int: ...
+
     async def connect(self) -> None: ...
 
     def publish(self, queue: str, packed: Any, persistent: bool = False) -> None: ...
@@ -379,6 +382,7 @@ class ServiceNode:
             "messages_sent": dict(self.rt.sent),
             "transport": dict(self.router.counters),
             "publish_errors": self.broker.publish_errors,
+            "broker_failovers": self.broker.failovers,  # connections moved to another node of a RabbitMQ cluster
         }
         return out
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import pwd
 import shutil
@@ -33,12 +32,12 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from schedlab.errors import InputError
 
 SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server"
 CTL = "/usr/lib/rabbitmq/bin/rabbitmqctl"
+QUEUES = "/usr/lib/rabbitmq/bin/rabbitmq-queues"
 START_TIMEOUT = 90.0  # seconds for a node to accept AMQP connections (about 5-15 s here)
 
 
@@ -130,21 +129,13 @@ class RabbitNode:
         """Until the node accepts an AMQP connection (InputError with the end of its log after ``timeout``)."""
         import aio_pika
 
-        deadline = time.monotonic() + timeout
-        quiet = [logging.getLogger(n) for n in ("aio_pika", "aiormq")]
-        levels = [lg.level for lg in quiet]
-        for lg in quiet:  # each refused try is logged as an error: expected while the node starts
-            lg.setLevel(logging.CRITICAL)
-        try:
-            await self._wait(aio_pika, deadline, timeout)
-        finally:
-            for lg, level in zip(quiet, levels, strict=True):
-                lg.setLevel(level)
+        from schedlab.services.net import quiet_amqp_logs
 
-    async def _wait(self, aio_pika: Any, deadline: float, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
         while True:
             try:
-                conn = await aio_pika.connect(self.url, timeout=2.0)
+                with quiet_amqp_logs():  # a refused try is expected here
+                    conn = await aio_pika.connect(self.url, timeout=2.0)
             except Exception:
                 if self._child is not None and self._child.poll() is not None:
                     raise InputError(f"rabbitmq node {self.node}", f"stopped while starting: {self.failure()} "
@@ -157,9 +148,10 @@ class RabbitNode:
             await conn.close()
             return
 
-    def ctl(self, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
-        """``rabbitmqctl`` against this node (inside its namespace, with its cookie)."""
-        return subprocess.run([*self._prefix(), "runuser", "-u", "rabbitmq", "--", *self._env(), CTL, "-n", self.node, *args],
+    def ctl(self, *args: str, timeout: float = 60.0, tool: str = CTL) -> subprocess.CompletedProcess[str]:
+        """``rabbitmqctl`` (or another of its tools, e.g. :data:`QUEUES`) against this node (inside its
+        namespace, with its cookie)."""
+        return subprocess.run([*self._prefix(), "runuser", "-u", "rabbitmq", "--", *self._env(), tool, "-n", self.node, *args],
                               capture_output=True, text=True, timeout=timeout, cwd=self.data_dir)
 
     def stop(self, timeout: float = 30.0) -> None:

@@ -63,7 +63,8 @@ class RemoteCluster:
 
     async def connect(self, timeout: float = 5.0) -> None:
         secret = require_secret(self.loaded)
-        self.amqp = AmqpLink(self.loaded.broker, Signer(secret, "client"), Verifier(secret), self._refused)
+        self.amqp = AmqpLink(self.loaded.brokers, Signer(secret, "client"), Verifier(secret), self._refused,
+                             quorum=self.loaded.quorum)
         await self.amqp.connect(timeout)
         self.codec = Codec(None)
         self.directory = Directory(self.loaded)

@@ -126,7 +126,7 @@ def _port_free(host: str, port: int) -> bool:
 
 
 async def check_broker(loaded: LoadedCluster, timeout: float = 5.0) -> None:
-    link = AmqpLink(loaded.broker)
+    link = AmqpLink(loaded.brokers)
     try:
         await link.connect(timeout)
     except BrokerUnreachable as e:
@@ -342,7 +342,7 @@ async def delete_cluster_queues(loaded: LoadedCluster) -> None:
     names += [directory.queue(("done", g.id)) for g in loaded.spec.gms]  # the GMs' completion logs
     names += [directory.queue(("lm", lm.id)) for lm in loaded.spec.lms]
     names += [tokens_queue(lease_queue(loaded.name, lm.id)) for lm in loaded.spec.lms]  # the LMs' fencing tokens
-    link = AmqpLink(loaded.broker)
+    link = AmqpLink(loaded.brokers)
     try:
         await link.connect(3.0)
     except BrokerUnreachable:
