@@ -686,6 +686,7 @@ def reproduce_cmd(
     results: Annotated[Path | None, typer.Option("--results", help="Module entries: the results store their runs are kept in (default results/STORE[-quick], see --list); a rerun runs only what is missing.")] = None,
     list_specs: Annotated[bool, typer.Option("--list", help="List every figure and table that can be reproduced, in every module.")] = False,
     embedded: Annotated[bool, typer.Option("--embedded", help="megha-prototype: run the real cluster in this process (no broker).")] = False,
+    netns: Annotated[bool, typer.Option("--netns", help="megha-prototype: the paper's 126 hosts (3 GMs, 3 LMs, 120 worker hosts, the broker), each a network namespace (root).")] = False,
     paper_traces: Annotated[Path | None, typer.Option("--paper-traces", help="Megha specs: run on the paper's samples in this folder (made by `trace megha-samples`) instead of the stand-ins.")] = None,
 ) -> None:
     """Regenerate a paper's figures or tables — from any module — and write their report."""
@@ -704,6 +705,10 @@ def reproduce_cmd(
     entry = find(name)
     if embedded and name != "megha-prototype":
         raise InputError("--embedded", "applies to megha-prototype only")
+    if netns and name != "megha-prototype":
+        raise InputError("--netns", "applies to megha-prototype only")
+    if netns and embedded:
+        raise InputError("--netns", "puts every component on a host of its own: not with --embedded")
     if entry.is_spec and results is not None:
         raise InputError("--results", f"{name} is a spec: its runs are kept in --out")
     if paper_traces is not None and not entry.is_spec:
@@ -722,7 +727,7 @@ def reproduce_cmd(
         if store is not None:
             check_output_dir(store, "--results")
         say = lambda line: err.print(line, highlight=False)  # noqa: E731
-        report = entry.run(target, Options(quick=quick, jobs=jobs, backend=backend, address=address, store=store, embedded=embedded, say=say))
+        report = entry.run(target, Options(quick=quick, jobs=jobs, backend=backend, address=address, store=store, embedded=embedded, netns=netns, say=say))
         err.print(f"report: {report}", highlight=False)
         return
     from schedlab.experiments.reproduce import reproduce

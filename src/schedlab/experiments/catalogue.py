@@ -50,6 +50,7 @@ class Options:
     address: str | None = None
     store: Path | None = None  # where the runs are kept; None keeps nothing
     embedded: bool = False  # megha-prototype only: the real cluster in this process, no broker
+    netns: bool = False  # megha-prototype only: the real cluster on the emulated multi-host testbed, at the paper's scale
     say: Say = field(default=lambda _line: None)
 
 

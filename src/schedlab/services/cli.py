@@ -271,7 +271,7 @@ def serve_cmd(
         raise InputError("--standby", f"only an LM has a standby, not {role}")
 
     async def main() -> None:
-        await check_broker(loaded)
+        await check_broker(loaded, timeout=30.0)  # patient: a busy machine starting many processes is slow to connect
         await serve(loaded, role, ident, ready=lambda node: logging.getLogger("schedlab").info("%s %d ready on %s", node.role, node.id, node.endpoint.url),
                     standby=standby)
 

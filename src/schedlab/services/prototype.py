@@ -45,7 +45,7 @@ import json
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -82,9 +82,15 @@ class Setup:
     cores: float = 0.0  # all workers' cores together (0: this machine's CPUs)
     heartbeat: float = 0.5
     seed: int = 1
+    hosts_per_lm: int = 1
+    netns: bool = False  # each GM, LM, worker host and the broker on a host of its own (:mod:`~.testbed`)
 
 
 QUICK = Setup(jobs=12, speedup=20000.0, workers=8)
+# The paper's prototype (Section VI-C): 128 nodes, 40 under each LM, each GM and LM on its own node, the broker and
+# the request generator on one node each: here 3 GMs, 3 LMs and 120 worker hosts (one worker each), the broker a host
+# of its own, the client this machine; every link 0.5 ms one way, the simulator's latency per message
+PAPER_SCALE = Setup(jobs=30, gms=3, lms=3, workers=120, hosts_per_lm=40, netns=True)
 
 
 def machine_cores(setup: Setup) -> float:
@@ -119,8 +125,12 @@ def cluster_text(setup: Setup, cluster: Cluster, base_port: int, name: str, brok
 
     megha = cluster.with_topology(_topology(setup, cluster))
     megha.extra["layout"] = "megha"
-    return render_cluster(name=name, base_port=base_port, broker=broker, heartbeat=setup.heartbeat, seed=setup.seed,
-                          resources=list(cluster.resources), capacity=list(capacity(setup)), from_cluster=megha)
+    text = render_cluster(name=name, base_port=base_port, broker=broker, heartbeat=setup.heartbeat, seed=setup.seed,
+                          resources=list(cluster.resources), capacity=list(capacity(setup)), from_cluster=megha,
+                          hosts_per_lm=setup.hosts_per_lm, netns=setup.netns)
+    if setup.netns:  # 126 processes on a small machine: a host's beacons can be seconds late without its host being down
+        text = text.replace("worker_lease: 2.0", "worker_lease: 15.0")
+    return text
 
 
 def _free_base(n: int) -> int:
@@ -142,16 +152,51 @@ async def _real(setup: Setup, cluster: Cluster, trace: list[TraceJob], folder: P
 
     tmp = tempfile.TemporaryDirectory(prefix="megha-prototype-")
     path = Path(tmp.name) / "cluster.yaml"  # the cluster file and the services' logs live only for the run
-    n = setup.gms + 2 * setup.lms
-    path.write_text(cluster_text(setup, cluster, _free_base(n), f"proto{int(time.time() * 1000) % 10**9}", amqp_url_default()))
+    n = setup.gms + setup.lms + setup.lms * setup.hosts_per_lm
+    base = 7100 if setup.netns else _free_base(n)  # a testbed's hosts are empty: one port for all
+    path.write_text(cluster_text(setup, cluster, base, f"proto{int(time.time() * 1000) % 10**9}", amqp_url_default()))
     loaded = parse_cluster(path.read_text(), str(path))
     try:
-        await supervise.up(loaded, path, timeout=120)
+        t0 = time.monotonic()
+        await supervise.up(loaded, path, timeout=600 if setup.netns else 120)
+        started = time.monotonic() - t0
         async with RemoteCluster(loaded) as rc:
-            return await replay(rc, trace, cpus_from_request=True, **common)
+            result = await replay(rc, trace, cpus_from_request=True, **common)
+        result.extra["footprint"] = footprint(path, started)
+        return result
     finally:
         await supervise.down(loaded, path)
         tmp.cleanup()
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def footprint(cluster_file: Path, started_in: float) -> dict[str, Any]:
+    """Resident memory of every component process (MB, per role) and of the whole cluster, read at the run's end."""
+    per_role: dict[str, list[float]] = {}
+    for name, pid in supervise.running_pids(cluster_file).items():
+        per_role.setdefault(name.split("-")[0], []).append(_rss_mb(pid))
+    total = sum(sum(v) for v in per_role.values())
+    out: dict[str, Any] = {"started_in": started_in, "processes": sum(len(v) for v in per_role.values()),
+                           "rss_mb_by_role": {r: {"count": len(v), "mean": float(np.mean(v)), "max": float(max(v))} for r, v in per_role.items()}}
+    run = supervise.run_dir(cluster_file)
+    for extra, pidfile in (("relay", run / "relay.proc"),):
+        try:
+            rss = _rss_mb(int(pidfile.read_text().strip()))
+        except (OSError, ValueError):
+            continue
+        out[f"rss_mb_{extra}"] = rss
+        total += rss
+    out["rss_mb_total"] = total
+    return out
 
 
 def _topology(setup: Setup, cluster: Cluster) -> Any:
@@ -159,16 +204,20 @@ def _topology(setup: Setup, cluster: Cluster) -> Any:
     return split_federated(cluster.n, setup.lms, setup.gms)
 
 
-def run(out: str | Path | None = None, *, quick: bool = False, embedded: bool = False) -> Path:
+def run(out: str | Path | None = None, *, quick: bool = False, embedded: bool = False, netns: bool = False) -> Path:
     """Run the simulated and the real experiment; write the report; return the report's path."""
 
-    setup = QUICK if quick else Setup()
-    folder = Path(out) if out is not None else Path("results") / ("megha-prototype-quick" if quick else "megha-prototype")
+    setup = (QUICK if quick else Setup()) if not netns else replace(PAPER_SCALE, jobs=QUICK.jobs, speedup=QUICK.speedup) if quick else PAPER_SCALE
+    name = "megha-prototype" + ("-netns" if netns else "")
+    folder = Path(out) if out is not None else Path("results") / (name + "-quick" if quick else name)
     folder.mkdir(parents=True, exist_ok=True)
     trace = workload(setup)
     cluster = data_center(setup)
-    if not embedded:
+    if netns:
+        from schedlab.services.testbed.netns import require_privileges
 
+        require_privileges()
+    elif not embedded:
         probe = parse_cluster(cluster_text(setup, cluster, 7100, "probe", amqp_url_default()), "megha-prototype")
         asyncio.run(check_broker(probe))
     params = {"gms": setup.gms, "lms": setup.lms, "heartbeat": setup.heartbeat, "worker_choice": "random"}
@@ -220,9 +269,21 @@ def write_report(folder: Path, setup: Setup, sim: Any, real: Any, embedded: bool
         f"tasks wait longer — the paper's explanation of its Figure 12 — and its messages take {comm:.1f} ms on average "
         "(mean communication component) where the simulator charges 0.5 ms a hop."
     )
+    where = ("in one process (embedded, in-process transport)" if embedded else
+             f"on the emulated testbed: {setup.gms + setup.lms + setup.lms * setup.hosts_per_lm + 1} hosts, each a network namespace "
+             "(every GM, LM and worker host, and the broker's RabbitMQ node), every link 0.5 ms one way as the simulator's "
+             "latency per message (HTTP + RabbitMQ through the testbed's relay)" if setup.netns else
+             "as separate processes on this machine (HTTP + RabbitMQ)")
+    fp = real.extra.get("footprint")
+    msgs = rc.get("messages", 0) / max(1, real.summary["tasks"])
+    footprint_text = "" if not fp else (
+        f"\n**Footprint** (resident memory at the run's end): {fp['processes']} component processes, "
+        + ", ".join(f"{r} {v['count']} x {v['mean']:.0f} MB (max {v['max']:.0f})" for r, v in sorted(fp['rss_mb_by_role'].items()))
+        + (f", the relay {fp['rss_mb_relay']:.0f} MB" if "rss_mb_relay" in fp else "")
+        + f"; {fp['rss_mb_total'] / 1024:.2f} GB in all (the broker's Erlang VM apart). The cluster took {fp['started_in']:.0f} s to start.\n")
     text = f"""# Megha for real beside the simulator (Megha paper, Section VI-F, Figure 12)
 
-Regenerate with `schedlab reproduce megha-prototype{'' if setup.jobs == Setup().jobs else ' --quick'}{' --embedded' if embedded else ''}`
+Regenerate with `schedlab reproduce megha-prototype{'' if setup.jobs == Setup().jobs else ' --quick'}{' --embedded' if embedded else ''}{' --netns' if setup.netns else ''}`
 (setup: `{json.dumps(asdict(setup))}`). The simulated run is deterministic; the real one is a measurement and varies from run to run.
 
 The same workload on the same data center: the first {setup.jobs} jobs of the Google sub-trace
@@ -232,7 +293,7 @@ requests `{requests(setup)}` (cores x memory MB @ weight: the simulator's defaul
 traces for its prototype — memory / 50 as the paper, cores so that a worker holds 100 one-core requests where the paper's
 CPU / 400 put 800 on a 2-vCPU node).
 Every real task is the paper's synthetic task: it completes only after consuming its CPU request over its duration.
-The real cluster ran {'in one process (embedded, in-process transport)' if embedded else 'as separate processes on this machine (HTTP + RabbitMQ)'}.
+The real cluster ran {where}.
 
 | run | tasks | alloc p50 (ms) | p90 | p99 | max | framework queuing (mean ms) | processing | worker queuing | communication | JRT delay p50 (s) | p99 | utilization | inconsistencies |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
@@ -244,7 +305,8 @@ The real cluster ran {'in one process (embedded, in-process transport)' if embed
 p90 {ed['p90'] if ed['p90'] is None else f"{ed['p90']:.3f}"} s, max {ed['max'] if ed['max'] is None else f"{ed['max']:.3f}"} s over {ed['count']} tasks
 (paper: median 3.32 s on `google_19`, 2.15 s on `alibaba`, with uncompressed durations; ours are {setup.speedup:g}x shorter).
 Unfinished tasks: real {rc['tasks_unfinished']}, simulated {sim.summary['counters']['tasks_unfinished']}; duplicated completions: {rc.get('duplicate_finishes', 0)}.
-
+Messages per task (real): {msgs:.1f}.
+{footprint_text}
 {reading}
 """
     (folder / "report.md").write_text(text)
@@ -253,5 +315,8 @@ Unfinished tasks: real {rc['tasks_unfinished']}, simulated {sim.summary['counter
 
 
 def reproduce(out: Path, options: Options) -> Path:
-    """``schedlab reproduce megha-prototype``: :func:`run` with the catalogue's options."""
-    return run(out, quick=options.quick, embedded=options.embedded)
+    """``schedlab reproduce megha-prototype``: :func:`run` with the catalogue's options (``--netns``: the paper's
+    scale on the testbed, its report beside the local one)."""
+    if options.netns and out.name.startswith("megha-prototype") and "netns" not in out.name:
+        out = out.with_name(out.name.replace("megha-prototype", "megha-prototype-netns"))
+    return run(out, quick=options.quick, embedded=options.embedded, netns=options.netns)
