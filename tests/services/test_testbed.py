@@ -221,3 +221,13 @@ def test_down_after_a_crashed_up_removes_everything(can_netns, tmp_path):
     assert not [n for n in list_netns() if n.startswith(f"sl-{name}-")]
     assert subprocess.run(["ip", "link", "show", "dev", tb.bridge], capture_output=True).returncode != 0
     assert main(["cluster", "down", str(path)]) == 0  # again: nothing to do, no error
+
+
+def test_a_links_bandwidth_is_an_htb_class_for_that_destination(tmp_path):
+    text = render_cluster(name="bw", gms=1, lms=1, workers=4, netns=True).replace("  default: {delay: 0.5ms}", "  gm-lm: {bandwidth: 100mbit}")
+    tb = HostsOf(parse_cluster(text), tmp_path)
+    gm, lm, host = tb.by_name["gm0"], tb.by_name["lm0"], tb.by_name["h0"]
+    rules = tb.tc_rules(gm)
+    assert rules[0] == "qdisc add dev eth0 root handle 1: htb default 0"  # other destinations unshaped
+    assert any("htb rate 100mbit" in r for r in rules) and any(f"match ip dst {lm.address}/32" in r for r in rules)
+    assert not any(host.address in r for r in rules) and tb.tc_rules(host) == []

@@ -188,13 +188,16 @@ async def up(loaded: LoadedCluster, cluster_file: str | os.PathLike, timeout: fl
         await down(loaded, cluster_file, quiet=True)
         raise
     procs: list[Proc] = []
-    # in waves of START_WAVE processes, each healthy before the next starts: a hundred Python processes importing
-    # at once on a small machine made some give up on the broker (seen with the paper's 126 hosts on 2 cores)
+    # role by role — worker hosts, then LMs (an LM starts by asking its hosts what they run: one not listening yet
+    # would be declared down), then GMs — and in waves of START_WAVE processes, each healthy before the next starts
+    # (a hundred Python processes importing at once made some give up on the broker: the paper's 126 hosts, 2 cores)
     deadline = time.monotonic() + timeout
     todo = [("all", 0, None)] if embedded else comps
-    for at in range(0, len(todo), START_WAVE):
+    waves = [[c for c in todo if c[0] == role] for role in dict.fromkeys(c[0] for c in todo)]
+    waves = [w[at : at + START_WAVE] for w in waves for at in range(0, len(w), START_WAVE)]
+    for members in waves:
         wave: list[Proc] = []
-        for role, ident, ep in todo[at : at + START_WAVE]:
+        for role, ident, ep in members:
             pid, log = _spawn(cluster_file, role, ident, netns=None if ep is None else ep.netns)
             if ep is None:  # the one process answers on every component's port
                 wave += [Proc(r, i, e.url, pid, log) for r, i, e in comps]
