@@ -332,7 +332,7 @@ class _Feeder:
         pj = self.preparer.prepare(tj)
         if pj is not None:
             job = self.tasks.add_job(pj.arrival, pj.durations, pj.masks, pj.requests, pj.mean_duration, 0, pj.line)
-            self.rec.add_job(job.jid, job.arrival, pj.durations, job.ideal_jrt, job.user)
+            self.rec.add_job(job.jid, job.arrival, pj.durations, job.ideal_jrt, job.user, pj.mean_duration)
             self.submit(job)
         self._schedule_next()
 

@@ -54,6 +54,32 @@ def test_jrt_is_measured_when_the_scheduler_learns_of_the_last_task():
     assert (j.completion, j.jrt, j.ideal_jrt, j.jrt_delay) == pytest.approx((4.5, 3.5, 3.0, 0.5))
 
 
+def test_jrt_delay_is_split_into_short_and_long_jobs_by_the_trace_mean_duration():
+    rec = Recorder()
+    # job 0: short by its trace mean (1 s) though a task runs 100 s; job 1: long by its own durations' mean
+    rec.add_job(0, 0.0, [1.0, 100.0], mean_duration=1.0)
+    rec.add_job(1, 0.0, [200.0])
+    rec.add_job(2, 0.0, [1.0])  # short, never completes
+    for tid, end in ((0, 2.0), (1, 101.0), (2, 205.0)):
+        rec.task_started(tid, 0.0, worker=tid)
+        rec.task_finished(tid, end)
+        rec.task_reported(tid, end)
+    jobs = jobs_frame(rec)
+    assert jobs["short"].tolist() == [True, False, True]
+    assert jobs["mean_duration"].tolist() == pytest.approx([1.0, 200.0, 1.0])
+    u = utilization_frame(rec, np.array([3.0]), ("slots",))
+    s = build_summary(tasks_frame(rec), jobs, u, ("slots",))
+    assert s["jrt_delay_short"]["count"] == 1 and s["jrt_delay_short"]["p99"] == pytest.approx(1.0)
+    assert s["jrt_delay_long"]["count"] == 1 and s["jrt_delay_long"]["p50"] == pytest.approx(5.0)
+    assert s["jrt_delay"]["count"] == 2
+
+
+def test_a_class_without_jobs_has_count_zero_and_no_statistics():
+    s = build_summary(tasks_frame(_example()), jobs_frame(_example()), pd.DataFrame({"time": [], "slots": []}), ("slots",))
+    assert s["jrt_delay_short"]["count"] == 1 and s["jrt_delay_long"]["count"] == 0
+    assert np.isnan(s["jrt_delay_long"]["p99"])
+
+
 def test_lifecycle_violations_are_invariant_errors():
     rec = Recorder()
     rec.add_job(0, 0.0, [1.0])

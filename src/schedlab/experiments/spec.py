@@ -88,7 +88,7 @@ TABLES = ("tasks", "jobs", "utilization")
 ExcludeField = Literal["workload", "data_center", "scheduler", "seed"]  # what an ``exclude`` rule can match
 DEFAULT_METRICS = ("jrt_delay.p50", "jrt_delay.p99", "allocation_time.p50", "allocation_time.p99", "utilization.mean")
 
-_DISTRIBUTIONS = ("jrt_delay", "jrt", "ideal_jrt", "allocation_time")
+_DISTRIBUTIONS = ("jrt_delay", "jrt_delay_short", "jrt_delay_long", "jrt", "ideal_jrt", "allocation_time")
 _STATS = ("count", "mean", "p50", "p90", "p99", "p999", "p9999", "max")
 _COMPONENTS = ("framework_queuing", "processing", "worker_queuing", "communication")
 _SCALARS = ("jobs", "tasks", "workers", "events", "sim_time", "wall_seconds")

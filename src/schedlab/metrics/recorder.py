@@ -164,16 +164,23 @@ class Recorder:
         self.j_remaining = array("q")
         self.j_done = array("d")
         self.j_user = array("q")
+        self.j_mean = array("d")  # the trace's mean task duration: what makes a job short or long
         # preempted runs: (tid, worker, start, end)
         self.preempted_runs: list[tuple[int, int, float, float]] = []
         self.counters: dict[str, int] = defaultdict(int)
         self.reported = 0  # tasks whose completion the scheduler has learned
 
     # -- arrivals ----------------------------------------------------------------------------
-    def add_job(self, jid: int, arrival: float, durations: list[float], ideal_jrt: float | None = None, user: int = 0) -> None:
-        """Register job ``jid`` (ids in order) whose tasks take the next ``len(durations)`` task ids."""
+    def add_job(self, jid: int, arrival: float, durations: list[float], ideal_jrt: float | None = None, user: int = 0,
+                mean_duration: float | None = None) -> None:
+        """Register job ``jid`` (ids in order) whose tasks take the next ``len(durations)`` task ids.
+
+        ``mean_duration`` is the trace's mean task duration (the job's durations' mean when not given), which
+        classifies the job as short or long (:data:`~schedlab.defaults.SHORT_JOB_CUTOFF`)."""
         if ideal_jrt is None:
             ideal_jrt = max(durations)
+        if mean_duration is None:
+            mean_duration = sum(durations) / len(durations) if durations else 0.0
         if jid != len(self.j_arrival):
             raise InvariantError(f"jobs must be added in order: expected job {len(self.j_arrival)}, got {jid}")
         n = len(durations)
@@ -183,6 +190,7 @@ class Recorder:
         self.j_remaining.append(n)
         self.j_done.append(_NAN)
         self.j_user.append(user)
+        self.j_mean.append(mean_duration)
         chunks = self._chunks
         tid, last, done = self._n, self._n + n, 0
         while tid < last:

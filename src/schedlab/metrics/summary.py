@@ -11,6 +11,15 @@ bin from the first arrival to the last task end, as the time-average over the
 bin (the integral of the held resources), including runs later preempted.
 In multi-resource mode there is one series per resource; ``utilization`` in the
 summary is the first resource's (cores).
+
+**Short and long jobs** (constraint-aware paper, Section 6: "the 99th percentile
+delays in short jobs"): a job is short when its trace mean task duration is
+below :data:`~schedlab.defaults.SHORT_JOB_CUTOFF` (90.5811 s, the papers'
+simulators' cutoff), else long — one rule for every scheduler, whatever cutoff
+a scheduler uses for its own decisions. The jobs table carries ``mean_duration``
+and ``short``; the summary has ``jrt_delay_short`` and ``jrt_delay_long``, the
+JRT delay of each class's completed jobs (count 0 and NaN statistics when a
+class has none, as in the synthetic traces, whose jobs are all short).
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from schedlab.defaults import SHORT_JOB_CUTOFF
 from schedlab.metrics.recorder import CHUNK, COMPONENTS, Recorder
 
 STAT_KEYS = ("count", "mean", "p50", "p90", "p99", "p999", "p9999", "max")
@@ -116,10 +126,12 @@ class TaskRecords:
 
 
 def jobs_frame(rec: Recorder) -> pd.DataFrame:
-    """One row per job: arrival, tasks, user, completion (when the scheduler learned it), JRT, ideal JRT, JRT delay."""
+    """One row per job: arrival, tasks, user, completion (when the scheduler learned it), JRT, ideal JRT, JRT delay,
+    the trace's mean task duration and whether that makes the job short."""
     arrival = np.array(rec.j_arrival, dtype=float)
     done = np.array(rec.j_done, dtype=float)
     ideal = np.array(rec.j_ideal, dtype=float)
+    mean = np.array(rec.j_mean, dtype=float)
     jrt = done - arrival
     return pd.DataFrame(
         {
@@ -131,6 +143,8 @@ def jobs_frame(rec: Recorder) -> pd.DataFrame:
             "jrt": jrt,
             "ideal_jrt": ideal,
             "jrt_delay": jrt - ideal,
+            "mean_duration": mean,
+            "short": mean < SHORT_JOB_CUTOFF,
         }
     )
 
@@ -243,8 +257,12 @@ def build_summary(tasks: pd.DataFrame, jobs: pd.DataFrame, utilization: pd.DataF
 def metric_summary(task_part: dict[str, Any], jobs: pd.DataFrame, utilization: pd.DataFrame, resources: tuple[str, ...]) -> dict[str, Any]:
     """The metric part of the summary from the tasks' statistics (:func:`task_summary`), the jobs and utilization tables."""
     done = jobs[jobs["completion"].notna()]
+    short = done["short"].to_numpy(dtype=bool)
+    delay = done["jrt_delay"].to_numpy(dtype=float)
     out: dict[str, Any] = {
-        "jrt_delay": stats(done["jrt_delay"]),
+        "jrt_delay": stats(delay),
+        "jrt_delay_short": stats(delay[short]),
+        "jrt_delay_long": stats(delay[~short]),
         "jrt": stats(done["jrt"]),
         "ideal_jrt": stats(done["ideal_jrt"]),
         "allocation_time": task_part["allocation_time"],

@@ -115,7 +115,7 @@ class RunRecords:
                 mean_duration: float, line: int = 0, user: int = 0) -> tuple[int, list[int]]:
         """Register a job submitted now; returns its global job id and task ids."""
         job = self.tasks.add_job(arrival, durations, masks, requests, mean_duration, user, line)
-        self.recorder.add_job(job.jid, arrival, durations, job.ideal_jrt, user)
+        self.recorder.add_job(job.jid, arrival, durations, job.ideal_jrt, user, mean_duration)
         return global_id(self.run, job.jid), [global_id(self.run, t) for t in job.tids]
 
     @property
