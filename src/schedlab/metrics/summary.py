@@ -18,7 +18,7 @@ below :data:`~schedlab.defaults.SHORT_JOB_CUTOFF` (90.5811 s, the papers'
 simulators' cutoff), else long — one rule for every scheduler, whatever cutoff
 a scheduler uses for its own decisions. The jobs table carries ``mean_duration``
 and ``short``; the summary has ``jrt_delay_short`` and ``jrt_delay_long``, the
-JRT delay of each class's completed jobs (count 0 and NaN statistics when a
+JRT delay of each class's completed jobs (count 0 and null statistics when a
 class has none, as in the synthetic traces, whose jobs are all short).
 """
 
@@ -56,6 +56,13 @@ def stats(values: Any) -> dict[str, float]:
         "p9999": float(p[4]),
         "max": float(x.max()),
     }
+
+
+def _class_stats(values: np.ndarray) -> dict[str, Any]:
+    """:func:`stats` of one class of jobs; a class without jobs has count 0 and null statistics (not NaN, which
+    compares unequal to itself: two identical summaries must compare equal)."""
+    st: dict[str, Any] = stats(values)
+    return st if st["count"] else {k: (0 if k == "count" else None) for k in STAT_KEYS}
 
 
 def tasks_frame(rec: Recorder, lo: int = 0, hi: int | None = None, masks: Any = None) -> pd.DataFrame:
@@ -261,8 +268,8 @@ def metric_summary(task_part: dict[str, Any], jobs: pd.DataFrame, utilization: p
     delay = done["jrt_delay"].to_numpy(dtype=float)
     out: dict[str, Any] = {
         "jrt_delay": stats(delay),
-        "jrt_delay_short": stats(delay[short]),
-        "jrt_delay_long": stats(delay[~short]),
+        "jrt_delay_short": _class_stats(delay[short]),
+        "jrt_delay_long": _class_stats(delay[~short]),
         "jrt": stats(done["jrt"]),
         "ideal_jrt": stats(done["ideal_jrt"]),
         "allocation_time": task_part["allocation_time"],
