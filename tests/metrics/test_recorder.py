@@ -17,6 +17,7 @@ from schedlab.metrics import (
     PROCESSING,
     Recorder,
     build_summary,
+    inconsistencies_frame,
     jobs_frame,
     stats,
     tasks_frame,
@@ -253,3 +254,14 @@ def test_a_spill_folder_that_cannot_be_made_is_one_clear_error(tmp_path):
     rec.task_finished(65535, 1.0)
     with pytest.raises(InputError, match="cannot make a folder for finished tasks' records"):
         rec.task_reported(65535, 1.0)
+
+
+def test_inconsistencies_are_counted_per_second_and_gm():
+    rec = Recorder()
+    assert inconsistencies_frame(rec).empty and list(inconsistencies_frame(rec).columns) == ["time", "gm", "inconsistencies"]
+    rec.inconsistency(2, 10.4, 3)
+    rec.inconsistency(0, 10.9)
+    rec.inconsistency(2, 10.0)
+    rec.inconsistency(0, 7.2, 2)
+    f = inconsistencies_frame(rec)
+    assert f[["time", "gm", "inconsistencies"]].values.tolist() == [[7.0, 0, 2], [10.0, 0, 1], [10.0, 2, 4]]

@@ -35,6 +35,11 @@ whole, one at a time and in task order, when the run is summarised — the same
 numbers an unbounded recorder gives, bit for bit. A recorder made with
 ``spill=False`` (a real service's, whose records are looked up after the fact)
 keeps every chunk.
+
+**Inconsistencies over time** (constraint-aware paper, Figure 5's conflicts per
+second, as the scheduler meets them): :meth:`Recorder.inconsistency` counts a
+rejected request per one-second bin of simulated time and per GM, in a sparse
+dict touched only when an LM rejects (never on the path of an accepted task).
 """
 
 from __future__ import annotations
@@ -168,6 +173,8 @@ class Recorder:
         # preempted runs: (tid, worker, start, end)
         self.preempted_runs: list[tuple[int, int, float, float]] = []
         self.counters: dict[str, int] = defaultdict(int)
+        # (second, GM) -> launch requests rejected then: the inconsistencies series (only bins with some)
+        self.inconsistency_bins: dict[tuple[int, int], int] = defaultdict(int)
         self.reported = 0  # tasks whose completion the scheduler has learned
 
     # -- arrivals ----------------------------------------------------------------------------
@@ -343,6 +350,10 @@ class Recorder:
 
     def count(self, name: str, k: int = 1) -> None:
         self.counters[name] += k
+
+    def inconsistency(self, gm: int, now: float, k: int = 1) -> None:
+        """``k`` of GM ``gm``'s requests were found inconsistent (rejected by an LM) at ``now``."""
+        self.inconsistency_bins[(int(now // 1.0), gm)] += k
 
     # -- retirement ----------------------------------------------------------------------------
     def _retire(self, k: int) -> None:

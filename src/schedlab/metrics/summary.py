@@ -156,6 +156,19 @@ def jobs_frame(rec: Recorder) -> pd.DataFrame:
     )
 
 
+def inconsistencies_frame(rec: Recorder) -> pd.DataFrame:
+    """Inconsistencies over time: one row per (second, GM) with any — ``time`` (bin start, s), ``gm``, ``inconsistencies``
+    (requests of that GM an LM rejected in that second), in time then GM order; seconds without any are absent."""
+    if not rec.inconsistency_bins:
+        return pd.DataFrame({"time": np.zeros(0), "gm": np.zeros(0, dtype=np.int64), "inconsistencies": np.zeros(0, dtype=np.int64)})
+    keys = sorted(rec.inconsistency_bins)
+    return pd.DataFrame({
+        "time": np.array([float(t) for t, _g in keys]),
+        "gm": np.array([g for _t, g in keys], dtype=np.int64),
+        "inconsistencies": np.array([rec.inconsistency_bins[k] for k in keys], dtype=np.int64),
+    })
+
+
 def _busy_integral(points: np.ndarray, starts: np.ndarray, ends: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
     """Σ_i w_i · |[s_i, e_i) ∩ (−∞, t)| at each t of ``points`` (``weights=None``: every w_i = 1).
 

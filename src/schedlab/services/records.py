@@ -86,6 +86,9 @@ class EventObserver:
         self.emit(run, (REPORTED, local, now, -1))
         return False
 
+    def inconsistency(self, gm: int, now: float, k: int = 1) -> None:
+        """Not an event of a run: an LM's status counts its inconsistencies (``cluster status``, the live view)."""
+
 
 class RunRecords:
     """One client run: its tasks and jobs, and the events the services send about them."""

@@ -268,6 +268,7 @@ class LocalMaster(Component):
             self.proc.send(POOL_ADDRESS, LaunchBatch(accepted, (self.address, self.gm_addr[gm])))
         if rejected:
             self.inconsistencies += len(rejected)
+            self.rec.inconsistency(gm, now, len(rejected))
             update = self._update_for(gm, extra=[(p, pos) for _t, p, pos in rejected])
             self.proc.send(self.gm_addr[gm], LaunchRejected(self.i, rejected, update))
         elif self.piggyback:
@@ -445,6 +446,7 @@ class LocalMaster(Component):
         assert workers is not None, "preemption needs control of the workers"
         if where is None or where[:2] != (msg.p, msg.pos) or not self._fits_after_preempt(msg) or not workers.is_running(msg.victim):
             self.inconsistencies += 1
+            self.rec.inconsistency(msg.gm, self.rt.now())
             upd = self._update_for(msg.gm, extra=[(msg.p, msg.pos)])
             self.proc.send(self.gm_addr[msg.gm], PreemptRejected(self.i, msg.tid, msg.victim, msg.p, msg.pos, upd))
             return
