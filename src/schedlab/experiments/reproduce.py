@@ -37,6 +37,7 @@ ANALYSES = {
     "megha-cluster-size": ("schedlab.experiments.megha_paper:write_cluster_size", "reports/experiments/megha-cluster-size"),
     "megha-gm-lm": ("schedlab.experiments.megha_paper:write_gm_lm", "reports/experiments/megha-gm-lm"),
     "megha-costs": ("schedlab.experiments.megha_paper:write_costs", "reports/experiments/megha-costs"),
+    "megha-updates-ablation": ("schedlab.experiments.megha_updates_ablation:write_analysis", "reports/megha-updates-ablation"),
     # one analysis of both profiles' stores (siblings under results/), whichever of the two ran last
     "megha-vs-pigeonc": ("schedlab.experiments.megha_vs_pigeonc:write_analysis", "reports/megha-vs-pigeonc"),
     "megha-vs-pigeonc-authors": ("schedlab.experiments.megha_vs_pigeonc:write_analysis_from_authors", "reports/megha-vs-pigeonc"),

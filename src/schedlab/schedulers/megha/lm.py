@@ -37,6 +37,7 @@ from operator import add, sub
 from typing import TYPE_CHECKING, Protocol
 
 from schedlab.cluster.bitsets import iter_set_bits
+from schedlab.errors import InputError
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, PROCESSING
 from schedlab.schedulers.megha.gm import EPS, gm_address, lm_address
 from schedlab.schedulers.megha.messages import (
@@ -87,6 +88,10 @@ class LocalMaster(Component):
         self.parts = list(lay.partitions_of_lm(i))
         self.slot_mode = shared.slot_mode
         self.snapshot_mode = shared.params.updates == "snapshot"
+        # the ablation (slot mode): a GM's own completions also go into its delta (noted as no GM's change)
+        self.own_completions = shared.params.updates in ("delta+own", "delta+own-unguarded")
+        if self.own_completions and not self.slot_mode:
+            raise InputError("param updates", f"{shared.params.updates!r} is slot-mode only (no --resources multi)")
         self.avail: dict[int, int] = {p: lay.full[p] for p in self.parts}  # slot: free workers; multi: with room
         # multi: per partition, each worker's free vector as a tuple (immutable, so an update can carry
         # the LM's own vector to every GM without copying, and a tuple of floats is not tracked by the
@@ -295,10 +300,12 @@ class LocalMaster(Component):
     def _on_finished(self, msg: TasksFinished) -> None:
         if self.costly:
             self._charge(0)
-        if not self.slot_mode or self.fairness is not None:
-            vacate = self._vacate
+        if not self.slot_mode or self.fairness is not None or self.own_completions:
+            vacate, note = self._vacate, self._note
             for tid, _w in msg.group:
-                vacate(tid)
+                p, pos, _gm = vacate(tid)
+                if self.own_completions:
+                    note(p, 1 << pos, -1)  # every GM's delta, the placing GM's too
             return
         # Slot-mode hot path (one call per finished task on most runs).
         lm_vacate(msg.group, self.running, self.avail, self.noted, self.base)
