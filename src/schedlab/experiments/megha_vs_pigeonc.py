@@ -187,6 +187,10 @@ def _claims(cells: dict[tuple[str, str, str], dict[str, float]], where: str) -> 
     return claims
 
 
+def _count(x: float) -> str:
+    return "–" if x != x else f"{x:,.0f}"
+
+
 def _medians(cells: dict[tuple[str, str, str], dict[str, float]]) -> list[list[str]]:
     rows = []
     for (wl, fam, ch), r in cells.items():
@@ -194,7 +198,7 @@ def _medians(cells: dict[tuple[str, str, str], dict[str, float]]) -> list[list[s
         rows.append([wl, f"{fam}_{ch}", f"{r['seeds']:.0f}", _s(paper), _s(r["jrt_delay.p50"]), _s(r["jrt_delay.mean"]),
                      _s(r["jrt_delay.p99"]), _s(r["jrt_delay.max"]), _s(r.get("jrt_delay_short.p99", math.nan)),
                      _s(r.get("jrt_delay_long.p99", math.nan)), f"{r['utilization.mean']:.4f}",
-                     f"{r.get('counters.inconsistencies', 0):.0f}", f"{r.get('wall_seconds', math.nan):.0f}"])
+                     _count(r.get("counters.inconsistencies", math.nan)), f"{r.get('wall_seconds', math.nan):.0f}"])
     return rows
 
 

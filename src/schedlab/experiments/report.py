@@ -65,7 +65,7 @@ from schedlab.workload.info import trace_report
 PERCENTILES = {"p50": "median", "mean": "mean", "p90": "p90", "p99": "p99", "p9999": "p99.99"}
 COMPONENTS = ("framework_queuing", "processing", "worker_queuing", "communication")
 FAIRNESS = ("repartitions", "preemption_attempts", "preemptions")
-MAX_POINTS = 2000  # inconsistencies over time: at most this many bins per curve
+MAX_POINTS = 2500  # inconsistencies over time: at most this many bins per curve
 
 
 @dataclass
@@ -420,8 +420,8 @@ def _inconsistencies(b: _Builder) -> None:
                 widths.add(frame.index[1] - frame.index[0] if len(frame) > 1 else 1.0)
                 panels[f"{label}, seed {int(runs['seed'].iloc[0])}" + ("" if len(dcs) == 1 else f" — {b.panel(w, d)}")] = frame
         if panels:
-            per = "per second" if widths == {1.0} else "per second (mean over wider bins)"
-            fig = plots.series(panels, "seconds since the first arrival", f"inconsistencies {per}", title=f"Inconsistencies per GM — {w}")
+            bins = "" if widths == {1.0} else f" (per-second means over {', '.join(f'{x:g}' for x in sorted(widths))}-s bins)"
+            fig = plots.series(panels, "seconds since the first arrival", "inconsistencies / s", title=f"Inconsistencies per GM — {w}{bins}")
             b.image(fig, f"inconsistencies_{w}", f"inconsistencies per second per GM, {w}")
             drawn = True
     if not drawn:
