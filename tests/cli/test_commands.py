@@ -99,7 +99,7 @@ def test_malformed_trace_one_line_exit_2_no_output(tmp_path, capsys, lines, what
         (["trace", "info", "google", "-w", "-3"], "error: --workers: must be >= 1"),
         (["simulate", "-s", "megha", "-w", "10", "--gms", "4", "--lms", "3"], "error: topology: 10 workers cannot fill 3 clusters x 4 partitions"),
         (["simulate", "-s", "megha", "--config", "reference-pigeon"], "error: --config: Megha needs a Megha config"),
-        (["simulate", "-s", "megha", "-w", "50", "--updates", "sometimes"], "error: --updates: Input should be 'delta' or 'snapshot'"),
+        (["simulate", "-s", "megha", "-w", "50", "--updates", "sometimes"], "error: --updates: Input should be 'delta', 'snapshot', 'delta+own' or 'delta+own-unguarded'"),
         (["simulate", "-s", "megha", "-w", "50", "--heartbeat", "0"], "error: --heartbeat: Input should be greater than 0"),
         (["simulate", "-s", "megha", "--config", "reference", "--gms", "3"], "error: param gms: the config has 5 GMs"),
     ],
