@@ -107,7 +107,8 @@ def diff(a: Any, b: Any, path: str = "") -> list[str]:
             else:
                 out.extend(diff(a[k], b[k], f"{path}.{k}"))
         return out
-    return [] if a == b else [f"{path}: {a!r} -> {b!r}"]
+    same_nan = isinstance(a, float) and isinstance(b, float) and a != a and b != b  # a statistic of no values both times
+    return [] if a == b or same_nan else [f"{path}: {a!r} -> {b!r}"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -688,6 +688,7 @@ def reproduce_cmd(
     embedded: Annotated[bool, typer.Option("--embedded", help="megha-prototype: run the real cluster in this process (no broker).")] = False,
     netns: Annotated[bool, typer.Option("--netns", help="megha-prototype: the paper's 126 hosts (3 GMs, 3 LMs, 120 worker hosts, the broker), each a network namespace (root).")] = False,
     paper_traces: Annotated[Path | None, typer.Option("--paper-traces", help="Megha specs: run on the paper's samples in this folder (made by `trace megha-samples`) instead of the stand-ins.")] = None,
+    seeds: Annotated[int | None, typer.Option("--seeds", min=1, help="Specs: only the spec's first N seeds (a CPU budget); a later run with more runs only what is missing.")] = None,
 ) -> None:
     """Regenerate a paper's figures or tables — from any module — and write their report."""
     from schedlab.cliutil import check_output_dir, check_output_file
@@ -713,6 +714,8 @@ def reproduce_cmd(
         raise InputError("--results", f"{name} is a spec: its runs are kept in --out")
     if paper_traces is not None and not entry.is_spec:
         raise InputError("--paper-traces", f"{name} is not a spec: it runs no traces")
+    if seeds is not None and not entry.is_spec:
+        raise InputError("--seeds", f"{name} is not a spec: its seeds are its own")
     if not entry.is_spec:
         if (jobs is not None or backend != "local" or address is not None) and not entry.parallel:
             raise InputError(f"reproduce {name}", "runs its experiments one after another: --jobs, --backend and --address do not apply")
@@ -735,7 +738,8 @@ def reproduce_cmd(
     check_output_dir(out_dir, "--out")
     display = _SweepDisplay(f"reproduce {name}")
     try:
-        res, rep = reproduce(name, out_dir, quick=quick, jobs=jobs, backend=backend, address=address, progress=display, paper_traces=paper_traces)
+        res, rep = reproduce(name, out_dir, quick=quick, jobs=jobs, backend=backend, address=address, progress=display, paper_traces=paper_traces,
+                             seeds=seeds)
     finally:
         display.close()
     rc = _sweep_summary(res)

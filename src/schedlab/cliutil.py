@@ -144,7 +144,9 @@ def summary_table(s: dict[str, Any]) -> Table:
     t.add_column("seconds")
     for c in cols:
         t.add_column(c, justify="right")
-    rows = [("jrt_delay", s["jrt_delay"]), ("jrt", s["jrt"]), ("allocation_time", s["allocation_time"])]
+    rows = [("jrt_delay", s["jrt_delay"])]
+    rows += [(f"  {k}", s[k]) for k in ("jrt_delay_short", "jrt_delay_long") if s.get(k, {}).get("count")]
+    rows += [("jrt", s["jrt"]), ("allocation_time", s["allocation_time"])]
     rows += [(f"  {k}", v) for k, v in s["allocation_components"].items()]
     for name, st in rows:
         t.add_row(name, *(fmt(st.get(c)) for c in cols))

@@ -19,3 +19,7 @@ DEFAULT_CAPACITY = (64.0, 16384.0)
 
 # Task resource requests in multi-resource mode (schedlab.workload.requests).
 DEFAULT_REQUESTS = "choice:1x256@0.4,2x512@0.3,4x1024@0.2,8x2048@0.1"
+
+# A job is short when its trace mean task duration is below this many seconds: the papers' simulators' cutoff
+# (docs/authors-simulators.md#short-and-long-jobs). The summary splits JRT delay by it for every scheduler.
+SHORT_JOB_CUTOFF = 90.5811

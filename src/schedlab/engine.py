@@ -59,6 +59,7 @@ from schedlab.metrics.export import write_run
 from schedlab.metrics.recorder import Recorder
 from schedlab.metrics.summary import (
     TaskRecords,
+    inconsistencies_frame,
     jobs_frame,
     metric_summary,
     task_summary,
@@ -84,7 +85,10 @@ from schedlab.workload.trace import (
 
 
 class Result:
-    """A finished run: ``summary`` (dict), ``tasks``, ``jobs`` and ``utilization`` (DataFrames), ``extra``.
+    """A finished run: ``summary`` (dict), ``tasks``, ``jobs``, ``utilization`` and ``inconsistencies`` (DataFrames), ``extra``.
+
+    ``inconsistencies`` is the inconsistencies-over-time series (per second and GM,
+    :func:`~schedlab.metrics.summary.inconsistencies_frame`); empty for schedulers that have none.
 
     ``tasks`` may be given as :class:`~schedlab.metrics.summary.TaskRecords`
     (a simulation's, read from its recorder and spill): the DataFrame is then
@@ -98,12 +102,14 @@ class Result:
         jobs: pd.DataFrame,
         utilization: pd.DataFrame,
         extra: dict[str, Any] | None = None,
+        inconsistencies: pd.DataFrame | None = None,
     ) -> None:
         self.summary = summary
         self._tasks = tasks
         self.jobs = jobs
         self.utilization = utilization
         self.extra: dict[str, Any] = {} if extra is None else extra
+        self.inconsistencies = inconsistencies if inconsistencies is not None else inconsistencies_frame(Recorder())
 
     @property
     def tasks(self) -> pd.DataFrame:
@@ -113,10 +119,10 @@ class Result:
 
     def tables(self) -> dict[str, Any]:
         """The run's tables for :func:`~schedlab.metrics.export.write_run` (tasks streamed when not built yet)."""
-        return {"tasks": self._tasks, "jobs": self.jobs, "utilization": self.utilization}
+        return {"tasks": self._tasks, "jobs": self.jobs, "utilization": self.utilization, "inconsistencies": self.inconsistencies}
 
     def save(self, out_dir: str | os.PathLike, formats: Iterable[str] = ("parquet",)) -> list[Path]:
-        """Write tasks, jobs, utilization (one file per format) and summary.json, each atomically."""
+        """Write tasks, jobs, utilization, inconsistencies (one file per format) and summary.json, each atomically."""
         return write_run(out_dir, self.tables(), self.summary, formats)
 
 
@@ -337,7 +343,7 @@ class _Feeder:
         pj = self.preparer.prepare(tj)
         if pj is not None:
             job = self.tasks.add_job(pj.arrival, pj.durations, pj.masks, pj.requests, pj.mean_duration, 0, pj.line)
-            self.rec.add_job(job.jid, job.arrival, pj.durations, job.ideal_jrt, job.user)
+            self.rec.add_job(job.jid, job.arrival, pj.durations, job.ideal_jrt, job.user, pj.mean_duration)
             self.submit(job)
         self._schedule_next()
 
@@ -481,7 +487,7 @@ def run(
     )
     # what the tables do not carry, for checks that trust nothing but the run's own records
     extra = {"requests": tasks.request, "preempted_runs": list(recorder.preempted_runs), "dropped": preparer.drops}
-    return Result(summary, tdf, jdf, udf, extra)
+    return Result(summary, tdf, jdf, udf, extra, inconsistencies_frame(recorder))
 
 
 def summarize_run(

@@ -35,7 +35,8 @@ def test_simulate_writes_the_summary_contract(tmp_path, tiny_trace, capsys):
     assert all(set(v) == STATS for v in s["allocation_components"].values())
     assert set(s["utilization"]) == {"mean", "p50", "p99"}
     files = {p.name for p in (tmp_path / "run").iterdir()}
-    assert files == {"tasks.parquet", "jobs.parquet", "utilization.parquet", "tasks.csv", "jobs.csv", "utilization.csv", "summary.json"}
+    assert files == {"tasks.parquet", "jobs.parquet", "utilization.parquet", "inconsistencies.parquet", "tasks.csv", "jobs.csv",
+                     "utilization.csv", "inconsistencies.csv", "summary.json"}
     assert "jrt_delay" in capsys.readouterr().out
 
 
@@ -98,7 +99,7 @@ def test_malformed_trace_one_line_exit_2_no_output(tmp_path, capsys, lines, what
         (["trace", "info", "google", "-w", "-3"], "error: --workers: must be >= 1"),
         (["simulate", "-s", "megha", "-w", "10", "--gms", "4", "--lms", "3"], "error: topology: 10 workers cannot fill 3 clusters x 4 partitions"),
         (["simulate", "-s", "megha", "--config", "reference-pigeon"], "error: --config: Megha needs a Megha config"),
-        (["simulate", "-s", "megha", "-w", "50", "--updates", "sometimes"], "error: --updates: Input should be 'delta' or 'snapshot'"),
+        (["simulate", "-s", "megha", "-w", "50", "--updates", "sometimes"], "error: --updates: Input should be 'delta', 'snapshot', 'delta+own' or 'delta+own-unguarded'"),
         (["simulate", "-s", "megha", "-w", "50", "--heartbeat", "0"], "error: --heartbeat: Input should be greater than 0"),
         (["simulate", "-s", "megha", "--config", "reference", "--gms", "3"], "error: param gms: the config has 5 GMs"),
     ],
@@ -133,3 +134,19 @@ def test_schedulers_listing(capsys):
     assert main(["schedulers"]) == 0
     out = capsys.readouterr().out
     assert "ideal" in out and "centralized" in out
+
+
+def test_megha_inconsistencies_over_time_add_up_to_its_counter(tmp_path):
+    """The inconsistencies series (per second and GM) holds every rejection the counter counts."""
+    import itertools
+
+    from schedlab.workload.trace import read_trace
+
+    r = simulate("megha", list(itertools.islice(read_trace("syn_250"), 300)), trace_label="syn_250", config="reference", seed=1)
+    t = r.inconsistencies
+    assert r.summary["counters"]["inconsistencies"] > 0
+    assert int(t["inconsistencies"].sum()) == r.summary["counters"]["inconsistencies"]
+    assert set(t["gm"]) <= set(range(5)) and (t["time"] == t["time"].round()).all()
+    r.save(tmp_path / "run", ("csv",))
+    assert pd.read_csv(tmp_path / "run" / "inconsistencies.csv")["inconsistencies"].sum() == t["inconsistencies"].sum()
+    assert simulate("ideal", list(itertools.islice(read_trace("syn_250"), 5)), trace_label="syn_250", workers=300).inconsistencies.empty

@@ -113,3 +113,33 @@ def test_fairness_counters_plot(tmp_path, capsys):
     assert png.is_file() and png.stat().st_size > 5000
     md = (root / "report" / "report.md").read_text()
     assert "Megha paper, Figure 11" in md and "preemption_attempts" in md
+
+
+# Megha with more GMs than the workers can keep apart: rejections in most busy seconds
+CONTENDED = {"name": "contended", "seeds": [0], "tables": ["jobs", "utilization", "inconsistencies"],
+             "plots": ["inconsistencies_over_time"], "data_centers": [{"workers": 20}],
+             "schedulers": [{"name": "megha", "params": {"gms": 3, "lms": 2}}],
+             "workloads": [{"name": "gen", "generate": {"jobs": 40, "arrivals": "poisson:2", "tasks_per_job": "geom:10",
+                                                        "duration": "exp:3", "seed": 1}}]}
+
+
+def test_inconsistencies_over_time_plot(tmp_path):
+    import yaml
+
+    root = run_sweep(write_spec(tmp_path, yaml.safe_dump(CONTENDED)), tmp_path / "res", jobs=1).root
+    write_report(root)
+    assert (root / "report" / "inconsistencies_gen.png").stat().st_size > 5000
+    assert "Figure 5: conflicts per second" in (root / "report" / "report.md").read_text()
+
+
+def test_inconsistencies_per_gm_fills_zeros_and_averages_long_spans():
+    import pandas as pd
+
+    from schedlab.experiments.report import inconsistencies_per_gm
+
+    t = pd.DataFrame({"time": [100.0, 100.0, 103.0], "gm": [0, 2, 0], "inconsistencies": [2, 1, 4]})
+    f = inconsistencies_per_gm(t, 100.0, 105.0)
+    assert list(f.columns) == ["GM 1", "GM 3"] and f.index.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert f["GM 1"].tolist() == [2, 0, 0, 4, 0] and f["GM 3"].tolist() == [1, 0, 0, 0, 0]
+    g = inconsistencies_per_gm(t, 100.0, 105.0, max_points=2)  # bins of 3 s: per-second means
+    assert g.index.tolist() == [0.0, 3.0] and g["GM 1"].tolist() == pytest.approx([2 / 3, 4 / 3])

@@ -135,3 +135,10 @@ seeds: 2
     ref = {r.scheduler: r.config["data_center"]["config"] for r in runs if r.data_center == "ref"}
     assert ref == {"megha": "reference", "centralized": "reference-pigeon"}
     assert sorted({r.seed for r in runs}) == [0, 1]
+
+
+def test_short_and_long_job_delays_are_metrics():
+    from schedlab.experiments.spec import expand_metric
+
+    assert expand_metric("jrt_delay_short") == ["jrt_delay_short.p50", "jrt_delay_short.p99"]
+    assert expand_metric("jrt_delay_long.p99") == ["jrt_delay_long.p99"]

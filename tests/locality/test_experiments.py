@@ -112,3 +112,14 @@ def test_bad_seeds_fail_before_anything_runs(tmp_path: Path) -> None:
     with pytest.raises(ex.InputError, match="--seeds"):
         ex.run_figure(5, seeds=0, store=tmp_path / "s")
     assert not (tmp_path / "s").exists()
+
+
+def test_dyndlon_within_ten_percent_of_dyndloff_is_a_computed_claim() -> None:
+    algs = set(ex.ONLINE) | set(ex.OFFLINE) | set(ex.PAPER_ALGORITHMS) | set(ex.NON_DYNAMIC) | {"dyndlon-w0"}
+    made = {100.0: {"dyndlon": 4.4, "dyndloff": 4.0}, 1000.0: {"dyndlon": 16.0, "dyndloff": 12.0}}
+    agg = [{"panel": "", "x_name": "beta", "x": x, "algorithm": a, "makespan": made[x].get(a, 20.0), "remote_tasks": 1.0}
+           for x in made for a in sorted(algs)]
+    got = {c["claim"]: c for c in ex.claims(5, agg) if "within 10%" in c["claim"]}
+    assert got["beta=100: DynDLOn's makespan within 10% of DynDLOff's"]["holds"] is True  # +10%, to the last bit
+    assert got["beta=1000: DynDLOn's makespan within 10% of DynDLOff's"]["holds"] is False  # +33%
+    assert "+33%" in got["beta=1000: DynDLOn's makespan within 10% of DynDLOff's"]["measured"]

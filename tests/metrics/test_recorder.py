@@ -17,6 +17,7 @@ from schedlab.metrics import (
     PROCESSING,
     Recorder,
     build_summary,
+    inconsistencies_frame,
     jobs_frame,
     stats,
     tasks_frame,
@@ -52,6 +53,32 @@ def test_allocation_components_sum_to_allocation_time():
 def test_jrt_is_measured_when_the_scheduler_learns_of_the_last_task():
     j = jobs_frame(_example()).iloc[0]
     assert (j.completion, j.jrt, j.ideal_jrt, j.jrt_delay) == pytest.approx((4.5, 3.5, 3.0, 0.5))
+
+
+def test_jrt_delay_is_split_into_short_and_long_jobs_by_the_trace_mean_duration():
+    rec = Recorder()
+    # job 0: short by its trace mean (1 s) though a task runs 100 s; job 1: long by its own durations' mean
+    rec.add_job(0, 0.0, [1.0, 100.0], mean_duration=1.0)
+    rec.add_job(1, 0.0, [200.0])
+    rec.add_job(2, 0.0, [1.0])  # short, never completes
+    for tid, end in ((0, 2.0), (1, 101.0), (2, 205.0)):
+        rec.task_started(tid, 0.0, worker=tid)
+        rec.task_finished(tid, end)
+        rec.task_reported(tid, end)
+    jobs = jobs_frame(rec)
+    assert jobs["short"].tolist() == [True, False, True]
+    assert jobs["mean_duration"].tolist() == pytest.approx([1.0, 200.0, 1.0])
+    u = utilization_frame(rec, np.array([3.0]), ("slots",))
+    s = build_summary(tasks_frame(rec), jobs, u, ("slots",))
+    assert s["jrt_delay_short"]["count"] == 1 and s["jrt_delay_short"]["p99"] == pytest.approx(1.0)
+    assert s["jrt_delay_long"]["count"] == 1 and s["jrt_delay_long"]["p50"] == pytest.approx(5.0)
+    assert s["jrt_delay"]["count"] == 2
+
+
+def test_a_class_without_jobs_has_count_zero_and_no_statistics():
+    s = build_summary(tasks_frame(_example()), jobs_frame(_example()), pd.DataFrame({"time": [], "slots": []}), ("slots",))
+    assert s["jrt_delay_short"]["count"] == 1 and s["jrt_delay_long"]["count"] == 0
+    assert s["jrt_delay_long"]["p99"] is None
 
 
 def test_lifecycle_violations_are_invariant_errors():
@@ -227,3 +254,14 @@ def test_a_spill_folder_that_cannot_be_made_is_one_clear_error(tmp_path):
     rec.task_finished(65535, 1.0)
     with pytest.raises(InputError, match="cannot make a folder for finished tasks' records"):
         rec.task_reported(65535, 1.0)
+
+
+def test_inconsistencies_are_counted_per_second_and_gm():
+    rec = Recorder()
+    assert inconsistencies_frame(rec).empty and list(inconsistencies_frame(rec).columns) == ["time", "gm", "inconsistencies"]
+    rec.inconsistency(2, 10.4, 3)
+    rec.inconsistency(0, 10.9)
+    rec.inconsistency(2, 10.0)
+    rec.inconsistency(0, 7.2, 2)
+    f = inconsistencies_frame(rec)
+    assert f[["time", "gm", "inconsistencies"]].values.tolist() == [[7.0, 0, 2], [10.0, 0, 1], [10.0, 2, 4]]

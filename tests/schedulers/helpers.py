@@ -67,6 +67,7 @@ class FakeObserver:
         self.marks: list[tuple[int, float, int]] = []
         self.groups_reported: list[tuple[list[tuple[int, int]], float]] = []
         self.tasks_reported_one: list[tuple[int, float]] = []
+        self.inconsistencies: list[tuple[int, float, int]] = []
 
     def mark(self, tid: int, now: float, component: int) -> None:
         self.marks.append((tid, now, component))
@@ -81,6 +82,9 @@ class FakeObserver:
     def task_reported(self, tid: int, now: float) -> bool:
         self.tasks_reported_one.append((tid, now))
         return True
+
+    def inconsistency(self, gm: int, now: float, k: int = 1) -> None:
+        self.inconsistencies.append((gm, now, k))
 
 
 class FakePool:

@@ -104,6 +104,8 @@ _FUNCTIONS = (
                  "reports/megha/reproduction.json", "schedlab.experiments.catalogue:_megha_jrt_delay", parallel=True, store="megha-jrt-delay"),
     Reproduction("megha-overheads", "data center", _MEGHA, "Figs. 6, 8-11 at a scale of minutes: allocation time against GM/LM counts and data-center size, fair sharing",
                  "reports/megha/paper_experiments.txt", "schedlab.experiments.catalogue:_megha_overheads"),
+    Reproduction("megha-demand", "data center", _MEGHA, "Fig. 5: worker slots each workload of the Megha specs requires over time",
+                 "reports/experiments/megha-demand", "schedlab.experiments.catalogue:_megha_demand"),
     Reproduction("baselines", "data center", "Pigeon, Sparrow, Eagle, Hawk", "the baselines' papers' comparisons (sections A, B, C of reports/baselines)",
                  "reports/baselines/reproduction.json", "schedlab.experiments.catalogue:_baselines", parallel=True, store="baselines"),
     Reproduction("dyndl-table2", "locality", _DYNDL, "Table 2 / Figs. 2-3: the worked example's makespans for every algorithm and the MILP optimum",
@@ -165,6 +167,12 @@ def _megha_overheads(out: Path, o: Options) -> Path:
     from schedlab.experiments.megha_overheads import reproduce
 
     return reproduce(out, quick=o.quick, progress=o.say)
+
+
+def _megha_demand(out: Path, o: Options) -> Path:
+    from schedlab.experiments.megha_demand import write_demand
+
+    return write_demand(out, quick=o.quick)
 
 
 def _baselines(out: Path, o: Options) -> Path:

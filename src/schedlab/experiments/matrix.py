@@ -75,7 +75,7 @@ class Run:
     def execute(self) -> RunOutput:
         """Simulate the run (what every backend ships to its workers): the summary with ``run_id``, and the tables it keeps."""
         result = simulate_run(self.run_config(), self.jobs())
-        tables = {"tasks": result.tasks, "jobs": result.jobs, "utilization": result.utilization}
+        tables = {"tasks": result.tasks, "jobs": result.jobs, "utilization": result.utilization, "inconsistencies": result.inconsistencies}
         return RunOutput({"run_id": self.id, **result.summary}, {t: tables[t] for t in self.tables})
 
     def jobs(self) -> Iterator[TraceJob]:

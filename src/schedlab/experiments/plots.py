@@ -159,6 +159,18 @@ def lines(panels: Mapping[str, pd.DataFrame], xlabel: str, ylabel: str, *, log: 
     return fig
 
 
+def series(panels: Mapping[str, pd.DataFrame], xlabel: str, ylabel: str, *, title: str = "") -> Figure:
+    """Per panel, index = numeric x (time), columns = series, drawn as lines (one panel per row)."""
+    fig, axes = _figure(1, rows=len(panels), width=9.0, height=2.6)
+    for ax, (ptitle, table) in zip(axes, panels.items(), strict=True):
+        x = table.index.to_numpy(dtype=float)
+        for col in table.columns:
+            ax.plot(x, table[col].to_numpy(dtype=float), linewidth=0.8, label=str(col))
+        _finish(ax, ptitle, ylabel, xlabel, grid="both")
+    fig.suptitle(title)
+    return fig
+
+
 def constraint_load(rows: Sequence[Mapping[str, Any]], *, title: str = "") -> Figure:
     """Per-constraint load: mean, median, 95th and 99th percentile per constraint id (Figures 2–4)."""
     df = pd.DataFrame(list(rows)).set_index("constraint")[["mean", "p50", "p95", "p99"]]

@@ -28,6 +28,11 @@ Sections (each only when the spec's ``plots`` asks for it and the data allow):
    for a config, expected (workers × frequency) for a generated one.
 8. **Fairness counters** — repartitions, preemption attempts, preemptions per
    data-center size (Megha Figure 11), for runs with fair sharing.
+   **Inconsistencies over time** — requests an LM rejected, per second and GM,
+   for the lowest seed of each variant that has any (constraint-aware paper,
+   Figure 5's conflicts per second, as the scheduler meets them), when the spec
+   keeps the ``inconsistencies`` table; runs longer than
+   :data:`MAX_POINTS` seconds are drawn as per-second means over wider bins.
 9. **Runs** — every run with its id, seed, jobs, tasks and wall time.
 
 Everything is written atomically into ``RESULTS/report`` (or ``out``):
@@ -60,6 +65,7 @@ from schedlab.workload.info import trace_report
 PERCENTILES = {"p50": "median", "mean": "mean", "p90": "p90", "p99": "p99", "p9999": "p99.99"}
 COMPONENTS = ("framework_queuing", "processing", "worker_queuing", "communication")
 FAIRNESS = ("repartitions", "preemption_attempts", "preemptions")
+MAX_POINTS = 2500  # inconsistencies over time: at most this many bins per curve
 
 
 @dataclass
@@ -377,6 +383,51 @@ def _fairness(b: _Builder) -> None:
         b.add(md_table(t), "")
 
 
+def inconsistencies_per_gm(table: pd.DataFrame, t0: float, t1: float, max_points: int = MAX_POINTS) -> pd.DataFrame:
+    """Per-second inconsistencies of each GM (columns ``GM 1`` …) from ``t0`` to ``t1``, zeros filled, indexed by
+    seconds since ``t0``; longer spans are averaged over bins of ``ceil(span / max_points)`` seconds."""
+    span = max(int(np.ceil(t1 - t0)), 1)
+    width = max(1, -(-span // max_points))
+    bins = -(-span // width)
+    gms = sorted(int(g) for g in table["gm"].unique()) if len(table) else [0]
+    out = np.zeros((bins, len(gms)))
+    col = {g: k for k, g in enumerate(gms)}
+    for t, g, n in zip(table["time"].to_numpy(), table["gm"].to_numpy(), table["inconsistencies"].to_numpy(), strict=True):
+        i = min(max(int((t - t0) // width), 0), bins - 1)
+        out[i, col[int(g)]] += n
+    return pd.DataFrame(out / width, index=np.arange(bins) * float(width), columns=[f"GM {g + 1}" for g in gms])
+
+
+def _inconsistencies(b: _Builder) -> None:
+    b.add("## Inconsistencies over time (constraint-aware paper, Figure 5: conflicts per second)", "")
+    drawn = False
+    for w, dcs in b.groups():
+        panels: dict[str, pd.DataFrame] = {}
+        widths = set()
+        for d in dcs:
+            for label in b.labels:
+                runs = b.runs(w, d, label)
+                if runs.empty:
+                    continue
+                rid = runs["id"].iloc[0]
+                t = b.store.table(rid, "inconsistencies")
+                if t is None or not len(t):
+                    continue
+                u = b.store.table(rid, "utilization", ["time"])
+                t0 = float(u["time"].min()) if u is not None and len(u) else float(t["time"].min())
+                t1 = float(u["time"].max()) + 1 if u is not None and len(u) else float(t["time"].max()) + 1
+                frame = inconsistencies_per_gm(t, t0, t1)
+                widths.add(frame.index[1] - frame.index[0] if len(frame) > 1 else 1.0)
+                panels[f"{label}, seed {int(runs['seed'].iloc[0])}" + ("" if len(dcs) == 1 else f" — {b.panel(w, d)}")] = frame
+        if panels:
+            bins = "" if widths == {1.0} else f" (per-second means over {', '.join(f'{x:g}' for x in sorted(widths))}-s bins)"
+            fig = plots.series(panels, "seconds since the first arrival", "inconsistencies / s", title=f"Inconsistencies per GM — {w}{bins}")
+            b.image(fig, f"inconsistencies_{w}", f"inconsistencies per second per GM, {w}")
+            drawn = True
+    if not drawn:
+        b.add("_No inconsistencies recorded (or the spec's `tables` leaves out `inconsistencies`)._", "")
+
+
 def _runs(b: _Builder) -> None:
     cols = ["id", "scheduler", "workload", "data_center", "workers", "seed", "jobs", "tasks", "counters.jobs_incomplete", "wall_seconds"]
     t = b.df[[c for c in cols if c in b.df.columns]].rename(columns={"counters.jobs_incomplete": "incomplete jobs", "wall_seconds": "wall s"})
@@ -393,6 +444,7 @@ SECTIONS: dict[str, Callable[[_Builder], None]] = {
     "utilization_normalized": _utilization_normalized,
     "constraint_load": _constraint_load,
     "fairness_counters": _fairness,
+    "inconsistencies_over_time": _inconsistencies,
 }
 
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}

@@ -37,6 +37,10 @@ ANALYSES = {
     "megha-cluster-size": ("schedlab.experiments.megha_paper:write_cluster_size", "reports/experiments/megha-cluster-size"),
     "megha-gm-lm": ("schedlab.experiments.megha_paper:write_gm_lm", "reports/experiments/megha-gm-lm"),
     "megha-costs": ("schedlab.experiments.megha_paper:write_costs", "reports/experiments/megha-costs"),
+    "megha-updates-ablation": ("schedlab.experiments.megha_updates_ablation:write_analysis", "reports/megha-updates-ablation"),
+    # one analysis of both profiles' stores (siblings under results/), whichever of the two ran last
+    "megha-vs-pigeonc": ("schedlab.experiments.megha_vs_pigeonc:write_analysis", "reports/megha-vs-pigeonc"),
+    "megha-vs-pigeonc-authors": ("schedlab.experiments.megha_vs_pigeonc:write_analysis_from_authors", "reports/megha-vs-pigeonc"),
 }
 
 
@@ -91,13 +95,15 @@ def reproduce(
     address: str | None = None,
     progress: Callable[[Any], None] | None = None,
     paper_traces: str | os.PathLike | None = None,
+    seeds: int | None = None,
 ) -> tuple[Any, Any]:
     """Sweep the built-in spec ``name`` into ``out`` (default ``results/NAME[-quick]``) and write its report.
 
     ``paper_traces``: a folder of the Megha paper's samples (``trace megha-samples``) to run instead of the
     stand-ins (:func:`~schedlab.experiments.megha_workloads.with_paper_traces`; default output
-    ``results/NAME[-quick]-paper``, its analysis beside it). Returns ``(SweepResult, Report)``; the report is
-    written even when some runs failed.
+    ``results/NAME[-quick]-paper``, its analysis beside it). ``seeds``: only the spec's first that many seeds (run
+    ids do not depend on it, so a later run with more seeds adds only the missing runs). Returns
+    ``(SweepResult, Report)``; the report is written even when some runs failed.
     """
     # listing the specs needs neither pandas nor matplotlib
     from schedlab.experiments.report import write_report
@@ -108,6 +114,8 @@ def reproduce(
         from schedlab.experiments.megha_workloads import with_paper_traces
 
         ls = with_paper_traces(ls, paper_traces, quick=quick)
+    if seeds is not None:
+        ls.spec.seeds = ls.spec.seed_list[:seeds]
     check_schedulers(ls, f"reproduce {name}")
     root = Path(out) if out is not None else Path("results") / ls.spec.name
     result = run_sweep(ls, root, jobs=jobs, backend=backend, address=address, progress=progress)

@@ -83,12 +83,14 @@ PLOTS = (
     "utilization_normalized",
     "constraint_load",
     "fairness_counters",
+    "inconsistencies_over_time",
 )
-TABLES = ("tasks", "jobs", "utilization")
+TABLES = ("tasks", "jobs", "utilization", "inconsistencies")
+DEFAULT_TABLES = ("tasks", "jobs", "utilization")  # inconsistencies (per second and GM) only when asked
 ExcludeField = Literal["workload", "data_center", "scheduler", "seed"]  # what an ``exclude`` rule can match
 DEFAULT_METRICS = ("jrt_delay.p50", "jrt_delay.p99", "allocation_time.p50", "allocation_time.p99", "utilization.mean")
 
-_DISTRIBUTIONS = ("jrt_delay", "jrt", "ideal_jrt", "allocation_time")
+_DISTRIBUTIONS = ("jrt_delay", "jrt_delay_short", "jrt_delay_long", "jrt", "ideal_jrt", "allocation_time")
 _STATS = ("count", "mean", "p50", "p90", "p99", "p999", "p9999", "max")
 _COMPONENTS = ("framework_queuing", "processing", "worker_queuing", "communication")
 _SCALARS = ("jobs", "tasks", "workers", "events", "sim_time", "wall_seconds")
@@ -295,7 +297,7 @@ class ExperimentSpec(_Model):
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
     plots: list[Literal[PLOTS]] = Field(default_factory=lambda: list(PLOTS))  # type: ignore[valid-type]
     baseline: str | None = Field(None, description="scheduler label the comparisons divide by")
-    tables: list[Literal[TABLES]] = Field(default_factory=lambda: list(TABLES))  # type: ignore[valid-type]
+    tables: list[Literal[TABLES]] = Field(default_factory=lambda: list(DEFAULT_TABLES))  # type: ignore[valid-type]
     exclude: list[dict[ExcludeField, str | int]] = Field(default_factory=list)
     quick: dict[str, Any] | None = None
 

@@ -348,6 +348,8 @@ PAPER: dict[str, str] = {
     "5.online.100": "DynDLOn 4, DynDLOff 3",
     "5.online.1000": "DynDLOn 15, DynDLOff 13",
     "5.online.10000": "DynDLOn 78, DynDLOff 73",
+    "5.within10": "DynDLOn within 10% of DynDLOff (read from Fig. 5's values: 78 vs 73 = 7% at beta=10,000; "
+                  "but 15 vs 13 = 15% at 1000 and 4 vs 3 = 33% at 100)",
     "5.remote": "for a larger beta, the schedulers assign more data-remote tasks",
     "5.bar": "BAR's data locality better; makespan twice DynDLOff's",
     "6.ours": "far smaller than the other algorithms' when loads are skewed",
@@ -362,6 +364,11 @@ PAPER: dict[str, str] = {
 }
 
 _UNCHECKED = object()
+# "DynDLOn within 10 % of DynDLOff": the online algorithm decides as cores free, knowing neither the other servers'
+# future loads nor the tasks still to come; DynDLOff plans every task at once against all initial loads and then
+# moves tasks along cost-reducing paths. The gap is what that knowledge is worth, and grows with the loads to plan
+# around (beta); the paper's own Figure 5 values give 33 %, 15 % and 7 %.
+WITHIN = 0.10
 
 
 def _claim(claim: str, measured: str, paper: str, holds: Any = _UNCHECKED) -> dict[str, Any]:
@@ -442,6 +449,16 @@ def _claims_fig5(p: _Points) -> list[dict[str, Any]]:
                 f"W=0: {ms(x, 'dyndlon-w0'):.2f} ({_reduction(ms(x, 'dyndlon-w0'), best_other):+.0f}%); DynDLOff {ms(x, 'dyndloff'):.2f}",
                 f"5.online.{float(x):g}",
                 ms(x, "dyndlon") <= best_other + 1e-9,
+            )
+        )
+    for x in xs:
+        gap = ms(x, "dyndlon") / ms(x, "dyndloff") - 1.0
+        out.append(
+            _claim(
+                f"beta={x:g}: DynDLOn's makespan within {WITHIN:.0%} of DynDLOff's",
+                f"DynDLOn {ms(x, 'dyndlon'):.2f} vs DynDLOff {ms(x, 'dyndloff'):.2f} ({gap:+.0%})",
+                "5.within10",
+                gap <= WITHIN + 1e-9,
             )
         )
     for x in xs:

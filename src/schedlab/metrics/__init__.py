@@ -18,6 +18,7 @@ __all__, __getattr__ = lazy_exports(
         "STAT_KEYS": "summary",
         "build_summary": "summary",
         "jobs_frame": "summary",
+        "inconsistencies_frame": "summary",
         "stats": "summary",
         "tasks_frame": "summary",
         "utilization_frame": "summary",

@@ -9,7 +9,10 @@ through the simulator's :class:`~schedlab.metrics.recorder.Recorder` itself:
   ``mark_each(entries, now, component)`` the same for the task id first in
   each entry (a request's ``(tid, p, pos)`` items);
 * ``tasks_reported(group, now)`` / ``task_reported(tid, now)`` — the scheduler
-  learned that these ``(tid, worker)`` tasks finished (what JRT is measured by).
+  learned that these ``(tid, worker)`` tasks finished (what JRT is measured by);
+* ``inconsistency(gm, now, k)`` — an LM rejected ``k`` of GM ``gm``'s requests
+  (the inconsistencies-over-time series; a real deployment's LMs count them in
+  their status instead).
 
 In a simulation the run's Recorder is the observer. A real deployment gives
 each service an observer that stamps the same events with the wall clock and
@@ -32,3 +35,5 @@ class Observer(Protocol):
     def tasks_reported(self, group: list[tuple[int, int]], now: float) -> object: ...  # any return is ignored
 
     def task_reported(self, tid: int, now: float) -> bool: ...
+
+    def inconsistency(self, gm: int, now: float, k: int = 1) -> None: ...

@@ -35,6 +35,11 @@ whole, one at a time and in task order, when the run is summarised — the same
 numbers an unbounded recorder gives, bit for bit. A recorder made with
 ``spill=False`` (a real service's, whose records are looked up after the fact)
 keeps every chunk.
+
+**Inconsistencies over time** (constraint-aware paper, Figure 5's conflicts per
+second, as the scheduler meets them): :meth:`Recorder.inconsistency` counts a
+rejected request per one-second bin of simulated time and per GM, in a sparse
+dict touched only when an LM rejects (never on the path of an accepted task).
 """
 
 from __future__ import annotations
@@ -164,16 +169,25 @@ class Recorder:
         self.j_remaining = array("q")
         self.j_done = array("d")
         self.j_user = array("q")
+        self.j_mean = array("d")  # the trace's mean task duration: what makes a job short or long
         # preempted runs: (tid, worker, start, end)
         self.preempted_runs: list[tuple[int, int, float, float]] = []
         self.counters: dict[str, int] = defaultdict(int)
+        # (second, GM) -> launch requests rejected then: the inconsistencies series (only bins with some)
+        self.inconsistency_bins: dict[tuple[int, int], int] = defaultdict(int)
         self.reported = 0  # tasks whose completion the scheduler has learned
 
     # -- arrivals ----------------------------------------------------------------------------
-    def add_job(self, jid: int, arrival: float, durations: list[float], ideal_jrt: float | None = None, user: int = 0) -> None:
-        """Register job ``jid`` (ids in order) whose tasks take the next ``len(durations)`` task ids."""
+    def add_job(self, jid: int, arrival: float, durations: list[float], ideal_jrt: float | None = None, user: int = 0,
+                mean_duration: float | None = None) -> None:
+        """Register job ``jid`` (ids in order) whose tasks take the next ``len(durations)`` task ids.
+
+        ``mean_duration`` is the trace's mean task duration (the job's durations' mean when not given), which
+        classifies the job as short or long (:data:`~schedlab.defaults.SHORT_JOB_CUTOFF`)."""
         if ideal_jrt is None:
             ideal_jrt = max(durations)
+        if mean_duration is None:
+            mean_duration = sum(durations) / len(durations) if durations else 0.0
         if jid != len(self.j_arrival):
             raise InvariantError(f"jobs must be added in order: expected job {len(self.j_arrival)}, got {jid}")
         n = len(durations)
@@ -183,6 +197,7 @@ class Recorder:
         self.j_remaining.append(n)
         self.j_done.append(_NAN)
         self.j_user.append(user)
+        self.j_mean.append(mean_duration)
         chunks = self._chunks
         tid, last, done = self._n, self._n + n, 0
         while tid < last:
@@ -335,6 +350,10 @@ class Recorder:
 
     def count(self, name: str, k: int = 1) -> None:
         self.counters[name] += k
+
+    def inconsistency(self, gm: int, now: float, k: int = 1) -> None:
+        """``k`` of GM ``gm``'s requests were found inconsistent (rejected by an LM) at ``now``."""
+        self.inconsistency_bins[(int(now // 1.0), gm)] += k
 
     # -- retirement ----------------------------------------------------------------------------
     def _retire(self, k: int) -> None:

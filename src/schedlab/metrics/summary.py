@@ -11,6 +11,15 @@ bin from the first arrival to the last task end, as the time-average over the
 bin (the integral of the held resources), including runs later preempted.
 In multi-resource mode there is one series per resource; ``utilization`` in the
 summary is the first resource's (cores).
+
+**Short and long jobs** (constraint-aware paper, Section 6: "the 99th percentile
+delays in short jobs"): a job is short when its trace mean task duration is
+below :data:`~schedlab.defaults.SHORT_JOB_CUTOFF` (90.5811 s, the papers'
+simulators' cutoff), else long — one rule for every scheduler, whatever cutoff
+a scheduler uses for its own decisions. The jobs table carries ``mean_duration``
+and ``short``; the summary has ``jrt_delay_short`` and ``jrt_delay_long``, the
+JRT delay of each class's completed jobs (count 0 and null statistics when a
+class has none, as in the synthetic traces, whose jobs are all short).
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from schedlab.defaults import SHORT_JOB_CUTOFF
 from schedlab.metrics.recorder import CHUNK, COMPONENTS, Recorder
 
 STAT_KEYS = ("count", "mean", "p50", "p90", "p99", "p999", "p9999", "max")
@@ -46,6 +56,13 @@ def stats(values: Any) -> dict[str, float]:
         "p9999": float(p[4]),
         "max": float(x.max()),
     }
+
+
+def _class_stats(values: np.ndarray) -> dict[str, Any]:
+    """:func:`stats` of one class of jobs; a class without jobs has count 0 and null statistics (not NaN, which
+    compares unequal to itself: two identical summaries must compare equal)."""
+    st: dict[str, Any] = stats(values)
+    return st if st["count"] else {k: (0 if k == "count" else None) for k in STAT_KEYS}
 
 
 def tasks_frame(rec: Recorder, lo: int = 0, hi: int | None = None, masks: Any = None) -> pd.DataFrame:
@@ -116,10 +133,12 @@ class TaskRecords:
 
 
 def jobs_frame(rec: Recorder) -> pd.DataFrame:
-    """One row per job: arrival, tasks, user, completion (when the scheduler learned it), JRT, ideal JRT, JRT delay."""
+    """One row per job: arrival, tasks, user, completion (when the scheduler learned it), JRT, ideal JRT, JRT delay,
+    the trace's mean task duration and whether that makes the job short."""
     arrival = np.array(rec.j_arrival, dtype=float)
     done = np.array(rec.j_done, dtype=float)
     ideal = np.array(rec.j_ideal, dtype=float)
+    mean = np.array(rec.j_mean, dtype=float)
     jrt = done - arrival
     return pd.DataFrame(
         {
@@ -131,8 +150,23 @@ def jobs_frame(rec: Recorder) -> pd.DataFrame:
             "jrt": jrt,
             "ideal_jrt": ideal,
             "jrt_delay": jrt - ideal,
+            "mean_duration": mean,
+            "short": mean < SHORT_JOB_CUTOFF,
         }
     )
+
+
+def inconsistencies_frame(rec: Recorder) -> pd.DataFrame:
+    """Inconsistencies over time: one row per (second, GM) with any — ``time`` (bin start, s), ``gm``, ``inconsistencies``
+    (requests of that GM an LM rejected in that second), in time then GM order; seconds without any are absent."""
+    if not rec.inconsistency_bins:
+        return pd.DataFrame({"time": np.zeros(0), "gm": np.zeros(0, dtype=np.int64), "inconsistencies": np.zeros(0, dtype=np.int64)})
+    keys = sorted(rec.inconsistency_bins)
+    return pd.DataFrame({
+        "time": np.array([float(t) for t, _g in keys]),
+        "gm": np.array([g for _t, g in keys], dtype=np.int64),
+        "inconsistencies": np.array([rec.inconsistency_bins[k] for k in keys], dtype=np.int64),
+    })
 
 
 def _busy_integral(points: np.ndarray, starts: np.ndarray, ends: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
@@ -243,8 +277,12 @@ def build_summary(tasks: pd.DataFrame, jobs: pd.DataFrame, utilization: pd.DataF
 def metric_summary(task_part: dict[str, Any], jobs: pd.DataFrame, utilization: pd.DataFrame, resources: tuple[str, ...]) -> dict[str, Any]:
     """The metric part of the summary from the tasks' statistics (:func:`task_summary`), the jobs and utilization tables."""
     done = jobs[jobs["completion"].notna()]
+    short = done["short"].to_numpy(dtype=bool)
+    delay = done["jrt_delay"].to_numpy(dtype=float)
     out: dict[str, Any] = {
-        "jrt_delay": stats(done["jrt_delay"]),
+        "jrt_delay": stats(delay),
+        "jrt_delay_short": _class_stats(delay[short]),
+        "jrt_delay_long": _class_stats(delay[~short]),
         "jrt": stats(done["jrt"]),
         "ideal_jrt": stats(done["ideal_jrt"]),
         "allocation_time": task_part["allocation_time"],

@@ -86,6 +86,9 @@ class EventObserver:
         self.emit(run, (REPORTED, local, now, -1))
         return False
 
+    def inconsistency(self, gm: int, now: float, k: int = 1) -> None:
+        """Not an event of a run: an LM's status counts its inconsistencies (``cluster status``, the live view)."""
+
 
 class RunRecords:
     """One client run: its tasks and jobs, and the events the services send about them."""
@@ -115,7 +118,7 @@ class RunRecords:
                 mean_duration: float, line: int = 0, user: int = 0) -> tuple[int, list[int]]:
         """Register a job submitted now; returns its global job id and task ids."""
         job = self.tasks.add_job(arrival, durations, masks, requests, mean_duration, user, line)
-        self.recorder.add_job(job.jid, arrival, durations, job.ideal_jrt, user)
+        self.recorder.add_job(job.jid, arrival, durations, job.ideal_jrt, user, mean_duration)
         return global_id(self.run, job.jid), [global_id(self.run, t) for t in job.tids]
 
     @property

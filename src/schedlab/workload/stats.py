@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from schedlab.cluster.bitsets import NUM_CONSTRAINTS
+from schedlab.defaults import SHORT_JOB_CUTOFF
 from schedlab.workload.trace import TraceJob
-
-SHORT_JOB_CUTOFF = 90.5811  # seconds of mean task duration; the papers' simulators (docs/authors-simulators.md#short-and-long-jobs)
 
 
 def _integral_at(points: np.ndarray, starts: np.ndarray, durations: np.ndarray) -> np.ndarray:

@@ -188,7 +188,7 @@ def test_lm_accepts_a_valid_request_with_one_launch_batch():
 
 
 def test_lm_rejects_a_busy_worker_with_its_state_for_that_gm():
-    rt, _obs, tasks, _layout, shared = megha([0] * 8)
+    rt, obs, tasks, _layout, shared = megha([0] * 8)
     tasks.add_job(0.0, [1.0, 1.0, 1.0])
     lm = LocalMaster(0, shared)
     deliver(lm, LaunchRequest(0, [(0, 0, 1)]))  # GM 0 takes worker 0
@@ -201,6 +201,7 @@ def test_lm_rejects_a_busy_worker_with_its_state_for_that_gm():
         (("gm", 1), LaunchRejected(0, [(1, 0, 1)], StateUpdate(0, False, bits={0: (0, 0b10)}))),
     ]
     assert lm.inconsistencies == 1
+    assert obs.inconsistencies == [(1, rt.now(), 1)]  # the series: GM 1's request, now
 
 
 def test_lm_rejects_a_worker_lacking_the_tasks_constraints():

@@ -31,6 +31,16 @@ Choices where the papers are silent, and defaults:
   and queues grow faster than with optimistic staleness corrected by rejections. Heartbeats start one period after the first arrival (phased like
   the authors' simulator, first arrival − 0.05 s + k·period, in compat mode)
   and stop once the workload is over and every task's completion is known.
+* ``updates``: ``delta`` is the constraint-aware paper's enhanced design
+  (Section 4.4: per-GM deltas that leave out the GM's own completions, which its
+  completion messages already carry), ``snapshot`` the original. Two more
+  values exist only to measure what leaving the own completions out is worth
+  (``schedlab reproduce megha-updates-ablation``): ``delta+own`` puts them back
+  in each GM's delta; since a GM here also keeps a worker its own in-flight or
+  running task holds taken whatever an update says (the own-task guard,
+  :mod:`~.gm`), ``delta+own-unguarded`` drops that guard too — the paper's
+  double-assignment scenario: a completion, then an update saying the same
+  worker is free, after the GM has given it to a new task.
 * Processing costs are per operation — ``gm_match_cost`` per task a GM handles,
   ``update_cost_per_worker`` per worker entry in a state update it folds in,
   ``lm_verify_cost`` per request an LM validates, ``message_cost`` per message
@@ -96,7 +106,10 @@ class MeghaParams(SchedulerParams):
         "partition", description="worker choice among the first partition's candidates, or among every candidate of the "
         "internal (else external) partitions (slot mode)")
     heartbeat: float = Field(5.0, gt=0, description="seconds between LM state updates")
-    updates: Literal["delta", "snapshot"] = Field("delta", description="LM state updates: delta (the enhanced design) or snapshot (the original)")
+    updates: Literal["delta", "snapshot", "delta+own", "delta+own-unguarded"] = Field(
+        "delta", description="LM state updates: delta (the enhanced design) or snapshot (the original); for the ablation of "
+                             "constraint-aware paper 4.4 (slot mode): delta+own (deltas also carry the GM's own completions), "
+                             "delta+own-unguarded (and the GM folds them without its own-task guard)")
     piggyback: bool = Field(False, description="LMs answer accepted launches with the GM's pending update (Megha paper IV-A)")
     compat: Literal["none", "authors"] = compat_field()
     departures: list[Departure] | None = Field(

@@ -308,6 +308,7 @@ class AuthorsLM(LocalMaster):
             self.proc.send(POOL_ADDRESS, LaunchBatch(accepted, (self.address, self.gm_addr[gm])))
         if rejected:
             self.inconsistencies += len(rejected)
+            self.rec.inconsistency(gm, self.rt.now(), len(rejected))
             pending = self.lists[gm]
             self.lists[gm] = self._empty()
             # discarded: the pending update is passed by reference and then reset, so the GM gets it empty

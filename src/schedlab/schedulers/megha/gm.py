@@ -96,6 +96,7 @@ class GlobalMaster(Component):
         self.choice_rng = self.rng if self.random_choice else None  # the worker-choice policy's (choose_position)
         self.choice_draw = self.rng.random if self.random_choice else None  # the same, as gm_take takes it
         self.snapshot_mode = shared.params.updates == "snapshot"
+        self.guard = shared.params.updates != "delta+own-unguarded"  # the own-task guard (off only for the ablation)
         self.slot_mode = shared.slot_mode
         self.group_scope = shared.params.choice_scope == "group"
         if self.group_scope and not self.slot_mode:
@@ -460,7 +461,7 @@ class GlobalMaster(Component):
                     n += self.layout.index[p].size
                 else:
                     # the own-task guard: what this GM holds stays taken
-                    new = ((old | free_bits) & ~busy_bits) & ~reserved[p]
+                    new = ((old | free_bits) & ~busy_bits) & ~reserved[p] if self.guard else (old | free_bits) & ~busy_bits
                     n += (free_bits | busy_bits).bit_count()
                 avail[p] = new
                 if waiting:

@@ -37,6 +37,7 @@ from operator import add, sub
 from typing import TYPE_CHECKING, Protocol
 
 from schedlab.cluster.bitsets import iter_set_bits
+from schedlab.errors import InputError
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, PROCESSING
 from schedlab.schedulers.megha.gm import EPS, gm_address, lm_address
 from schedlab.schedulers.megha.messages import (
@@ -87,6 +88,10 @@ class LocalMaster(Component):
         self.parts = list(lay.partitions_of_lm(i))
         self.slot_mode = shared.slot_mode
         self.snapshot_mode = shared.params.updates == "snapshot"
+        # the ablation (slot mode): a GM's own completions also go into its delta (noted as no GM's change)
+        self.own_completions = shared.params.updates in ("delta+own", "delta+own-unguarded")
+        if self.own_completions and not self.slot_mode:
+            raise InputError("param updates", f"{shared.params.updates!r} is slot-mode only (no --resources multi)")
         self.avail: dict[int, int] = {p: lay.full[p] for p in self.parts}  # slot: free workers; multi: with room
         # multi: per partition, each worker's free vector as a tuple (immutable, so an update can carry
         # the LM's own vector to every GM without copying, and a tuple of floats is not tracked by the
@@ -268,6 +273,7 @@ class LocalMaster(Component):
             self.proc.send(POOL_ADDRESS, LaunchBatch(accepted, (self.address, self.gm_addr[gm])))
         if rejected:
             self.inconsistencies += len(rejected)
+            self.rec.inconsistency(gm, now, len(rejected))
             update = self._update_for(gm, extra=[(p, pos) for _t, p, pos in rejected])
             self.proc.send(self.gm_addr[gm], LaunchRejected(self.i, rejected, update))
         elif self.piggyback:
@@ -294,10 +300,12 @@ class LocalMaster(Component):
     def _on_finished(self, msg: TasksFinished) -> None:
         if self.costly:
             self._charge(0)
-        if not self.slot_mode or self.fairness is not None:
-            vacate = self._vacate
+        if not self.slot_mode or self.fairness is not None or self.own_completions:
+            vacate, note = self._vacate, self._note
             for tid, _w in msg.group:
-                vacate(tid)
+                p, pos, _gm = vacate(tid)
+                if self.own_completions:
+                    note(p, 1 << pos, -1)  # every GM's delta, the placing GM's too
             return
         # Slot-mode hot path (one call per finished task on most runs).
         lm_vacate(msg.group, self.running, self.avail, self.noted, self.base)
@@ -445,6 +453,7 @@ class LocalMaster(Component):
         assert workers is not None, "preemption needs control of the workers"
         if where is None or where[:2] != (msg.p, msg.pos) or not self._fits_after_preempt(msg) or not workers.is_running(msg.victim):
             self.inconsistencies += 1
+            self.rec.inconsistency(msg.gm, self.rt.now())
             upd = self._update_for(msg.gm, extra=[(msg.p, msg.pos)])
             self.proc.send(self.gm_addr[msg.gm], PreemptRejected(self.i, msg.tid, msg.victim, msg.p, msg.pos, upd))
             return
