@@ -264,9 +264,9 @@ def _network_faults(loaded: LoadedCluster, cluster_file: str | os.PathLike) -> A
 def _skew_targets(loaded: LoadedCluster, target: str) -> list[tuple[str, int]]:
     """The components ``gm0:40`` / ``gm:40`` / ``h3:40`` names (roles gm, lm, worker — h<i> is worker host i)."""
     who = target.rpartition(":")[0]
-    comps = [(r, i) for r, i, _ep in supervise.components(loaded)]
-    short = {"gm": "gm", "lm": "lm", "worker": "h", "host": "h"}
-    out = [(r, i) for r, i in comps if who in (r, "host" if r == "worker" else r) or who == f"{short[r]}{i}"]
+    short = {"gm": "gm", "lm": "lm", "worker": "h"}  # role -> testbed host-name prefix (gm0, lm1, h3)
+    roles = {"gm": "gm", "lm": "lm", "worker": "worker", "host": "worker"}
+    out = [(r, i) for r, i, _ep in supervise.components(loaded) if roles.get(who) == r or who == f"{short[r]}{i}"]
     if not out:
         raise InputError("--clock-skew", f"no component {who!r} (gm0, lm1, h3, or a role: gm, lm, host)")
     return out

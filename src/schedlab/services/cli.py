@@ -75,6 +75,8 @@ def init_cmd(
             raise InputError("--capacity", f"expected numbers, got {capacity!r}") from None
     elif capacity is not None:
         raise InputError("--capacity", "needs --resources")
+    if netns and (host != "127.0.0.1" or broker is not None):
+        raise InputError("--netns", "gives every component and the broker an address of the testbed: not with --host or --broker")
     source = None
     if from_config is not None:
         from schedlab.cluster.config import load_config

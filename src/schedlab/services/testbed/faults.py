@@ -49,8 +49,7 @@ class NetworkFaults:
     def _drop(self, rules: dict[str, list[str]]) -> None:
         for h in self.tb.hosts:
             if rules.get(h.name):
-                text = "".join(f"add rule ip schedlab faults ip daddr {{ {', '.join(d)} }} drop\n" for d in [rules[h.name]])
-                self._nft(h, text)
+                self._nft(h, f"add rule ip schedlab faults ip daddr {{ {', '.join(rules[h.name])} }} drop\n")
 
     def _nft(self, h: Host, text: str) -> None:
         r = subprocess.run([*self.tb.prefix(h), "nft", "-f", "-"], input=text, capture_output=True, text=True)
