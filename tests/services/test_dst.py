@@ -166,3 +166,35 @@ def test_one_seed_prints_its_verdict_and_a_failing_one_exits_1(monkeypatch, caps
     assert main(["dst", "--seed", str(seed), "--json"]) == 1
     verdict = json.loads(capsys.readouterr().out)
     assert verdict["ok"] is False and verdict["violations"]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_stopped_search_keeps_the_verdict_of_what_ran(workers):
+    """Ctrl-C or SIGTERM (the CLI raises KeyboardInterrupt from ``progress``) ends a search with the seeds that ran."""
+    from schedlab.services.dst.search import search
+
+    seen = []
+
+    def progress(v):
+        seen.append(v.schedule.seed)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+
+    summary = search(range(0, 400), SETUP, workers=workers, progress=progress)
+    assert summary.interrupted and summary.seeds == 3 and seen == [0, 1, 2]
+    assert summary.json()["interrupted"] is True and not summary.failing
+
+
+def test_sigterm_prints_the_partial_verdict_and_exits_130(tmp_path):
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "schedlab", "dst", "--seeds", "5000", "-j", "2", "--json", "--no-shrink"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    summary = json.loads(out)
+    assert summary["interrupted"] is True and 0 <= summary["seeds"] < 5000
+    assert f"interrupted after {summary['seeds']} of 5000 schedules" in err

@@ -80,10 +80,12 @@ def dst_cmd(
         return
 
     workers = processes or default_workers()
-    stop = {"asked": False}
+    stop = {"asked": False, "searching": False}
 
     def on_signal(_sig: int, _frame: Any) -> None:
         stop["asked"] = True
+        if stop["searching"]:  # at once, as Ctrl-C does: the search keeps what ran
+            raise KeyboardInterrupt
 
     old = signal.signal(signal.SIGTERM, on_signal)
     progress = Progress(TextColumn("dst"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[bad]} failing"),
@@ -101,14 +103,16 @@ def dst_cmd(
                     raise KeyboardInterrupt
 
             seeds_iter = range(start, start + seeds)
+            stop["searching"] = True
             try:
                 summary = search(seeds_iter, setup, kinds, workers, tick) if standby is None else _search_forced(
                     seeds_iter, setup, kinds, standby, tick)
-            except KeyboardInterrupt:
-                err.print("interrupted: no verdict", highlight=False)
-                raise typer.Exit(130) from None
+            finally:
+                stop["searching"] = False
     finally:
         signal.signal(signal.SIGTERM, old)
+    if summary.interrupted:
+        err.print(f"interrupted after {summary.seeds} of {seeds} schedules: the verdict below is over those", highlight=False)
     if as_json:
         out.print_json(json.dumps(summary.json()))
     else:
@@ -122,12 +126,14 @@ def dst_cmd(
         err.print(f"{len(summary.failing)} failing schedule(s): seeds {', '.join(str(v.schedule.seed) for v in summary.failing[:20])}",
                   highlight=False)
         err.print(f"replay the first: {first.schedule.command(setup)}", highlight=False, markup=False)
-        if shrink:
+        if shrink and not summary.interrupted:  # a stop asked for is not the time for a long shrink
             small = shrink_verdict(first, setup)
             err.print(f"shrunk to {len(small.schedule.faults)} fault(s), {small.schedule.jobs} job(s): {small.schedule.command(setup)}",
                       highlight=False, markup=False)
             err.print("  " + "; ".join(f"{k}: {r[0]}" for k, r in small.violations.items()), highlight=False, markup=False)
         raise typer.Exit(1)
+    if summary.interrupted:
+        raise typer.Exit(130)
 
 
 def _search_forced(seeds: Any, setup: Any, kinds: tuple[str, ...], standby: bool, tick: Any) -> Any:
@@ -141,10 +147,13 @@ def _search_forced(seeds: Any, setup: Any, kinds: tuple[str, ...], standby: bool
     quiet_logs()
     summary = Summary()
     t0 = time.perf_counter()
-    for sd in seeds:
-        v = run(dataclasses.replace(schedule_for(sd, setup, kinds), standby=standby), setup)
-        summary.add(v)
-        tick(v)
+    try:
+        for sd in seeds:
+            v = run(dataclasses.replace(schedule_for(sd, setup, kinds), standby=standby), setup)
+            summary.add(v)
+            tick(v)
+    except KeyboardInterrupt:
+        summary.interrupted = True
     summary.seconds = time.perf_counter() - t0
     return summary
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
@@ -69,6 +70,7 @@ class Summary:
     seconds: float = 0.0
     sim_seconds: float = 0.0
     events: int = 0
+    interrupted: bool = False  # stopped (Ctrl-C, SIGTERM) before every seed ran: the counts are over the seeds that did
 
     def add(self, v: Verdict) -> None:
         self.seeds += 1
@@ -82,8 +84,13 @@ class Summary:
     def json(self) -> dict[str, Any]:
         return {"seeds": self.seeds, "violations": self.violations, "failing_seeds": [v.schedule.seed for v in self.failing],
                 "seconds": round(self.seconds, 3), "schedules_per_second": round(self.seeds / self.seconds, 1) if self.seconds else None,
-                "simulated_seconds": round(self.sim_seconds, 1), "events": self.events}
+                "simulated_seconds": round(self.sim_seconds, 1), "events": self.events,
+                "interrupted": self.interrupted}
 
+
+# seeds handed to a worker process at a time: small, so a stop waits for a few schedules only (a schedule is
+# ~0.1 s; the pool's per-chunk cost is far below that)
+CHUNK = 4
 
 _PLANS: dict[Setup, Plan] = {}
 
@@ -122,28 +129,41 @@ def _run_seed(args: tuple[int, Setup, tuple[str, ...]]) -> Verdict:
 
 
 def _init_worker() -> None:
+    # Ctrl-C reaches the whole process group: only the parent decides to stop (and keeps what ran)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     quiet_logs()
 
 
 def search(seeds: Iterable[int], setup: Setup, kinds: tuple[str, ...] = KINDS, workers: int = 1,
            progress: Callable[[Verdict], None] | None = None) -> Summary:
-    """Run every seed's schedule; ``progress(verdict)`` after each (in seed order)."""
+    """Run every seed's schedule; ``progress(verdict)`` after each (in seed order).
+
+    A ``KeyboardInterrupt`` (Ctrl-C, or raised by ``progress`` on SIGTERM) stops the search: the summary of the
+    seeds that ran comes back marked ``interrupted``, and no worker process is left running.
+    """
     summary = Summary()
     t0 = time.perf_counter()
     todo = [(s, setup, kinds) for s in seeds]
-    if workers <= 1:
-        quiet_logs()
-        results: Iterable[Verdict] = (_run_seed(a) for a in todo)
-        for v in results:
-            summary.add(v)
-            if progress is not None:
-                progress(v)
-    else:
-        with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker) as pool:
-            for v in pool.map(_run_seed, todo, chunksize=max(1, min(64, len(todo) // (8 * workers) or 1))):
+    try:
+        if workers <= 1:
+            quiet_logs()
+            for a in todo:
+                v = _run_seed(a)
                 summary.add(v)
                 if progress is not None:
                     progress(v)
+        else:
+            pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker)
+            try:
+                for v in pool.map(_run_seed, todo, chunksize=CHUNK):
+                    summary.add(v)
+                    if progress is not None:
+                        progress(v)
+            finally:
+                # not the context manager's shutdown(wait=True): on a stop it would run every queued seed first
+                pool.shutdown(wait=True, cancel_futures=True)
+    except KeyboardInterrupt:
+        summary.interrupted = True
     summary.seconds = time.perf_counter() - t0
     return summary
 
