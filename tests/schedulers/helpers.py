@@ -1,7 +1,7 @@
 """Fakes for driving scheduler components one message at a time (no kernel, no SimRuntime).
 
-:class:`FakeRuntime` is the Runtime protocol (``now``, ``send``, ``call_later``,
-``cancel``, ``rng``) plus ``register`` and nothing else; :class:`FakeObserver`
+:class:`FakeRuntime` (:mod:`schedlab.testing`'s) is the Runtime protocol plus
+``register`` and nothing else; :class:`FakeObserver`
 records what components report (the Observer interface); :class:`FakePool` is
 the LocalWorkers interface; :func:`deliver` hands a component one message.
 Used by ``tests/schedulers/test_components.py`` and ``tests/schedulers/megha/``.
@@ -9,55 +9,7 @@ Used by ``tests/schedulers/test_components.py`` and ``tests/schedulers/megha/``.
 
 from __future__ import annotations
 
-import random
-
-
-class FakeRuntime:
-    """The Runtime protocol and ``register``, nothing else: a settable clock, a sent list, a timer list."""
-
-    def __init__(self, t: float = 0.0) -> None:
-        self.t = t
-        self.sent: list[tuple[object, object]] = []
-        self.timers: list[list] = []  # [due, seq, fn, args, cancelled]
-        self.components: dict[object, object] = {}
-        self._seq = 0
-
-    def register(self, component) -> None:
-        assert component.address not in self.components, f"{component.address!r} registered twice"
-        self.components[component.address] = component
-
-    def now(self) -> float:
-        return self.t
-
-    def send(self, dst, msg) -> None:
-        self.sent.append((dst, msg))
-
-    def call_later(self, delay, fn, *args):
-        self._seq += 1
-        handle = [self.t + delay, self._seq, fn, args, False]
-        self.timers.append(handle)
-        return handle
-
-    def cancel(self, handle) -> None:
-        handle[4] = True
-
-    def rng(self, name: str) -> random.Random:
-        return random.Random(f"fake:{name}")  # str seeds are hashed with SHA-512: deterministic
-
-    # -- test helpers --
-    def fire_next(self) -> None:
-        """Advance the clock to the earliest live timer and run it."""
-        live = [h for h in self.timers if not h[4]]
-        assert live, "no timer to fire"
-        h = min(live, key=lambda x: (x[0], x[1]))
-        self.timers.remove(h)
-        self.t = h[0]
-        h[2](*h[3])
-
-    def take(self) -> list[tuple[object, object]]:
-        """The messages sent since the last take."""
-        out, self.sent = self.sent, []
-        return out
+from schedlab.testing import FakeRuntime  # noqa: F401  (re-exported: the tests import it from here)
 
 
 class FakeObserver:

@@ -11,10 +11,6 @@ with the exact messages they must send.
 
 from __future__ import annotations
 
-import heapq
-import random
-from collections import deque
-
 import pytest
 
 from schedlab.cluster import Cluster
@@ -27,6 +23,7 @@ from schedlab.schedulers.megha.lm import LocalMaster
 from schedlab.schedulers.megha.messages import LaunchRejected, LaunchRequest, StateUpdate
 from schedlab.schedulers.megha.partitions import Layout, megha_topology
 from schedlab.sim.runtime import Component
+from schedlab.testing import FakeRuntime
 from schedlab.workers.protocol import (
     POOL_ADDRESS,
     LaunchBatch,
@@ -35,58 +32,6 @@ from schedlab.workers.protocol import (
     TasksFinished,
 )
 from schedlab.workload.model import TaskTable
-
-
-class FakeRuntime:
-    """The Runtime protocol over a FIFO message queue and a timer heap, pumped by the test."""
-
-    def __init__(self) -> None:
-        self.t = 0.0
-        self.components: dict = {}
-        self.queue: deque = deque()
-        self.timers: list = []
-        self.sent: list = []
-        self._n = 0
-
-    def register(self, component) -> None:
-        self.components[component.address] = component
-
-    def now(self) -> float:
-        return self.t
-
-    def send(self, dst, msg) -> None:
-        self.sent.append((dst, msg))
-        self.queue.append((dst, msg))
-
-    def call_later(self, delay, fn, *args):
-        self._n += 1
-        entry = [self.t + delay, self._n, fn, args]
-        heapq.heappush(self.timers, entry)
-        return entry
-
-    def cancel(self, handle) -> None:
-        handle[2] = None
-
-    def rng(self, name: str) -> random.Random:
-        return random.Random(name)
-
-    def deliver_one(self) -> None:
-        dst, msg = self.queue.popleft()
-        self.components[dst].handlers()[type(msg)](msg)
-
-    def pump(self, limit: int = 100_000) -> None:
-        """Deliver every message, firing timers in time order when none is left."""
-        for _ in range(limit):
-            if self.queue:
-                self.deliver_one()
-            elif self.timers:
-                t, _n, fn, args = heapq.heappop(self.timers)
-                if fn is not None:
-                    self.t = max(self.t, t)
-                    fn(*args)
-            else:
-                return
-        raise AssertionError("the run did not settle")
 
 
 class FakeWorkers(Component):
