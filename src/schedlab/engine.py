@@ -67,7 +67,7 @@ from schedlab.metrics.summary import (
 )
 from schedlab.run_config import RESOURCE_MODES, RunConfig
 from schedlab.schedulers import registry
-from schedlab.schedulers.base import SchedulerContext
+from schedlab.schedulers.base import Scheduler, SchedulerContext, SchedulerParams
 from schedlab.sim.gc_policy import quiet_gc
 from schedlab.sim.rng import RngStreams
 from schedlab.sim.runtime import NetworkModel, SimRuntime
@@ -407,6 +407,47 @@ def _trace_constraints(trace: str) -> set[tuple[str, str, str]]:
     return trace_constraints(path) if is_columnar(path) else set()
 
 
+def _data_center(cfg: RunConfig, jobs_given: bool) -> tuple[Cluster, ConstraintCatalog | None]:
+    """The run's data center (generated, configured or from a machines file) and the constraint catalogue of a
+    machines file's attributes."""
+    workers = cfg.workers
+    if workers is None and cfg.config is None:
+        workers = DEFAULT_WORKERS if jobs_given else PAPER_WORKERS.get(cfg.trace, DEFAULT_WORKERS)
+    catalog = None
+    if cfg.data_center_from is not None:
+        if cfg.constraints:
+            catalog = ConstraintCatalog(_trace_constraints(cfg.trace) if not jobs_given else ())
+        if cfg.workers is None:
+            workers = None  # the machines file decides
+    cluster = build_cluster(
+        workers, cfg.config, cfg.seed, cfg.machine_model, cfg.constraints, cfg.resource_mode, cfg.capacity,
+        data_center_from=cfg.data_center_from, catalog=catalog,
+    )  # fmt: skip
+    return cluster, catalog
+
+
+def _wire(cfg: RunConfig, cls: type[Scheduler], sched_params: SchedulerParams, cluster: Cluster) -> tuple[
+        SimRuntime, Recorder, TaskTable, SchedulerContext, Scheduler]:
+    """The runtime, recorder, task table and simulated workers of a run, and its scheduler built on them."""
+    runtime = SimRuntime(cfg.seed, NetworkModel(cfg.latency, dict(cfg.processing_costs)))
+    recorder = Recorder()
+    tasks = TaskTable()
+    pool = WorkerPool(runtime, cluster, tasks, recorder)
+    ctx = SchedulerContext(runtime, cluster, tasks, recorder, pool)
+    return runtime, recorder, tasks, ctx, cls(ctx, sched_params)
+
+
+def check_run(cfg: RunConfig, jobs_given: bool = False) -> None:
+    """Build what :func:`run` builds before its first event — the data center and the scheduler on it — and drop it.
+
+    A configuration the scheduler refuses (a topology that does not fit the data center, a resource mode it cannot
+    run) raises its :class:`InputError` here, so a sweep can refuse a spec before it touches its results store.
+    """
+    cls = registry.get(cfg.scheduler)
+    cluster, _catalog = _data_center(cfg, jobs_given)
+    _wire(cfg, cls, registry.parse_params(cls, cfg.params), cluster)
+
+
 def run(
     cfg: RunConfig,
     jobs: Iterable[TraceJob] | None = None,
@@ -418,26 +459,12 @@ def run(
     t_wall = time.perf_counter()
     cls = registry.get(cfg.scheduler)
     sched_params = registry.parse_params(cls, cfg.params)
-    workers = cfg.workers
-    if jobs is None:
-        if workers is None and cfg.config is None:
-            workers = PAPER_WORKERS.get(cfg.trace, DEFAULT_WORKERS)
-        job_iter = read_trace(cfg.trace, cfg.conventions())
-    else:
-        if workers is None and cfg.config is None:
-            workers = DEFAULT_WORKERS
-        job_iter = iter(jobs)
+    job_iter = read_trace(cfg.trace, cfg.conventions()) if jobs is None else iter(jobs)
     catalog = None
-    if cfg.data_center_from is not None:
-        if cfg.constraints:
-            catalog = ConstraintCatalog(_trace_constraints(cfg.trace) if jobs is None else ())
-        if cfg.workers is None:
-            workers = None  # the machines file decides
     if cluster is None:
-        cluster = build_cluster(
-            workers, cfg.config, cfg.seed, cfg.machine_model, cfg.constraints, cfg.resource_mode, cfg.capacity,
-            data_center_from=cfg.data_center_from, catalog=catalog,
-        )  # fmt: skip
+        cluster, catalog = _data_center(cfg, jobs is not None)
+    elif cfg.data_center_from is not None and cfg.constraints:
+        catalog = ConstraintCatalog(_trace_constraints(cfg.trace) if jobs is None else ())
     multi = not cluster.slot_mode
     req_model = RequestModel.parse(cfg.requests, len(cluster.resources)) if multi else None
     stated: tuple[str, ...] = ()
@@ -446,12 +473,7 @@ def run(
         if stated and stated != tuple(cluster.resources):
             raise InputError(cfg.trace, f"the trace's requests are in ({', '.join(stated)}) but the data center's resources are ({', '.join(cluster.resources)})")
 
-    runtime = SimRuntime(cfg.seed, NetworkModel(cfg.latency, dict(cfg.processing_costs)))
-    recorder = Recorder()
-    tasks = TaskTable()
-    pool = WorkerPool(runtime, cluster, tasks, recorder)
-    ctx = SchedulerContext(runtime, cluster, tasks, recorder, pool)
-    sched = cls(ctx, sched_params)
+    runtime, recorder, tasks, ctx, sched = _wire(cfg, cls, sched_params, cluster)
     # machines from a trace have attributes, not Sharma's constraints: their tasks bring their own
     sampler = TaskConstraintSampler(cfg.constraint_seed) if cfg.constraints and cfg.data_center_from is None else None
     preparer = JobPreparer(cluster, sampler, req_model, runtime.streams.np_rng("requests"), trace_states_requests=bool(stated), catalog=catalog)

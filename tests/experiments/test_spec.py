@@ -89,6 +89,37 @@ def test_cli_reports_a_bad_spec_in_one_line(tmp_path, capsys):
     assert main(["sweep", str(tmp_path / "none.yaml")]) == 2
 
 
+@pytest.mark.parametrize(("change", "says"), [
+    (("params: {gms: 2, lms: 2}", "params: {gms: 20, lms: 20}"),
+     "topology: 40 workers cannot fill 20 clusters x 20 partitions (every partition needs at least one worker)"),
+    (("  - workers: 40\n", "  - workers: 40\n    resource_mode: multi\n"), None),
+    (("name: megha\n", "name: sparrow\n"), "unknown parameter"),
+])
+def test_a_run_the_scheduler_refuses_is_refused_before_the_store_is_made(tmp_path, capsys, change, says):
+    """Every distinct run's data center and scheduler are built first: one line, exit 2, no results folder."""
+    p = write_spec(tmp_path, TINY.replace(*change, 1))
+    if says is None:  # Megha runs in multi-resource mode: the check builds it and lets it pass
+        from schedlab.experiments.runner import check_configs
+        check_configs(expand(load_spec(p)))
+        return
+    assert main(["sweep", str(p), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and says in err[0], err
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_sparrow_on_capacity_vectors_is_refused_naming_the_run(tmp_path, capsys):
+    text = TINY.replace("  - workers: 40\n", "  - workers: 40\n    resource_mode: multi\n", 1).replace(
+        "  - name: megha\n    label: \"megha_{worker_choice}\"\n    params: {gms: 2, lms: 2}\n    grid: {worker_choice: [random, min-constraints]}\n",
+        "  - name: sparrow\n", 1)
+    p = write_spec(tmp_path, text)
+    assert main(["sweep", str(p), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("error: run sparrow on gen (40w_multi), seed 0: --resources: sparrow runs one task per worker slot: "
+                   "it supports slot mode only"), err
+    assert not (tmp_path / "r").exists()
+
+
 def test_grid_expansion_order_labels_and_exclusions(tmp_path):
     runs = expand(load_spec(write_spec(tmp_path, GRID)))
     # 2 workloads x (2 data centers x 4 megha variants + 1 data center x centralized) x 3 seeds
