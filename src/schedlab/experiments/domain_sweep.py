@@ -67,9 +67,9 @@ from schedlab.errors import InputError
 from schedlab.experiments.spec import (
     SchedulerSpec,
     Seeds,
+    SpecModel,
     SpecName,
-    _message,
-    _Model,
+    error_message,
     parse_yaml_mapping,
     read_spec,
     spec_error,
@@ -82,7 +82,7 @@ from schedlab.sweeps.store import Store
 DOMAINS = ("grid", "locality", "edge")
 
 
-class DomainSpec(_Model):
+class DomainSpec(SpecModel):
     """A sweep of the grid, locality or edge domain; see the module docstring for the YAML form."""
 
     name: SpecName
@@ -256,7 +256,7 @@ def parse_domain_spec(text: str, source: str = "<spec>", *, quick: bool = False)
         spec = DomainSpec.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
-        raise spec_error(source, node, tuple(err["loc"]), _message(err)) from None
+        raise spec_error(source, node, tuple(err["loc"]), error_message(err)) from None
     ls = LoadedDomainSpec(spec, source, text, node)
     known = _DOMAINS[spec.domain].metrics
     for i, m in enumerate(ls.metrics):

@@ -127,7 +127,9 @@ def expand_metric(metric: str) -> list[str]:
     )
 
 
-class _Model(BaseModel):
+class SpecModel(BaseModel):
+    """Base of every spec section (here and in domain_sweep): unknown fields are errors."""
+
     model_config = ConfigDict(extra="forbid")
 
 
@@ -163,7 +165,7 @@ SpecName = Annotated[str, AfterValidator(check_name)]
 Seeds = Annotated[list[int] | int, BeforeValidator(check_seeds_shape), AfterValidator(seed_list)]
 
 
-class GeneratorSpec(_Model):
+class GeneratorSpec(SpecModel):
     """Synthetic jobs (:func:`schedlab.workload.synthetic.generate_jobs`)."""
 
     jobs: int = Field(ge=1)
@@ -189,7 +191,7 @@ class GeneratorSpec(_Model):
         return self
 
 
-class WorkloadSpec(_Model):
+class WorkloadSpec(SpecModel):
     """A trace (bundled name or file) or generated jobs, and how tasks get constraints and requests."""
 
     name: str | None = None
@@ -217,7 +219,7 @@ class WorkloadSpec(_Model):
         return self
 
 
-class DataCenterSpec(_Model):
+class DataCenterSpec(SpecModel):
     """``workers`` generated workers (or ``paper``: the trace's paper size), or a ``config`` file."""
 
     name: str | None = None
@@ -250,7 +252,7 @@ class DataCenterSpec(_Model):
         return self
 
 
-class SchedulerSpec(_Model):
+class SchedulerSpec(SpecModel):
     """A scheduler with fixed ``params`` and a ``grid`` of parameter values to cross."""
 
     name: str
@@ -274,7 +276,7 @@ class SchedulerSpec(_Model):
         return self
 
 
-class NetworkSpec(_Model):
+class NetworkSpec(SpecModel):
     latency: float = Field(RunConfig.default("latency"), ge=0, description=RunConfig.describe("latency"))
     processing_costs: dict[str, float] = Field(default_factory=dict, description=RunConfig.describe("processing_costs"))
 
@@ -284,7 +286,7 @@ class NetworkSpec(_Model):
         return check_costs(v)
 
 
-class ExperimentSpec(_Model):
+class ExperimentSpec(SpecModel):
     """A whole experiment; see the module docstring for the YAML form."""
 
     name: SpecName
@@ -388,7 +390,7 @@ def locate(node: Any, loc: tuple[Any, ...]) -> tuple[str, int | None]:
     return path, line
 
 
-def _message(err: ErrorDetails) -> str:
+def error_message(err: ErrorDetails) -> str:
     msg = str(err["msg"])
     for prefix in ("Value error, ", "Assertion failed, "):
         if msg.startswith(prefix):
@@ -413,7 +415,7 @@ def parse_spec(text: str, source: str = "<spec>", base_dir: str | os.PathLike | 
         loc = tuple(err["loc"])
         if quick and loc and loc[0] in (data.get("quick") or {}):
             loc = ("quick", *loc)
-        raise spec_error(source, node, loc, _message(err)) from None
+        raise spec_error(source, node, loc, error_message(err)) from None
     return LoadedSpec(spec, source, Path(base_dir or "."), text, node)
 
 
