@@ -165,6 +165,9 @@ def simulate(
     requests: Annotated[str, _run_option("requests")] = _D("requests"),
     latency: Annotated[float, _run_option("latency")] = _D("latency"),
     msg_cost: Annotated[list[str] | None, typer.Option("--msg-cost", help="Processing cost at the receiver for a message type, TYPE=SECONDS (repeatable).")] = None,
+    costs_file: Annotated[Path | None, typer.Option("--costs", help="Megha's processing costs from a cost profile (YAML: per step a constant or "
+                                                    "{p50, p90}, and one_way_delay, which becomes --latency unless that is given); "
+                                                    "--param values win over it.")] = None,
     exact_durations: Annotated[bool, _run_option("exact_durations")] = _D("exact_durations"),
     summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the summary JSON here.", callback=output_file)] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Write tasks, jobs, utilization tables and summary.json into this folder.", callback=output_dir)] = None,
@@ -213,6 +216,16 @@ def simulate(
         registry.parse_params(registry.get(scheduler), params)
     except InputError as e:
         raise flag_error(e, flags) from None
+    if costs_file is not None:
+        from schedlab.schedulers.megha.costs import load_costs
+
+        if scheduler != "megha":
+            raise InputError("--costs", f"a cost profile sets Megha's processing costs; {scheduler} has none (use -s megha)")
+        profile = load_costs(costs_file)
+        params = {**profile.params(), **params}
+        given = ctx.get_parameter_source("latency")  # typer's click: DEFAULT unless --latency was on the command line
+        if profile.latency() is not None and (given is None or given.name in ("DEFAULT", "DEFAULT_MAP")):
+            settings["latency"] = profile.latency()
     cfg = RunConfig.build(**settings, params=params)
     total = BUNDLED_JOBS.get(cfg.trace)
     if total is None and not quiet and err.is_terminal:  # the bar's total: only where a bar is drawn

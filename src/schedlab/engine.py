@@ -504,7 +504,7 @@ def run(
             "wall_seconds": wall,
             "events": kernel.events,
             "sim_time": kernel.now,
-            "config": cfg.summary_block(sched_params.model_dump(), cluster.source, cluster.resources, multi),
+            "config": cfg.summary_block(sched_params.dump(), cluster.source, cluster.resources, multi),
         }
     )
     # what the tables do not carry, for checks that trust nothing but the run's own records

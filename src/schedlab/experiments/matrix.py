@@ -293,7 +293,7 @@ def scheduler_variants(ls: LoadedSpec) -> list[Variant]:
                     f"two variants are labelled {label!r}: give a 'label' (placeholders such as {{worker_choice}} are filled per grid point)",
                 )
             seen[label] = i
-            out.append(Variant(label, s.name, model.model_dump(mode="json"), i))
+            out.append(Variant(label, s.name, model.dump(mode="json"), i))
     return out
 
 

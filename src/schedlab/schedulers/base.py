@@ -50,10 +50,28 @@ def compat_field() -> Any:
     return Field("none", description="'authors' reproduces the behaviour of the paper's own simulator (see the scheduler's docs)")
 
 
+def added_field(default: Any, description: str) -> Any:
+    """A parameter added after results were stored: left out of :meth:`SchedulerParams.dump` while at ``default``.
+
+    Run ids hash the dumped parameters and the golden summaries hold them, so a new field that every existing run
+    has at its default (the old behaviour) must not change either: existing stores stay valid.
+    """
+    return Field(default, description=description, json_schema_extra={"omit_at_default": True})
+
+
 class SchedulerParams(BaseModel):
     """Base of every scheduler's parameters: frozen, and unknown fields are errors."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def dump(self, mode: Literal["python", "json"] = "python") -> dict[str, Any]:
+        """The parameters (as :meth:`model_dump`), without the :func:`added_field` ones left at their default."""
+        out = self.model_dump(mode=mode)
+        for name, f in type(self).model_fields.items():
+            extra = f.json_schema_extra
+            if isinstance(extra, dict) and extra.get("omit_at_default") and getattr(self, name) == f.default:
+                del out[name]
+        return out
 
 
 @dataclass

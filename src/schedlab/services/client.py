@@ -274,7 +274,7 @@ async def replay(
             "events": sum(cluster.message_counts().values()),
             "sim_time": max(0.0, now() - (origin or now())),
             "config": {
-                "params": cluster.params.model_dump(),
+                "params": cluster.params.dump(),
                 "data_center": cl.source,
                 "resource_mode": "slots" if cl.slot_mode else "multi",
                 "resources": list(cl.resources),

@@ -48,6 +48,8 @@ Choices where the papers are silent, and defaults:
   whose numbers we reproduce (their JRT-delay median of 3·ND = 1.5 ms holds
   only without processing costs). The Megha paper's own experiments include
   processing overheads; ``MEGHA_PAPER_COSTS`` gives an estimated profile for them.
+  A measured profile with spreads (``cost_spread``: each step lognormal around its
+  median) comes from a cost-profile file (:mod:`.costs`, ``simulate --costs``).
 """
 
 from __future__ import annotations
@@ -65,11 +67,13 @@ from schedlab.schedulers.base import (
     SchedulerContext,
     SchedulerParams,
     WorkerChoice,
+    added_field,
     compat_field,
     worker_choice_field,
 )
 from schedlab.schedulers.megha.build import build_gm, build_lm
 from schedlab.schedulers.megha.compat import DEPARTURES
+from schedlab.schedulers.megha.costs import Step as CostStep
 from schedlab.schedulers.megha.fairness import FairSharing, UserAssignment
 from schedlab.schedulers.megha.gm import GlobalMaster
 from schedlab.schedulers.megha.lm import LocalMaster
@@ -119,6 +123,9 @@ class MeghaParams(SchedulerParams):
     lm_verify_cost: float = Field(0.0, ge=0, description="seconds an LM spends validating one task")
     update_cost_per_worker: float = Field(0.0, ge=0, description="seconds a GM spends folding one worker's entry of a state update")
     message_cost: float = Field(0.0, ge=0, description="seconds a GM or LM spends handling one message")
+    cost_spread: dict[CostStep, float] | None = added_field(
+        None, description="lognormal sigma of each processing step's cost (gm_match, lm_verify, update_per_worker, message) "
+        "around its *_cost median; from a cost profile: simulate --costs")
     shares: list[float] | None = Field(None, description="fair sharing: each user queue's share of the data center")
     queue_gms: list[int] | None = Field(None, description="fair sharing: the GM (1-based) serving each user queue")
     user_assignment: Literal["round-robin", "by-share"] = Field("round-robin", description="fair sharing: how jobs are given to user queues")

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING
 from schedlab.cluster.bitsets import choose_position, fit_position, iter_set_bits, kth_set_bit
 from schedlab.errors import InputError
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, PROCESSING
+from schedlab.schedulers.megha.costs import CostDraws
 from schedlab.schedulers.megha.messages import (
     LaunchRejected,
     LaunchRequest,
@@ -85,6 +86,8 @@ class GlobalMaster(Component):
         # set before registering: without processing costs the inputs bypass the processor (see handlers)
         self.costly = p.gm_match_cost > 0 or p.update_cost_per_worker > 0 or p.message_cost > 0
         super().__init__(gm_address(g), shared.runtime)
+        # spread costs draw from a stream of their own: worker choices stay where they were
+        self.draws = CostDraws(shared.runtime.rng(f"megha:costs:gm{g}"), p.cost_spread) if self.costly and p.cost_spread else None
         self.g = g
         self.sh = shared
         lay = shared.layout
@@ -179,7 +182,13 @@ class GlobalMaster(Component):
     def _charge(self, tasks: int = 0, workers: int = 0) -> None:
         if self.costly:
             p = self.sh.params
-            self.proc.charge(p.message_cost + p.gm_match_cost * tasks + p.update_cost_per_worker * workers)
+            d = self.draws
+            if d is None:
+                self.proc.charge(p.message_cost + p.gm_match_cost * tasks + p.update_cost_per_worker * workers)
+            else:  # one draw per step of this input (costs.py)
+                self.proc.charge(p.message_cost * d.factor("message")
+                                 + (p.gm_match_cost * tasks * d.factor("gm_match") if tasks else 0.0)
+                                 + (p.update_cost_per_worker * workers * d.factor("update_per_worker") if workers else 0.0))
 
     def _before_send(self, dst: object, msg: object) -> None:
         # The request leaves now: the time since the GM started handling it was processing.

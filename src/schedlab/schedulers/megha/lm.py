@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Protocol
 from schedlab.cluster.bitsets import iter_set_bits
 from schedlab.errors import InputError
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, PROCESSING
+from schedlab.schedulers.megha.costs import CostDraws
 from schedlab.schedulers.megha.gm import EPS, gm_address, lm_address
 from schedlab.schedulers.megha.messages import (
     LaunchRejected,
@@ -77,6 +78,7 @@ class LocalMaster(Component):
         # set before registering: without processing costs the inputs bypass the processor (see handlers)
         self.costly = p.lm_verify_cost > 0 or p.message_cost > 0
         super().__init__(lm_address(i), shared.runtime)
+        self.draws = CostDraws(shared.runtime.rng(f"megha:costs:lm{i}"), p.cost_spread) if self.costly and p.cost_spread else None
         self.i = i
         self.sh = shared
         lay = shared.layout
@@ -151,7 +153,11 @@ class LocalMaster(Component):
     def _charge(self, items: int) -> None:
         if self.costly:
             p = self.sh.params
-            self.proc.charge(p.message_cost + p.lm_verify_cost * items)
+            d = self.draws
+            if d is None:
+                self.proc.charge(p.message_cost + p.lm_verify_cost * items)
+            else:
+                self.proc.charge(p.message_cost * d.factor("message") + (p.lm_verify_cost * items * d.factor("lm_verify") if items else 0.0))
 
     # -- bookkeeping -------------------------------------------------------------------------------
     def _note(self, p: int, bit: int, by_gm: int) -> None:
