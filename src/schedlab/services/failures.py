@@ -360,8 +360,11 @@ class GMPlacements:
         for tid, w in group:
             self.unplace(tid)
             recent[tid] = w
-        # a run believed lost at an LM's takeover that ended after all: its copy requested again must not run
-        self.withdrawn += self.gm.withdraw(tid for tid, _w in group)
+        # a run believed lost at an LM's takeover that ended after all: its copy requested again must not run.
+        # Only a task whose description this process holds can wait in a queue (found by the deterministic
+        # simulation, seed 108345: a placed task of a job this GM had let go)
+        held: Any = self.gm.tasks  # a TaskStore
+        self.withdrawn += self.gm.withdraw(tid for tid, _w in group if tid in held)
         while len(recent) > RECENT:
             recent.popitem(last=False)
         if len(group) == len(msg.group):
