@@ -41,6 +41,7 @@ log = logging.getLogger("schedlab.services.net")
 
 HTTP_PATH = "/v1/message"
 UNCONFIRMED_WARNING = 5.0  # seconds a publish may wait for its confirm before the link says it is holding messages
+UNCONFIRMED_RESEND = 10.0  # seconds after which an unconfirmed publish is sent again on a fresh channel (see _publish_loop)
 RUN_QUEUE_EXPIRES_MS = 600_000  # a client's run queue outlives a broker restart, not a dead client (10 min)
 
 
@@ -428,7 +429,15 @@ class AmqpLink(AcksAfterOutput):
         make it stale). A quorum queue that lost its majority (two of three
         members down) confirms nothing: the publisher waits for it, in order,
         and says so in one line (how many brokers answer). A nacked publish
-        (never enqueued) is sent again on a fresh channel.
+        (never enqueued) is sent again on a fresh channel, and so is one left
+        unconfirmed for :data:`UNCONFIRMED_RESEND` s: RabbitMQ 3.10 sends a
+        channel's pending enqueues again only when a queue's leader *changes*,
+        so a message sent to a leader that died with two of three members and
+        came back as leader again is never confirmed on that channel (found by
+        the two-nodes-down test: the client's submission held for good). Sent
+        again, it may be enqueued twice (the first copy sat in a live member's
+        log): the handlers and the client's records take a message twice
+        without harm, as after a lost confirm in a broker restart.
         """
         while True:
             item = await self._out.get()
@@ -449,7 +458,8 @@ class AmqpLink(AcksAfterOutput):
                     slow = asyncio.get_running_loop().call_later(UNCONFIRMED_WARNING, self._unconfirmed, queue, time.monotonic())
                     try:
                         channel = await self._publish_channel()
-                        await channel.default_exchange.publish(_message(data, persistent), routing_key=queue)
+                        await asyncio.wait_for(channel.default_exchange.publish(_message(data, persistent), routing_key=queue),
+                                               UNCONFIRMED_RESEND)
                     finally:
                         slow.cancel()
                     self.published += 1
@@ -461,7 +471,7 @@ class AmqpLink(AcksAfterOutput):
                     raise
                 except Exception as e:
                     self.publish_retries += 1
-                    if _is_nack(e):
+                    if _is_nack(e) or isinstance(e, TimeoutError):
                         self._renew_publish_channel()
                     if self._outage is None:
                         self._outage = time.monotonic()
@@ -480,8 +490,8 @@ class AmqpLink(AcksAfterOutput):
         queue on that first publish by asking that leader first. A channel that first publishes to a queue just
         after the queue's leader died (a link that failed over from the killed member, faster than the election
         updated the record) has its registration refused — a nack — and every later publish on that channel
-        asks the same dead member again and is nacked too, until that member is back: 10 s and more (a wiped
-        member takes 10-25 s to return here). A nacked publish was never enqueued, so it is safely sent again
+        asks the same dead member again and is nacked too, until that member is back: 10 s and more (a
+        member takes 13-41 s to return here). A nacked publish was never enqueued, so it is safely sent again
         on a fresh channel, which reads the record afresh; the consumers' channel cannot be replaced that
         cheaply (its unacknowledged deliveries would all come again).
         """
@@ -491,7 +501,8 @@ class AmqpLink(AcksAfterOutput):
         return self._pub
 
     def _renew_publish_channel(self) -> None:
-        """After a nack: the next publish opens a fresh channel (see :meth:`_publish_channel`)."""
+        """After a nack or a publish unconfirmed too long: the next publish opens a fresh channel (see
+        :meth:`_publish_channel` and :meth:`_publish_loop`)."""
         self.publish_nacks += 1
         old, self._pub = self._pub, None
         if old is not None and not old.is_closed:
