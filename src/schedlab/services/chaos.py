@@ -32,7 +32,8 @@ crash, not a clean stop — and after ``restart_after`` s started again; with
 ``wipe`` its data folder is removed first, so it comes back as a new member
 that the others forget, let join and make a replica of every quorum queue
 again, :mod:`~.brokercluster`). Its "healthy after" is when the member is
-back in the cluster.
+back in the cluster. ``broker_nodes`` narrows which members may be killed (a
+benchmark rotating over them gives one per campaign).
 
 On a testbed cluster (:mod:`~.testbed`) the campaign also injects network
 faults, drawn with the kills: ``--partition gm-lm`` (both ways), ``--partition-oneway lm>host``,
@@ -148,7 +149,8 @@ def parse_fault(kind: str, target: str) -> NetFault:
 
 async def run_chaos(loaded: LoadedCluster, cluster_file: str | os.PathLike, trace: Any, *, roles: list[str], every: float,
                     restart_after: float = 1.0, seed: int = 0, faults: list[NetFault] | None = None, heal_after: float = 5.0,
-                    brokers: BrokerCluster | None = None, wipe: bool = False, **replay_kw: Any) -> ChaosReport:
+                    brokers: BrokerCluster | None = None, wipe: bool = False, broker_nodes: list[int] | None = None,
+                    **replay_kw: Any) -> ChaosReport:
     """Replay ``trace`` on the running cluster while killing and restarting components and injecting
     ``faults`` (each healed ``heal_after`` s later; see the module)."""
     faults = list(faults or [])
@@ -175,7 +177,7 @@ async def run_chaos(loaded: LoadedCluster, cluster_file: str | os.PathLike, trac
     if broker is not None:
         targets.append(("broker", 0))
     if brokers is not None and "broker-node" in roles:
-        targets += [("broker-node", i) for i in range(len(brokers.nodes))]
+        targets += [("broker-node", i) for i in range(len(brokers.nodes)) if broker_nodes is None or i in broker_nodes]
     targets += [("fault", f) for f in faults]
     rng = random.Random(seed)
     injected: list[NetFault] = []

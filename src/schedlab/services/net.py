@@ -41,6 +41,7 @@ log = logging.getLogger("schedlab.services.net")
 
 HTTP_PATH = "/v1/message"
 UNCONFIRMED_WARNING = 5.0  # seconds a publish may wait for its confirm before the link says it is holding messages
+UNCONFIRMED_RESEND = 10.0  # seconds after which an unconfirmed publish is sent again on a fresh channel (see _publish_loop)
 RUN_QUEUE_EXPIRES_MS = 600_000  # a client's run queue outlives a broker restart, not a dead client (10 min)
 
 
@@ -132,7 +133,10 @@ class AmqpLink(AcksAfterOutput):
     loop over the URLs, not aio-pika's robust connection, which only ever
     reconnects to the one URL it was given. Each consumer is registered once
     and declared and consumed again on every new connection; the publisher
-    holds its messages meanwhile. What was delivered on the lost connection
+    holds its messages meanwhile. Publishes go out on a channel of their own,
+    replaced after a nack (:meth:`_publish_channel` says why: a quorum queue's
+    leader killed made RabbitMQ nack a channel's publishes until that member
+    was back). What was delivered on the lost connection
     and not acknowledged the broker delivers again (the handlers take a
     message twice without harm); acknowledgements meant for the lost channel
     are dropped with it.
@@ -164,7 +168,11 @@ class AmqpLink(AcksAfterOutput):
         self.verifier = verifier
         self.on_refused = on_refused
         self.connection: Any = None
-        self.channel: Any = None
+        self.channel: Any = None  # consumers and declarations
+        self._pub: Any = None  # the publisher's own channel (see _publish_channel)
+        self._pub_on: Any = None  # the connection it belongs to
+        self.publish_nacks = 0
+        self._telling: asyncio.Task | None = None
         self._out: asyncio.Queue[tuple[str, bytes, Any] | None] = asyncio.Queue()
         self._publisher: asyncio.Task | None = None
         self.published = 0
@@ -419,7 +427,17 @@ class AmqpLink(AcksAfterOutput):
         the link connects again (to another broker of a cluster) and restores
         the consumers. Each try is signed afresh (a long outage would otherwise
         make it stale). A quorum queue that lost its majority (two of three
-        members down) confirms nothing: the publisher waits for it, in order.
+        members down) confirms nothing: the publisher waits for it, in order,
+        and says so in one line (how many brokers answer). A nacked publish
+        (never enqueued) is sent again on a fresh channel, and so is one left
+        unconfirmed for :data:`UNCONFIRMED_RESEND` s: RabbitMQ 3.10 sends a
+        channel's pending enqueues again only when a queue's leader *changes*,
+        so a message sent to a leader that died with two of three members and
+        came back as leader again is never confirmed on that channel (found by
+        the two-nodes-down test: the client's submission held for good). Sent
+        again, it may be enqueued twice (the first copy sat in a live member's
+        log): the handlers and the client's records take a message twice
+        without harm, as after a lost confirm in a broker restart.
         """
         while True:
             item = await self._out.get()
@@ -439,7 +457,9 @@ class AmqpLink(AcksAfterOutput):
                     # a quorum queue without its majority neither confirms nor refuses: say so once it lasts
                     slow = asyncio.get_running_loop().call_later(UNCONFIRMED_WARNING, self._unconfirmed, queue, time.monotonic())
                     try:
-                        await self.channel.default_exchange.publish(_message(data, persistent), routing_key=queue)
+                        channel = await self._publish_channel()
+                        await asyncio.wait_for(channel.default_exchange.publish(_message(data, persistent), routing_key=queue),
+                                               UNCONFIRMED_RESEND)
                     finally:
                         slow.cancel()
                     self.published += 1
@@ -451,22 +471,69 @@ class AmqpLink(AcksAfterOutput):
                     raise
                 except Exception as e:
                     self.publish_retries += 1
+                    if _is_nack(e) or isinstance(e, TimeoutError):
+                        self._renew_publish_channel()
                     if self._outage is None:
                         self._outage = time.monotonic()
-                        log.warning("publish to %s failed (%s): holding messages until the broker is back", queue, e)
+                        self._tell(queue, f"failed ({str(e).strip() or type(e).__name__})")
                     if self._closing:
                         self.publish_errors += 1
                         break
                     await self._pause(delay)
                     delay = min(2 * delay, 2.0)
 
+    async def _publish_channel(self) -> Any:
+        """The channel publishes go out on: one of their own on the current connection, opened when first needed.
+
+        Why not the consumers' channel: RabbitMQ keeps, per channel and quorum queue, the members and leader it
+        read from the queue's record at the channel's first publish to it, and registers the publisher with the
+        queue on that first publish by asking that leader first. A channel that first publishes to a queue just
+        after the queue's leader died (a link that failed over from the killed member, faster than the election
+        updated the record) has its registration refused — a nack — and every later publish on that channel
+        asks the same dead member again and is nacked too, until that member is back: 10 s and more (a
+        member takes 13-41 s to return here). A nacked publish was never enqueued, so it is safely sent again
+        on a fresh channel, which reads the record afresh; the consumers' channel cannot be replaced that
+        cheaply (its unacknowledged deliveries would all come again).
+        """
+        if self._pub is None or self._pub_on is not self.connection or self._pub.is_closed:
+            self._pub = await self.connection.channel()  # publisher confirms: aio-pika's default
+            self._pub_on = self.connection
+        return self._pub
+
+    def _renew_publish_channel(self) -> None:
+        """After a nack or a publish unconfirmed too long: the next publish opens a fresh channel (see
+        :meth:`_publish_channel` and :meth:`_publish_loop`)."""
+        self.publish_nacks += 1
+        old, self._pub = self._pub, None
+        if old is not None and not old.is_closed:
+            task = asyncio.get_running_loop().create_task(old.close())
+            task.add_done_callback(_log_ack_failure)
+
     def _unconfirmed(self, queue: str, since: float) -> None:
         """A publish the broker has not confirmed for :data:`UNCONFIRMED_WARNING` s: held, not lost (said once
-        per outage; "broker back" follows)."""
+        per outage, in one line; "broker back" follows). With several brokers the line says how many answer: a
+        quorum queue confirms nothing while a majority of them is down."""
         if self._outage is None:
             self._outage = since
-            log.warning("publish to %s not confirmed for %.0f s (a quorum queue without its majority: two of three brokers "
-                        "down?): holding messages until the broker confirms", queue, UNCONFIRMED_WARNING)
+            self._tell(queue, f"not confirmed for {UNCONFIRMED_WARNING:.0f} s")
+
+    def _tell(self, queue: str, what: str) -> None:
+        """Say in one line that publishes are held (once per outage: the caller sets ``_outage``)."""
+        self._telling = asyncio.get_running_loop().create_task(self._say_held(queue, what))  # kept: a task only weakly referenced may vanish
+
+    async def _say_held(self, queue: str, what: str) -> None:
+        held = f"publish to {queue} {what}"
+        if len(self.urls) < 3:
+            log.warning("%s: holding messages until the broker is back (nothing is lost)", held)
+            return
+        up = await asyncio.gather(*(_answers(u) for u in self.urls))
+        down = [_host_port(u) for u, ok in zip(self.urls, up, strict=True) if not ok]
+        if 2 * len(down) >= len(self.urls):
+            log.warning("broker cluster has no quorum: %d of %d brokers down (%s): %s; holding messages until a majority "
+                        "is back (nothing is lost)", len(down), len(self.urls), ", ".join(down), held)
+        else:
+            log.warning("%s (%d of %d brokers answer): holding messages until the broker is back (nothing is lost)",
+                        held, len(self.urls) - len(down), len(self.urls))
 
     async def _pause(self, delay: float) -> None:
         """Before a publish is tried again: ``delay`` seconds, or less if the link connects again meanwhile (a
@@ -511,6 +578,26 @@ class AmqpLink(AcksAfterOutput):
             await self.connection.close()
 
 
+
+
+def _is_nack(e: Exception) -> bool:
+    """A publish the broker refused (Basic.Nack), as opposed to a lost connection or channel."""
+    from aio_pika.exceptions import DeliveryError  # (idem)
+
+    return isinstance(e, DeliveryError)
+
+
+async def _answers(url: str, timeout: float = 1.0) -> bool:
+    """True if something accepts a TCP connection at the broker URL's address (a node that is down refuses it)."""
+    parts = urlsplit(url)
+    try:
+        _r, w = await asyncio.wait_for(asyncio.open_connection(parts.hostname, parts.port or 5672), timeout)
+    except (OSError, TimeoutError):
+        return False
+    w.close()
+    with contextlib.suppress(OSError):
+        await w.wait_closed()
+    return True
 
 
 class AioHttpPort:
