@@ -47,6 +47,8 @@ from schedlab.schedulers.megha.messages import (
 )
 from schedlab.services.execution import TaskSpec
 from schedlab.services.messages import (
+    CancelJob,
+    CancelRuns,
     Done,
     HoldingsReport,
     HostAlive,
@@ -292,6 +294,16 @@ class DoneW(_Body):
     tids: list[int] = Field(max_length=MAX_ITEMS)
 
 
+class CancelJobW(_Body):
+    jid: int = Field(ge=0)
+    gm: int = Field(ge=0)
+
+
+class CancelRunsW(_Body):
+    gm: int = Field(ge=0)
+    items: list[tuple[int, int]] = Field(max_length=MAX_ITEMS)
+
+
 class ResolveW(_Body):
     gm: int = Field(ge=0)
     ask: int = Field(ge=0)
@@ -471,6 +483,8 @@ SCHEMAS["VerifyEnds"] = (VerifyEndsW, lambda m: {"group": m.group, "runs": m.run
                          lambda w: VerifyEnds([tuple(g) for g in w.group], [tuple(r) for r in w.runs], list(w.launches)))
 SCHEMAS["Marker"] = (MarkerW, lambda m: {"token": m.token}, lambda w: Marker(w.token))
 SCHEMAS["Done"] = (DoneW, lambda m: {"gm": m.gm, "tids": m.tids}, lambda w: Done(w.gm, list(w.tids)))
+SCHEMAS["CancelJob"] = (CancelJobW, lambda m: {"jid": m.jid, "gm": m.gm}, lambda w: CancelJob(w.jid, w.gm))
+SCHEMAS["CancelRuns"] = (CancelRunsW, lambda m: {"gm": m.gm, "items": m.items}, lambda w: CancelRuns(w.gm, [tuple(i) for i in w.items]))
 SCHEMAS["Resolve"] = (ResolveW, lambda m: {"gm": m.gm, "ask": m.ask, "tids": m.tids}, lambda w: Resolve(w.gm, w.ask, list(w.tids)))
 SCHEMAS["Resolved"] = (ResolvedW, lambda m: {"lm": m.lm, "ask": m.ask, "completed": m.completed, "running": m.running},
                        lambda w: Resolved(w.lm, w.ask, list(w.completed), list(w.running)))

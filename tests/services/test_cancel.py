@@ -1,0 +1,130 @@
+"""schedlab job cancel on a real cluster (processes): queued tasks never launch, running ones are killed on their
+hosts, the job is cancelled exactly once — also with its GM killed between the submission and the cancel — and
+every other job's tasks run exactly once. Each task's command appends a line to a file of its own when it starts
+and when it ends, so what ran, and when, is read from the files."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+from schedlab.cli import main
+from schedlab.services import supervise
+from schedlab.services.clusterfile import load_cluster
+from schedlab.services.execution import TaskSpec
+from schedlab.services.jobs import submit_detached
+from schedlab.services.ledger import job_state
+from schedlab.workload.trace import TraceJob
+
+from .helpers import write_cluster
+
+
+def _spec(folder: Path, names: list[str]):
+    def spec(k: int, i: int, d: float) -> TaskSpec:
+        f = folder / f"{names[k]}.{i}"
+        return TaskSpec(kind="command", argv=[f"echo start >> {f}; sleep {d}; echo end >> {f}"], shell=True)
+
+    return spec
+
+
+def _runs(folder: Path, name: str) -> dict[int, list[str]]:
+    return {int(p.name.split(".")[1]): p.read_text().split() for p in folder.glob(f"{name}.*")}
+
+
+def _jobs(path, capsys) -> dict[int, dict]:
+    capsys.readouterr()
+    assert main(["jobs", "--cluster", str(path), "--json"]) == 0
+    return {r["job"]: r for r in json.loads(capsys.readouterr().out)}
+
+
+def _wait_state(path, capsys, job: int, state: str, seconds: float) -> dict:
+    deadline = time.monotonic() + seconds
+    while True:
+        row = _jobs(path, capsys)[job]
+        if row["state"] == state or time.monotonic() > deadline:
+            return row
+        time.sleep(0.3)
+
+
+def test_a_cancelled_job_in_the_ledger() -> None:
+    sub = {"job": 7, "tasks": 3, "gm": 0, "time": 1.0}
+    row = job_state(sub, {"kind": "cancelled", "time": 5.0, "dropped": 2}, None, True, {0: {"status": "cancelled"}})
+    assert (row["state"], row["dropped"], row["killed"], row["ended"]) == ("cancelled", 2, 1, 5.0)
+    assert job_state(sub, None, {"running": 1, "completed": 0}, True, cancel={"time": 2.0})["state"] == "cancelling"
+    assert job_state(sub, None, None, False, cancel={"time": 2.0})["state"] == "unknown"
+
+
+def _submit(loaded, folder: Path) -> list[int]:
+    # job a: 4 tasks of 20 s on 2 workers (2 run, 2 wait); job b: 2 tasks of 1 s, waiting behind a
+    jobs = [TraceJob(0.0, 20.0, [20.0] * 4), TraceJob(0.1, 1.0, [1.0, 1.0])]
+    ids, _prep = asyncio.run(submit_detached(loaded, jobs, constraints=False, spec=_spec(folder, ["a", "b"])))
+    return ids
+
+
+def _wait_started(folder: Path, n: int, seconds: float = 15.0) -> None:
+    deadline = time.monotonic() + seconds
+    while len(_runs(folder, "a")) < n and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(_runs(folder, "a")) == n
+
+
+def test_cancel_running_and_queued_tasks(tmp_path, capsys) -> None:
+    path = write_cluster(tmp_path, gms=1, lms=1, workers=2, heartbeat=0.2)
+    loaded = load_cluster(path)
+    asyncio.run(supervise.up(loaded, path, timeout=60))
+    try:
+        a, b = _submit(loaded, tmp_path)
+        _wait_started(tmp_path, 2)
+        assert _jobs(path, capsys)[a]["state"] == "running"
+        capsys.readouterr()
+        assert main(["job", "cancel", str(a), "--cluster", str(path)]) == 0
+        out = capsys.readouterr().out
+        acked = time.monotonic()
+        assert out.startswith(f"job {a} cancelled: 2 queued tasks never launched"), out
+        started = {k: list(v) for k, v in _runs(tmp_path, "a").items()}
+        row = _wait_state(path, capsys, b, "done", 15)
+        assert row["completed"] == 2, row
+        rows = _jobs(path, capsys)
+        assert (rows[a]["state"], rows[a]["dropped"], rows[a]["killed"]) == ("cancelled", 2, 2), rows[a]
+        time.sleep(max(0.0, acked + 2 - time.monotonic()))
+        assert _runs(tmp_path, "a") == started == {0: ["start"], 1: ["start"]}  # killed, never ended; 2 and 3 never ran
+        assert _runs(tmp_path, "b") == {0: ["start", "end"], 1: ["start", "end"]}  # once each
+        # again, a done job, an unknown one: one line each
+        assert main(["job", "cancel", str(a), "--cluster", str(path)]) == 0
+        assert capsys.readouterr().out.startswith(f"job {a} was already cancelled")
+        assert main(["job", "cancel", str(b), "--cluster", str(path)]) == 3
+        assert capsys.readouterr().out.strip() == f"job {b} had already ended: nothing cancelled (schedlab job status {b} says how)"
+        assert main(["job", "cancel", "12345", "--cluster", str(path)]) == 1
+        assert capsys.readouterr().err.strip() == f"no job 12345 in the ledger of cluster {loaded.name}"
+        assert main(["job", "status", str(a), "--cluster", str(path)]) == 0
+        assert json.loads(capsys.readouterr().out)["state"] == "cancelled"
+    finally:
+        asyncio.run(supervise.down(loaded, path))
+
+
+def test_cancel_with_the_gm_killed_between_submit_and_cancel(tmp_path, capsys) -> None:
+    path = write_cluster(tmp_path, gms=1, lms=1, workers=2, heartbeat=0.2)
+    loaded = load_cluster(path)
+    asyncio.run(supervise.up(loaded, path, timeout=60))
+    try:
+        a, b = _submit(loaded, tmp_path)
+        _wait_started(tmp_path, 2)
+        supervise.kill(path, "gm", 0)
+        time.sleep(0.3)
+        capsys.readouterr()
+        assert main(["job", "cancel", str(a), "--cluster", str(path), "--wait", "0"]) == 0
+        assert "cancellation requested" in capsys.readouterr().out
+        acked = {k: list(v) for k, v in _runs(tmp_path, "a").items()}
+        asyncio.run(supervise.restart(loaded, path, "gm", 0, timeout=30))
+        row = _wait_state(path, capsys, a, "cancelled", 20)
+        assert (row["state"], row["dropped"]) == ("cancelled", 2), row
+        row = _wait_state(path, capsys, b, "done", 15)
+        assert row["completed"] == 2, row
+        assert _runs(tmp_path, "a") == acked == {0: ["start"], 1: ["start"]}  # killed after the restart; 2 and 3 never ran
+        assert _runs(tmp_path, "b") == {0: ["start", "end"], 1: ["start", "end"]}
+        assert main(["job", "cancel", str(a), "--cluster", str(path)]) == 0
+        assert capsys.readouterr().out.startswith(f"job {a} was already cancelled")
+    finally:
+        asyncio.run(supervise.down(loaded, path))
