@@ -99,7 +99,7 @@ class GMNode(ServiceNode):
         publisher = self.publisher = RecordsPublisher(rt, self.broker)
         self.broker.at_flush = publisher.at_flush  # a consumed message is acknowledged once its output reached the broker
         store = self.store
-        self.timer = ComponentTimer(publisher.emit, store.arrival.get)  # spans of allocation time, for /metrics
+        self.timer = ComponentTimer(publisher.emit, store.arrival.get, store)  # spans of allocation time, for /metrics
         gm = self.gm = self.component = build_gm(self.id, rt, plan, self.store, EventObserver(self.timer.emit))
         frontend = GMFrontend(self.id, rt, gm, self.store)
         self.placements = GMPlacements(rt, gm, publisher.emit)

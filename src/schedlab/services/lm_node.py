@@ -133,7 +133,7 @@ class LMNode(ServiceNode):
         self.broker.at_flush = publisher.at_flush
         fair = p.shares is not None
         workers = self.workers = HostWorkers(rt, self.store) if fair else None
-        self.timer = ComponentTimer(publisher.emit)  # spans of allocation time between this LM's marks, for /metrics
+        self.timer = ComponentTimer(publisher.emit, store=self.store)  # spans of allocation time between this LM's marks, for /metrics
         lm = self.lm = self.component = build_lm(self.id, rt, plan, self.store, EventObserver(self.timer.emit), workers)
         WorkerRouter(rt, plan.host_of_worker)
         rt.after_delivery(TasksFinished, self._ended)

@@ -101,6 +101,7 @@ class TaskWire(_Body):
     spec: TaskSpec | None = None
     user: int = Field(0, ge=0)
     arrival: float | None = None  # when the job reached its GM (GM clock): hosts measure allocation times with it
+    marked: float | None = None  # the sender's latest allocation-phase mark of the task (its clock): timings
 
 
 class SubmitJobW(_Body):
@@ -519,12 +520,13 @@ def task_wire(store: TaskStore, tid: int) -> dict:
         "spec": None if spec is None else spec.model_dump(),
         "user": store.user.get(tid, 0),
         "arrival": store.arrival.get(tid),
+        "marked": store.marked.get(tid),
     }
 
 
 def file_tasks(store: TaskStore, tasks: list[TaskWire]) -> None:
     for t in tasks:
-        store.add_task(t.tid, t.jid, t.duration, t.mask, None if t.request is None else tuple(t.request), t.spec, t.user, t.arrival)
+        store.add_task(t.tid, t.jid, t.duration, t.mask, None if t.request is None else tuple(t.request), t.spec, t.user, t.arrival, t.marked)
 
 
 class Codec:

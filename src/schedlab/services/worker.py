@@ -40,7 +40,7 @@ from schedlab.services.messages import CancelRuns, HostFinished, KillTask, TaskK
 from schedlab.services.records import FINISHED, PREEMPTED, STARTED, Emit
 from schedlab.services.runtime import ServiceRuntime
 from schedlab.services.tasks import RecentIds, TaskStore, split_id
-from schedlab.services.timings import Histogram
+from schedlab.services.timings import Histogram, component_histograms
 from schedlab.sim.runtime import Component
 from schedlab.workers.protocol import LaunchBatch, LaunchTask, TaskFinished
 
@@ -78,6 +78,7 @@ class WorkerHost(Component):
         self.finished = 0
         self.failed = 0  # runs that ended with another status than ok (a non-zero exit, an error, a timeout)
         self.allocation = Histogram()  # start − the job's arrival at its GM, where the launch carried it (timings)
+        self.components = component_histograms()  # start − the LM's last mark: communication (timings)
         self.refused_launches = 0
         self.duplicate_launches = 0
         self.superseded = 0  # runs stopped by a new launch of their task
@@ -143,6 +144,9 @@ class WorkerHost(Component):
         arrival = tasks.arrival.get(tid)
         if arrival is not None:
             self.allocation.observe(now - arrival)
+        marked = tasks.marked.get(tid)
+        if marked is not None:
+            self.components["communication"].observe(now - marked)
         spec = tasks.spec.get(tid)
         if tid in self.cancelled:  # its job was cancelled before this launch came: it ends at once, never run
             handle: Any = self.rt.call_soon(self._finish, tid, {"status": CANCELLED}, batch)
