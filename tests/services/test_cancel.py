@@ -128,3 +128,50 @@ def test_cancel_with_the_gm_killed_between_submit_and_cancel(tmp_path, capsys) -
         assert capsys.readouterr().out.startswith(f"job {a} was already cancelled")
     finally:
         asyncio.run(supervise.down(loaded, path))
+
+
+def test_jobs_lists_attached_submits_and_cancels_one(tmp_path, capsys) -> None:
+    """An attached submit's jobs are in `schedlab jobs` while it runs; one cancelled from elsewhere is cancelled once
+    in the ledger and in the submitting client's summary."""
+    import threading
+
+    from schedlab.services.client import replay
+    from schedlab.services.remote import RemoteCluster
+
+    path = write_cluster(tmp_path, gms=1, lms=1, workers=2, heartbeat=0.2)
+    loaded = load_cluster(path)
+    trace = [TraceJob(0.0, 20.0, [20.0, 20.0]), TraceJob(0.1, 1.0, [1.0])]  # both of the first run; the second waits
+    seen: dict[str, object] = {}
+
+    def elsewhere() -> None:  # another terminal: schedlab jobs, then job cancel
+        deadline = time.monotonic() + 15
+        jobs: dict[int, dict] = {}
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            jobs = _jobs(path, capsys)
+            if len(jobs) == 2 and any(j["state"] == "running" and j["tasks"] == 2 for j in jobs.values()):
+                break
+        seen["jobs"] = jobs
+        long = next((j["job"] for j in jobs.values() if j["tasks"] == 2), 0)
+        seen["cancel"] = main(["job", "cancel", str(long), "--cluster", str(path)])
+
+    async def attached() -> dict:
+        async with RemoteCluster(loaded) as rc:
+            return (await replay(rc, trace, constraints=False, timeout=40)).summary
+
+    asyncio.run(supervise.up(loaded, path, timeout=60))
+    try:
+        other = threading.Thread(target=elsewhere)
+        other.start()
+        summary = asyncio.run(attached())
+        other.join(30)
+        jobs = seen["jobs"]
+        assert isinstance(jobs, dict) and len(jobs) == 2 and all(j["attached"] for j in jobs.values()), jobs
+        assert seen["cancel"] == 0
+        rows = _jobs(path, capsys)
+        assert sorted(r["state"] for r in rows.values()) == ["cancelled", "done"], rows
+        rt = summary["runtime"]
+        assert (rt["jobs_cancelled"], rt["tasks_cancelled"], rt["outcomes_failed"]) == (1, 2, 0), rt
+        assert summary["counters"]["tasks_unfinished"] == 0
+    finally:
+        asyncio.run(supervise.down(loaded, path))
