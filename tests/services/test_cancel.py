@@ -175,3 +175,37 @@ def test_jobs_lists_attached_submits_and_cancels_one(tmp_path, capsys) -> None:
         assert summary["counters"]["tasks_unfinished"] == 0
     finally:
         asyncio.run(supervise.down(loaded, path))
+
+
+def test_cancel_racing_completion_ends_each_job_once(tmp_path, capsys) -> None:
+    """Cancels sent as jobs' last tasks end: each job ends once — done (exit 3: it had ended) or cancelled (exit 0) —
+    with one end record in the ledger, and what job cancel said is what the ledger says."""
+    from schedlab.services.clusterfile import require_secret
+    from schedlab.services.ledger import job_ledger
+
+    path = write_cluster(tmp_path, gms=1, lms=1, workers=4, heartbeat=0.2)
+    loaded = load_cluster(path)
+    asyncio.run(supervise.up(loaded, path, timeout=60))
+    try:
+        jobs = [TraceJob(0.0, 0.6 + 0.3 * k, [0.6 + 0.3 * k]) for k in range(4)]  # ends 0.6 s apart, cancels race them
+        ids, _prep = asyncio.run(submit_detached(loaded, jobs, constraints=False, spec=_spec(tmp_path, ["r0", "r1", "r2", "r3"])))
+        said = {}
+        for j in ids:
+            capsys.readouterr()
+            said[j] = main(["job", "cancel", str(j), "--cluster", str(path)])
+        rows = _jobs(path, capsys)
+
+        async def ends() -> list[dict]:
+            stream = job_ledger(loaded.broker, loaded.name, require_secret(loaded), "client")
+            await stream.connect()
+            try:
+                return [r for r in await stream.read() if r.get("kind") in ("ended", "cancelled")]
+            finally:
+                await stream.close()
+
+        records = asyncio.run(ends())
+        assert sorted(r["job"] for r in records) == sorted(ids), records  # one end each
+        for j in ids:
+            assert (rows[j]["state"], said[j]) in (("done", 3), ("cancelled", 0)), (rows[j], said[j])
+    finally:
+        asyncio.run(supervise.down(loaded, path))
