@@ -13,8 +13,8 @@ the GMs' open jobs.
 :func:`job_logs` gives each task's outcome (status, exit code, the tails of
 stdout and stderr its host kept) from the submission's run stream.
 
-Retries (``--retries``) are the worker host's (:class:`~.worker.WorkerHost`): a command that fails runs again,
-its outcome saying how many attempts it took.
+Retries (``--retries``) are the worker host's (:class:`~.worker.WorkerHost`): a command that fails runs again on
+the same worker, its outcome saying how many attempts it took (another worker is not preferred yet).
 
 :func:`cancel_job` reads the job's ``submitted`` record (which GM has it),
 publishes :class:`~.messages.CancelJob` to that GM's durable completion log
