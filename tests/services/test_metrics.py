@@ -9,6 +9,7 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from schedlab.cli import main
+from schedlab.metrics.recorder import COMPONENTS
 from schedlab.services import supervise
 from schedlab.services.auth import metrics_token
 from schedlab.services.client import replay
@@ -72,6 +73,19 @@ def test_every_node_serves_metrics_for_the_token_only(tmp_path, capsys) -> None:
     assert samples[("worker", "schedlab_allocation_seconds_count", ())] == 12  # every start measured from its arrival at the GM
     assert 0 < samples[("worker", "schedlab_allocation_seconds_sum", ())] < 12 * 5
     assert samples[("gm", "schedlab_allocation_component_seconds_count", (("component", "framework_queuing"),))] >= 12
+    # the four components on every node: what each observes (timings), parsed as histograms by the library
+    comp = {(role, c): samples[(role, "schedlab_allocation_component_seconds_count", (("component", c),))]
+            for role in ("gm", "lm", "worker") for c in COMPONENTS}
+    assert comp[("worker", "communication")] == 12  # from the last mark upstream (the GM's: this LM has no costs, no marks)
+    assert all(comp[(r, "worker_queuing")] == 0 for r in ("gm", "lm", "worker"))  # no Megha node queues at workers
+    spans = sum(samples[(r, "schedlab_allocation_component_seconds_sum", (("component", c),))] for r in ("gm", "lm", "worker")
+                for c in COMPONENTS)
+    assert abs(spans - samples[("worker", "schedlab_allocation_seconds_sum", ())]) < 1e-3  # the components add up to it
+    for role in ("gm", "lm", "worker"):
+        for c in COMPONENTS:
+            inf = samples[(role, "schedlab_allocation_component_seconds_bucket", (("component", c), ("le", "+Inf")))]
+            assert inf == comp[(role, c)] and samples[(role, "schedlab_allocation_component_seconds_sum", (("component", c),))] >= 0
+    assert 0 < samples[("worker", "schedlab_allocation_component_seconds_sum", (("component", "communication"),))] < 12 * 5
     assert samples[("gm", "schedlab_refused_input_total", (("reason", "unauthenticated"),))] == 1  # the wrong token, counted
     assert ("lm", "schedlab_recovery_events_total", (("event", "hosts_down"),)) in samples
     assert main(["cluster", "metrics", str(path)]) == 0

@@ -361,6 +361,9 @@ def submit_cmd(
         out.print(f"jobs {s['jobs']}  tasks {s['tasks']}  unfinished {c['tasks_unfinished']}  inconsistencies {c.get('inconsistencies', 0)}  "
                   f"repartitions {c.get('repartitions', 0)}  transport {s['runtime']['transport']}  wall {s['wall_seconds']:.2f}s", highlight=False)
     rt = s["runtime"]
+    if rt.get("jobs_cancelled"):  # schedlab job cancel, from elsewhere, while this replay waited
+        err.print(f"{rt['jobs_cancelled']} job{'s' if rt['jobs_cancelled'] != 1 else ''} cancelled ({rt['tasks_cancelled']} tasks ended "
+                  "cancelled: never launched, or killed)", highlight=False)
     if rt["stopped"]:
         err.print(f"stopped after {s['wall_seconds']:.1f} s: {rt['jobs_submitted']} of {rt['jobs_total']} "
                   f"jobs submitted, {s['tasks'] - s['counters']['tasks_unfinished']} of their {s['tasks']} tasks completed, "

@@ -62,6 +62,7 @@ from schedlab.services.fairness import user_assignment
 from schedlab.services.live import LIVE_EVERY, AllocationWindow
 from schedlab.services.messages import SubmitJob
 from schedlab.services.records import RunRecords
+from schedlab.services.tasks import split_id
 from schedlab.sim.rng import RngStreams
 from schedlab.workload.constraints import PAPER_CONSTRAINT_SEED, TaskConstraintSampler
 from schedlab.workload.requests import DEFAULT_REQUESTS, RequestModel
@@ -191,6 +192,7 @@ async def replay(
     run = secrets.randbits(31)
     records = await cluster.open_run(run)
     publish_live = getattr(cluster, "publish_live", None)  # a cluster behind a broker: figures for its dashboard
+    in_ledger = getattr(cluster, "job_submitted", None)
     live = None
     records.window = AllocationWindow()  # allocation times over the last minute: the dashboard's, the progress bar's
     if publish_live is not None:
@@ -236,6 +238,9 @@ async def replay(
                 gm = users.queue_gm[user]
             gjid, gtids = records.add_job(arrival, durations, pj.masks, pj.requests, pj.mean_duration / speedup, pj.line, user)
             cluster.submit(SubmitJob(gjid, gtids, durations, pj.masks, pj.requests, specs, user), gm=gm)
+            if in_ledger is not None:  # a cluster behind a broker: the job ledger lists attached jobs too (jobs)
+                in_ledger({"kind": "submitted", "job": gjid, "user": user, "tasks": len(gtids), "time": time.time(), "gm": gm,
+                           "run": run, "first_task": split_id(gtids[0])[1], "attached": True})
             submitted += 1
             counts["jobs"] += 1
             counts["tasks"] += len(gtids)
@@ -286,13 +291,21 @@ async def replay(
                 "requests": requests if not cl.slot_mode else None,
             },
             "runtime": {"kind": "real", "transport": cluster.transport_name, "speedup": speedup, "task": task if isinstance(task, str) else "custom" if task else "sleep",
-                        "run": run, "outcomes_failed": sum(1 for o in records.outcomes.values() if o.get("status") != "ok"),
+                        "run": run, "outcomes_failed": sum(1 for o in records.outcomes.values() if o.get("status") not in ("ok", "cancelled")),
+                        **_cancelled(records),
                         "stopped": stop.is_set(), "jobs_submitted": submitted, "jobs_total": total, "estimate_seconds": estimate, "timeout": timeout},
         }
     )
     return Result(summary, tdf, jdf, udf, extra={"outcomes": records.outcomes, "requests": list(records.tasks.request),
                                                 "preempted_runs": list(records.recorder.preempted_runs), "origin": records.origin,
                                                 "dropped": preparer.drops})
+
+
+def _cancelled(records: RunRecords) -> dict[str, int]:
+    """How many tasks of the run ended ``cancelled`` (``job cancel``), and of how many jobs."""
+    tasks = [local for local, o in records.outcomes.items() if o.get("status") == "cancelled"]
+    job_of = records.recorder.job_of
+    return {"tasks_cancelled": len(tasks), "jobs_cancelled": len({job_of(t) for t in tasks})}
 
 
 async def _stopped(stop: asyncio.Event, delay: float) -> bool:

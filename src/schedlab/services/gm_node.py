@@ -12,7 +12,8 @@ Around the simulator's :class:`~schedlab.schedulers.megha.gm.GlobalMaster`:
   a completion or loss from elsewhere is dropped (exactly once);
 * :class:`~.recovery.GMRecovery` rebuilds the view from the LMs at every
   start; :class:`~.links.LaunchLinks` handles requests that got no answer;
-* :class:`~.fairness.GMFairness` with ``shares`` (Algorithm 2).
+* :class:`~.fairness.GMFairness` with ``shares`` (Algorithm 2);
+* :class:`~.cancel.JobCancels`: cancelled jobs (requests come on the completion log).
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from typing import Any
 
 from schedlab.schedulers.megha.gm import GlobalMaster, gm_address
 from schedlab.schedulers.megha.messages import StateUpdate
+from schedlab.services.cancel import JobCancels
 from schedlab.services.failures import GMPlacements
 from schedlab.services.fairness import GMFairness
 from schedlab.services.links import REQUEST_TIMEOUT, REQUEST_TRIES, LaunchLinks, Questions
-from schedlab.services.messages import Done, SubmitJob, log_address, submit_address
+from schedlab.services.messages import CancelJob, Done, SubmitJob, log_address, submit_address
 from schedlab.services.nodes import NodeEnv, PortTaken, RecordsPublisher, ServiceNode
 from schedlab.services.records import EventObserver
 from schedlab.services.recovery import DurableJobs, GMRecovery
@@ -85,7 +87,10 @@ class GMNode(ServiceNode):
         self.links: LaunchLinks | None = None
         self.publisher: RecordsPublisher | None = None
         self.timer: ComponentTimer | None = None
-        self.job_done: Any = None  # job_done(jid): a job of this GM ended (a real process appends it to the job ledger)
+        self.cancels: JobCancels | None = None
+        # job_done(jid, kind, extra): a job of this GM ended ("ended") or was cancelled ("cancelled"; extra: what
+        # its record says) — a real process appends it to the job ledger
+        self.job_done: Any = None
 
     def build(self) -> None:
         from schedlab.services.assembly import build_gm
@@ -94,7 +99,7 @@ class GMNode(ServiceNode):
         publisher = self.publisher = RecordsPublisher(rt, self.broker)
         self.broker.at_flush = publisher.at_flush  # a consumed message is acknowledged once its output reached the broker
         store = self.store
-        self.timer = ComponentTimer(publisher.emit, store.arrival.get)  # spans of allocation time, for /metrics
+        self.timer = ComponentTimer(publisher.emit, store.arrival.get, store)  # spans of allocation time, for /metrics
         gm = self.gm = self.component = build_gm(self.id, rt, plan, self.store, EventObserver(self.timer.emit))
         frontend = GMFrontend(self.id, rt, gm, self.store)
         self.placements = GMPlacements(rt, gm, publisher.emit)
@@ -108,7 +113,8 @@ class GMNode(ServiceNode):
         self.jobs = DurableJobs(rt, gm, frontend, self.placements, self.store, plan.num_lms, publisher.emit,
                                 ack=lambda m: publisher.after(lambda: broker.ack(m)), questions=questions,
                                 log=lambda tids: self.log_done(log, tids), ack_log=lambda m: publisher.after(lambda: broker.ack(m)))
-        self.jobs.on_done = lambda jid: self.job_done(jid) if self.job_done is not None else None
+        self.jobs.on_done = self._job_ended
+        self.cancels = JobCancels(rt, gm, self.jobs, self.placements, store, publisher.emit, lambda m: publisher.after(lambda: broker.ack(m)))
         self.recovery = GMRecovery(rt, gm, self.placements, plan.num_lms, self.fair)
         self.links = LaunchLinks(rt, gm, self.placements, questions, self.recovery)
         router = env.router
@@ -121,6 +127,12 @@ class GMNode(ServiceNode):
         router.in_order.on_gap = lambda src, _dst: recovery.ask_again(src[1]) if src[0] == "lm" else None
         router.tries["lm"] = (REQUEST_TIMEOUT, REQUEST_TRIES)
         router.restarting = lambda: not self.serving  # found by the deterministic simulation: see Router.restarting
+
+    def _job_ended(self, jid: int) -> None:
+        assert self.cancels is not None
+        cancelled = self.cancels.settled(jid)
+        if self.job_done is not None:
+            self.job_done(jid, "ended" if cancelled is None else "cancelled", cancelled or {})
 
     def log_done(self, log: Any, tids: list[int]) -> None:
         """Tasks completed: into the completion log, after every record emitted so far. One link keeps the order,
@@ -157,15 +169,21 @@ class GMNode(ServiceNode):
             self.fair.stop()
         if self.recovery is not None:
             self.recovery.stop()
+        if self.cancels is not None:
+            self.cancels.stop()
         if self.publisher is not None and self.publisher.pending:
             self.publisher.flush()
 
     def on_log(self, frame: Frame, redelivered: bool, handle: Any) -> None:
-        """A message of this GM's completion log (:class:`~.recovery.DurableJobs`)."""
-        assert self.jobs is not None
+        """A message of this GM's completion log (:class:`~.recovery.DurableJobs`), or a job's cancellation
+        (:mod:`~.cancel`)."""
+        assert self.jobs is not None and self.cancels is not None
         msg = frame[2]
         if self.marker(msg):
             self.broker.ack(handle)
+            return
+        if isinstance(msg, CancelJob) and msg.gm == self.id:
+            self.rt.guarded(self.cancels.request, msg.jid, handle)
             return
         if not isinstance(msg, Done) or msg.gm != self.id:
             self.refusals.refuse("not for this service", f"{msg.__class__.__name__} on GM {self.id}'s completion log")
@@ -201,6 +219,8 @@ class GMNode(ServiceNode):
             out.update(self.recovery.counters())
             out.update(self.jobs.counters())
             out.update(self.links.counters())
+        if self.cancels is not None:
+            out.update(self.cancels.counters())
             out["lms_suspended"] = sorted(gm.suspended)
         if self.last_update:
             out["last_heartbeat_age"] = self.rt.now() - min(self.last_update.values())

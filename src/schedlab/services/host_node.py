@@ -25,7 +25,7 @@ from typing import Any
 
 from schedlab.schedulers.megha.gm import lm_address
 from schedlab.services.failures import HostBeacon
-from schedlab.services.messages import HostReport, HostState
+from schedlab.services.messages import CancelRuns, HostReport, HostState
 from schedlab.services.nodes import (
     NodeEnv,
     PortTaken,
@@ -118,6 +118,11 @@ class HostNode(ServiceNode):
                     raise WireError(f"unknown worker {w} (not on host {self.id})")
                 if tid not in known and tid not in self.store:
                     raise WireError(f"bad request: task {tid} comes without its description")
+        elif isinstance(msg, CancelRuns):
+            assert self.host is not None
+            for _tid, w in msg.items:
+                if w not in self.host.workers:
+                    raise WireError(f"unknown worker {w} (not on host {self.id})")
 
     def screen(self, src: Any, msg: Any, meta: tuple, signed_at: float) -> tuple[str, str] | None:
         inc, bid, _sent, until = meta

@@ -13,14 +13,26 @@ the GMs' open jobs.
 :func:`job_logs` gives each task's outcome (status, exit code, the tails of
 stdout and stderr its host kept) from the submission's run stream.
 
-Retries (``--retries``) are the worker host's (:class:`~.worker.WorkerHost`): a command that fails runs again
-on its worker, its outcome saying how many attempts it took.
+Retries (``--retries``) are the worker host's (:class:`~.worker.WorkerHost`): a command that fails runs again on
+the same worker, its outcome saying how many attempts it took (another worker is not preferred yet).
 
-Not here yet (issue 47): ``job cancel``.
+:func:`cancel_job` reads the job's ``submitted`` record (which GM has it),
+publishes :class:`~.messages.CancelJob` to that GM's durable completion log
+(confirmed by the broker), appends ``cancel`` to the ledger, and waits a
+little for the GM's ``cancelled`` record (:mod:`~.cancel` says what the GM
+does). It is idempotent: a job already cancelled, or a cancellation already
+requested, is not requested again; a job that already ended is left alone.
+
+Attached submissions (``submit`` without ``--detach``) are in the ledger too:
+:class:`LedgerAppender` appends their ``submitted`` records once the broker
+has confirmed the jobs (marked ``attached``: their run records went to the
+client, no run stream of theirs exists).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import secrets
 import time
 from collections.abc import Callable, Iterable
@@ -29,8 +41,8 @@ from typing import Any
 from schedlab.engine import JobPreparer
 from schedlab.services.clusterfile import LoadedCluster, require_secret
 from schedlab.services.execution import TaskSpec
-from schedlab.services.ledger import STATES, SignedStream, job_ledger, job_state
-from schedlab.services.messages import SubmitJob
+from schedlab.services.ledger import ENDS, STATES, SignedStream, job_ledger, job_state
+from schedlab.services.messages import CancelJob, SubmitJob, log_address
 from schedlab.services.records import RunRecords
 from schedlab.services.tasks import split_id
 from schedlab.sim.rng import RngStreams
@@ -87,6 +99,25 @@ async def submit_detached(loaded: LoadedCluster, jobs: Iterable[TraceJob], *, co
     return ids, preparer
 
 
+def _index(records: list[dict[str, Any]]) -> tuple[dict[int, dict[str, Any]], dict[int, dict[str, Any]], dict[int, dict[str, Any]]]:
+    """The ledger's first ``submitted``, first end (``ended`` or ``cancelled``) and first ``cancel`` per job: a GM
+    that died before acknowledging appends its record again, and the first counts."""
+    submitted: dict[int, dict[str, Any]] = {}
+    ended: dict[int, dict[str, Any]] = {}
+    cancels: dict[int, dict[str, Any]] = {}
+    for r in records:
+        job, kind = r.get("job"), r.get("kind")
+        if not isinstance(job, int):
+            continue
+        if kind == "submitted":
+            submitted.setdefault(job, r)
+        elif kind in ENDS:
+            ended.setdefault(job, r)
+        elif kind == "cancel":
+            cancels.setdefault(job, r)
+    return submitted, ended, cancels
+
+
 async def list_jobs(loaded: LoadedCluster) -> list[dict[str, Any]]:
     """Every job of the ledger with its state (:func:`~.ledger.job_state`), oldest first."""
     from schedlab.services.remote import fetch_statuses
@@ -95,24 +126,101 @@ async def list_jobs(loaded: LoadedCluster) -> list[dict[str, Any]]:
     views = await fetch_statuses(loaded, path="/v1/jobs", roles=("gm",))
     up = {v.get("gm", v.get("id")): "error" not in v for v in views}
     open_jobs = {j["job"]: j for v in views if "error" not in v for j in v.get("open", [])}
-    submitted: dict[int, dict[str, Any]] = {}
-    ended: dict[int, dict[str, Any]] = {}
-    for r in records:
-        job = r.get("job")
-        if not isinstance(job, int):
-            continue
-        if r.get("kind") == "submitted":
-            submitted.setdefault(job, r)
-        elif r.get("kind") == "ended":
-            ended.setdefault(job, r)  # a GM that died before acknowledging appends it again: the first counts
+    submitted, ended, cancels = _index(records)
     outcomes: dict[int, dict[int, dict[str, Any]]] = {}
-    for run in sorted({s["run"] for j, s in submitted.items() if j in ended and isinstance(s.get("run"), int)}):
+    for run in sorted({s["run"] for j, s in submitted.items() if j in ended and isinstance(s.get("run"), int) and not s.get("attached")}):
         outcomes[run] = await run_outcomes(loaded, run)
     rows = []
     for j, s in submitted.items():
         mine = _job_outcomes(s, outcomes.get(s.get("run", -1), {}))
-        rows.append(job_state(s, ended.get(j), open_jobs.get(j), up.get(s.get("gm"), False), mine))
+        rows.append(job_state(s, ended.get(j), open_jobs.get(j), up.get(s.get("gm"), False), mine, cancels.get(j)))
     return rows
+
+
+CANCEL_WAIT = 10.0  # seconds job cancel waits for the GM to carry the cancellation out
+
+
+async def cancel_job(loaded: LoadedCluster, job: int, wait: float = CANCEL_WAIT) -> tuple[str, dict[str, Any] | None]:
+    """Cancel ``job``. Returns what happened — ``"unknown"`` (no such job in the ledger), ``"ended"`` (it had
+    ended: its end record), ``"cancelled"`` (now: the GM's record), ``"already cancelled"`` (its record),
+    ``"requested"`` (in the GM's durable log, not carried out within ``wait`` s: its GM is down or busy; it will
+    be when it is back) — and the record that says it."""
+    from schedlab.services.remote import RemoteCluster
+
+    ledger = job_ledger(loaded.broker, loaded.name, require_secret(loaded), "client")
+    await ledger.connect()
+    try:
+        submitted, ended, cancels = _index(await ledger.read())
+        sub = submitted.get(job)
+        if sub is None:
+            return "unknown", None
+        if job in ended:
+            end = ended[job]
+            return ("already cancelled" if end.get("kind") == "cancelled" else "ended"), end
+        if job not in cancels:  # not requested before: the request goes to the GM's durable log, then the ledger
+            gm = int(sub.get("gm", 0))
+            rc = RemoteCluster(loaded)
+            await rc.connect()
+            try:
+                assert rc.rt is not None and rc.amqp is not None
+                rc.rt.send(log_address(gm), CancelJob(job, gm))
+                await rc.amqp.drain(DRAIN_SECONDS)
+            finally:
+                await rc.close()
+            await ledger.append({"kind": "cancel", "job": job, "time": time.time(), "gm": gm})
+        deadline = time.monotonic() + wait
+        while True:
+            now_ended = _index(await ledger.read())[1].get(job)
+            if now_ended is not None:
+                return ("cancelled" if now_ended.get("kind") == "cancelled" else "ended"), now_ended
+            if time.monotonic() >= deadline:
+                return "requested", None
+            await asyncio.sleep(0.2)
+    finally:
+        await ledger.close()
+
+
+class LedgerAppender:
+    """An attached submission's ``submitted`` records, appended to the job ledger once the broker has its jobs
+    (every ``every`` seconds, and at :meth:`close`). ``drain()`` waits for the client's publishes."""
+
+    def __init__(self, loaded: LoadedCluster, drain: Callable[[], Any], every: float = 0.5) -> None:
+        self.stream = job_ledger(loaded.broker, loaded.name, require_secret(loaded), "client")
+        self.drain = drain
+        self.every = every
+        self.pending: list[dict[str, Any]] = []
+        self._task: asyncio.Task | None = None
+
+    async def open(self) -> None:
+        await self.stream.connect()
+        self._task = asyncio.create_task(self._run())
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.pending.append(record)
+
+    async def _flush(self) -> None:
+        if not self.pending:
+            return
+        records, self.pending = self.pending, []
+        await self.drain()
+        for r in records:
+            await self.stream.append(r)
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.every)
+            await self._flush()
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+        try:
+            await self._flush()
+        finally:
+            await self.stream.close()
 
 
 def _job_outcomes(sub: dict[str, Any], of_run: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
@@ -155,7 +263,7 @@ async def job_logs(loaded: LoadedCluster, job: int) -> list[dict[str, Any]] | No
     if sub is None:
         return None
     run = sub.get("run")
-    mine = _job_outcomes(sub, await run_outcomes(loaded, run)) if isinstance(run, int) else {}
+    mine = _job_outcomes(sub, await run_outcomes(loaded, run)) if isinstance(run, int) and not sub.get("attached") else {}
     return [{"task": k, **mine.get(k, {"status": "not ended"})} for k in range(int(sub.get("tasks", 0)))]
 
 
@@ -166,7 +274,8 @@ async def detached_runs(loaded: LoadedCluster, connection: Any = None) -> list[i
     try:
         if not await stream.connect(passive=True, connection=connection):
             return []
-        return sorted({r["run"] for r in await stream.read() if r.get("kind") == "submitted" and isinstance(r.get("run"), int)})
+        return sorted({r["run"] for r in await stream.read()
+                       if r.get("kind") == "submitted" and isinstance(r.get("run"), int) and not r.get("attached")})
     finally:
         await stream.close()
 

@@ -1,9 +1,11 @@
-"""``schedlab jobs`` and ``schedlab job status|logs``: the jobs of a real cluster, read from where they are kept.
+"""``schedlab jobs`` and ``schedlab job status|logs|cancel``: the jobs of a real cluster, read from where they are kept.
 
 A thin layer over :mod:`schedlab.services.jobs` (the job ledger and the GMs'
 open jobs; ``submit --detach`` is in :mod:`schedlab.services.cli`): it parses
 options, calls the library and prints. User errors are one line and exit 2;
-a job the ledger does not know is exit 1.
+a job the ledger does not know is exit 1. ``job cancel`` exits 0 when the job
+is cancelled (now or before) or its cancellation is durably requested, 3 when
+the job had already ended (nothing cancelled).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ err = Console(stderr=True, soft_wrap=True)
 def jobs_cmd(
     cluster: Annotated[Path, typer.Option("--cluster", "-c", help="Cluster file.")],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON list of the jobs.")] = False,
-    state: Annotated[str | None, typer.Option("--state", help="Only jobs in this state: queued, running, done, failed, unknown.")] = None,
+    state: Annotated[str | None, typer.Option("--state", help="Only jobs in this state: queued, running, done, failed, cancelling, "
+                                                           "cancelled, unknown.")] = None,
 ) -> None:
     """List the cluster's jobs with their state, task counts, user and times (from the job ledger and the GMs).
 
@@ -55,7 +58,7 @@ def jobs_cmd(
     out.print(t)
 
 
-job_app = typer.Typer(help="One job of a real cluster: its status and its tasks' output (cancel is not there yet).", no_args_is_help=True)
+job_app = typer.Typer(help="One job of a real cluster: its status, its tasks' output, cancelling it.", no_args_is_help=True)
 
 
 @job_app.command("status")
@@ -104,6 +107,42 @@ def job_logs_cmd(
         for key in ("stdout_tail", "stderr_tail"):
             if t.get(key):
                 print(f"--- {key.split('_')[0]} ---\n{t[key].rstrip()}")
+
+
+ENDED_EXIT = 3  # job cancel: the job had already ended, nothing was cancelled
+
+
+@job_app.command("cancel")
+def job_cancel_cmd(
+    job: Annotated[int, typer.Argument(help="Job id (as submit --detach printed it, or schedlab jobs lists it).")],
+    cluster: Annotated[Path, typer.Option("--cluster", "-c", help="Cluster file.")],
+    wait: Annotated[float, typer.Option("--wait", help="Seconds to wait for the job's GM to carry it out.")] = 10.0,
+) -> None:
+    """Cancel a job: its queued tasks never launch, its running ones are killed on their hosts.
+
+    The request is durable (in the GM's log, then the job ledger): a GM that is down carries it out when it is
+    back. Exit 0: cancelled, now or before, or requested; 1: no such job; 3: the job had already ended.
+
+    Example: schedlab job cancel 1354873856 --cluster demo.yaml
+    """
+    from schedlab.services.jobs import cancel_job
+
+    if wait < 0:
+        raise InputError("--wait", f"must be >= 0, got {wait}")
+    loaded = load_cluster(cluster)
+    what, record = asyncio.run(_listing(loaded, lambda ld: cancel_job(ld, job, wait)))
+    if what == "unknown":
+        err.print(f"no job {job} in the ledger of cluster {loaded.name}", highlight=False)
+        raise typer.Exit(1)
+    if what == "ended":
+        print(f"job {job} had already ended: nothing cancelled (schedlab job status {job} says how)")
+        raise typer.Exit(ENDED_EXIT)
+    if what == "requested":
+        print(f"job {job}: cancellation requested; its GM has not carried it out within {wait:g} s (down or busy) and will when it can")
+        return
+    dropped = int((record or {}).get("dropped", 0))
+    again = "was already cancelled" if what == "already cancelled" else "cancelled"
+    print(f"job {job} {again}: {dropped} queued task{'s' if dropped != 1 else ''} never launched, the running ones killed")
 
 
 async def _listing(loaded: Any, fn: Any) -> Any:

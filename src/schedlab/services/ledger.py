@@ -29,9 +29,18 @@ their own, ``<name>.run.<run>``, declared by the submitter before it submits
 logs`` and the ``failed`` state read it.
 
 A job's state (:func:`job_state`): ``done`` once ended (``failed`` if one of
-its tasks ended otherwise than ok: its exit code is kept); ``running`` while
-open with a task placed or completed; ``queued`` while open with none, or
-not yet delivered to its GM; ``unknown`` when its GM does not answer.
+its tasks ended otherwise than ok: its exit code is kept); ``cancelled`` once
+its GM carried out a cancellation (``job cancel``, :mod:`~.cancel`: the client
+appends ``cancel`` once its request is in the GM's durable log, the GM
+appends ``cancelled`` when the job's every task has ended — whichever of
+``ended`` and ``cancelled`` a job got first is its end); ``cancelling`` between
+the two; ``running`` while open with a task placed or completed; ``queued``
+while open with none, or not yet delivered to its GM; ``unknown`` when its GM
+does not answer.
+
+``submitted`` records come from detached submissions and from attached ones
+(``"attached": true``: their run records went to the client, so no run
+stream of theirs exists and ``job logs`` has no outcomes for them).
 
 Records are JSON, framed and signed with the cluster's secret like every
 broker message (:mod:`~.auth`); a record that fails the check is skipped and
@@ -147,21 +156,28 @@ def job_ledger(url: str, cluster_name: str, secret: str, sender: str) -> SignedS
     return SignedStream(url, ledger_queue(cluster_name), secret, sender)
 
 
-def ended_record(job: int, time: float, gm: int) -> bytes:
-    """A GM's ``ended`` record, unsigned (the GM's broker link signs what it publishes)."""
-    return json.dumps({"kind": "ended", "job": job, "time": time, "gm": gm}, separators=(",", ":")).encode()
+def ended_record(job: int, time: float, gm: int, kind: str = "ended", extra: dict[str, Any] | None = None) -> bytes:
+    """A GM's ``ended`` (or ``cancelled``) record, unsigned (the GM's broker link signs what it publishes)."""
+    return json.dumps({"kind": kind, "job": job, "time": time, "gm": gm, **(extra or {})}, separators=(",", ":")).encode()
 
 
-STATES = ("queued", "running", "done", "failed", "unknown")
+STATES = ("queued", "running", "done", "failed", "cancelling", "cancelled", "unknown")
+ENDS = ("ended", "cancelled")  # the kinds of record that end a job (its first one counts)
 
 
 def job_state(submitted: dict[str, Any], ended: dict[str, Any] | None, open_job: dict[str, Any] | None, gm_up: bool,
-              outcomes: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
-    """One job as ``schedlab jobs`` shows it, from its ledger records, its GM's view and its tasks' outcomes (local
-    task id -> the outcome the hosts reported: a ``failed`` job is one that ended with a task not ok)."""
+              outcomes: dict[int, dict[str, Any]] | None = None, cancel: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One job as ``schedlab jobs`` shows it, from its ledger records (``ended``: its ``ended`` or ``cancelled``
+    record; ``cancel``: a cancellation requested), its GM's view and its tasks' outcomes (local task id -> the
+    outcome the hosts reported: a ``failed`` job is one that ended with a task not ok)."""
     tasks = int(submitted.get("tasks", 0))
     row = {"job": submitted["job"], "user": submitted.get("user", 0), "gm": submitted.get("gm"), "tasks": tasks,
-           "submitted": submitted.get("time"), "ended": None, "running": 0, "completed": 0, "queued": 0}
+           "submitted": submitted.get("time"), "ended": None, "running": 0, "completed": 0, "queued": 0,
+           "attached": bool(submitted.get("attached", False))}
+    if ended is not None and ended.get("kind") == "cancelled":
+        killed = sum(1 for o in (outcomes or {}).values() if o.get("status") == "cancelled" and o.get("launched", True))
+        return {**row, "state": "cancelled", "ended": ended.get("time"), "completed": tasks, "dropped": int(ended.get("dropped", 0)),
+                "killed": killed}
     if ended is not None:
         failed = [o for o in (outcomes or {}).values() if o.get("status", "ok") != "ok"]
         if failed:
@@ -170,8 +186,10 @@ def job_state(submitted: dict[str, Any], ended: dict[str, Any] | None, open_job:
         return {**row, "state": "done", "ended": ended.get("time"), "completed": tasks}
     if open_job is not None:
         running, completed = int(open_job["running"]), int(open_job["completed"])
-        return {**row, "state": "running" if running or completed else "queued", "running": running, "completed": completed,
-                "queued": tasks - running - completed}
+        state = "cancelling" if cancel is not None else "running" if running or completed else "queued"
+        return {**row, "state": state, "running": running, "completed": completed, "queued": tasks - running - completed}
+    if cancel is not None:
+        return {**row, "state": "cancelling" if gm_up else "unknown", "cancel_requested": cancel.get("time")}
     if not gm_up:
         return {**row, "state": "unknown"}
     return {**row, "state": "queued", "queued": tasks}  # in its GM's queue, not delivered yet

@@ -38,7 +38,7 @@ from schedlab.services.failures import CompletionRelay, HostMonitor
 from schedlab.services.fairness import HostWorkers, holding_event
 from schedlab.services.lease import POLL, keep, wait_to_serve
 from schedlab.services.links import REQUEST_FRESH, REQUEST_TIMEOUT, REQUEST_TRIES
-from schedlab.services.messages import KillTask, Recover, Resolve
+from schedlab.services.messages import CancelRuns, KillTask, Recover, Resolve
 from schedlab.services.nodes import NodeEnv, PortTaken, RecordsPublisher, ServiceNode, host_address
 from schedlab.services.records import EventObserver
 from schedlab.services.recovery import LMRecovery, LMTakeover
@@ -59,7 +59,7 @@ class WorkerRouter(Component):
         self.host_of_worker = host_of_worker
 
     def handlers(self):
-        return {LaunchBatch: self._on_batch, LaunchTask: self._on_launch, KillTask: self._on_kill}
+        return {LaunchBatch: self._on_batch, LaunchTask: self._on_launch, KillTask: self._on_kill, CancelRuns: self._on_cancel}
 
     def _on_batch(self, msg: LaunchBatch) -> None:
         per_host: dict[int, list[tuple[int, int]]] = {}
@@ -73,6 +73,13 @@ class WorkerRouter(Component):
 
     def _on_kill(self, msg: KillTask) -> None:
         self.rt.send(host_address(self.host_of_worker[msg.worker]), msg)
+
+    def _on_cancel(self, msg: CancelRuns) -> None:
+        per_host: dict[int, list[tuple[int, int]]] = {}
+        for item in msg.items:
+            per_host.setdefault(self.host_of_worker[item[1]], []).append(item)
+        for h, items in per_host.items():
+            self.rt.send(host_address(h), CancelRuns(msg.gm, items))
 
 
 @dataclass(slots=True)
@@ -126,7 +133,7 @@ class LMNode(ServiceNode):
         self.broker.at_flush = publisher.at_flush
         fair = p.shares is not None
         workers = self.workers = HostWorkers(rt, self.store) if fair else None
-        self.timer = ComponentTimer(publisher.emit)  # spans of allocation time between this LM's marks, for /metrics
+        self.timer = ComponentTimer(publisher.emit, store=self.store)  # spans of allocation time between this LM's marks, for /metrics
         lm = self.lm = self.component = build_lm(self.id, rt, plan, self.store, EventObserver(self.timer.emit), workers)
         WorkerRouter(rt, plan.host_of_worker)
         rt.after_delivery(TasksFinished, self._ended)
@@ -135,6 +142,7 @@ class LMNode(ServiceNode):
         rt.before_send(LaunchRejected, self._stamp_rejection)
         rt.before_send(TaskLost, self._stamp_loss)
         rt.add_handler(lm.address, RejectAgain, self._reject_again)
+        rt.add_handler(lm.address, CancelRuns, lambda msg: rt.send(POOL_ADDRESS, msg))  # a cancelled job's runs (cancel)
         relay = self.relay = CompletionRelay(rt, [lm], self.timer.emit)
         relay.completed = RecentIds()
         relay.vouch = self._vouch
@@ -238,6 +246,11 @@ class LMNode(ServiceNode):
                 raise WireError("bad request: a task is named twice")
         elif isinstance(msg, Recover | Resolve) and not 0 <= msg.gm < lay.num_gms:
             raise WireError(f"unknown GM {msg.gm}")
+        elif isinstance(msg, CancelRuns):
+            hosts, of = self.plan.hosts, self.plan.host_of_worker
+            bad = next((w for _t, w in msg.items if not 0 <= w < len(of) or hosts.get(of[w]) != self.id), None)
+            if not 0 <= msg.gm < lay.num_gms or bad is not None:
+                raise WireError(f"unknown GM {msg.gm}" if bad is None else f"unknown worker {bad} (not on LM {self.id}'s hosts)")
 
     def screen(self, src: Any, msg: Any, meta: tuple, signed_at: float) -> tuple[str, str] | None:
         if not isinstance(msg, LaunchRequest | PreemptRequest):

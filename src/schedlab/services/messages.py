@@ -6,8 +6,9 @@ sends :class:`SubmitJob`), the lifecycle events services send to the
 client that assembles a run's records (:class:`RecordEvents`), and fair
 sharing's run-wide truth and preemptions (:class:`HoldingsReport`,
 :class:`KillTask`, :class:`TaskKilled`; see :mod:`~.fairness`), and worker
-hosts' leases (:class:`HostAlive`; see :mod:`~.failures`), and a restarted GM's
-recovery from the LMs' truth (:class:`Recover`, :class:`Resolve`; see :mod:`~.recovery`).
+hosts' leases (:class:`HostAlive`; see :mod:`~.failures`), a restarted GM's
+recovery from the LMs' truth (:class:`Recover`, :class:`Resolve`; see :mod:`~.recovery`), and a job's
+cancellation (:class:`CancelJob`, :class:`CancelRuns`; see :mod:`~.cancel`).
 """
 
 from __future__ import annotations
@@ -189,3 +190,21 @@ class VerifyEnds:
     group: list[tuple[int, int]]
     runs: list[tuple[float, float, dict]] = field(default_factory=list)
     launches: list[int] = field(default_factory=list)  # each run's launch id (0: unknown), as the host reported it
+
+
+@dataclass(slots=True)
+class CancelJob:
+    """Client → GM ``gm``'s completion log (a durable queue, read before its jobs at every start): cancel job
+    ``jid`` — its queued tasks never launch, its running ones are killed (:mod:`~.cancel`)."""
+
+    jid: int
+    gm: int
+
+
+@dataclass(slots=True)
+class CancelRuns:
+    """GM → the LM of these workers → their worker host: stop the runs of these ``(tid, worker)`` of a cancelled
+    job; each ends as ``cancelled`` through the usual end path. A run not started yet never starts."""
+
+    gm: int
+    items: list[tuple[int, int]] = field(default_factory=list)

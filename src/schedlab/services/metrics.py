@@ -32,7 +32,7 @@ schedlab_handler_errors_total               all      handler failures (a bug or 
 schedlab_messages_sent_total{type}          all      messages sent by type
 schedlab_uptime_seconds                     all      since the node started serving
 schedlab_allocation_seconds                 host     histogram: start − arrival at the GM
-schedlab_allocation_component_seconds       gm, lm   histogram per component (see timings)
+schedlab_allocation_component_seconds       all      histogram per component, the four (see timings)
 ==========================================  =======  ==============================================
 
 Access: ``Authorization: Bearer <token>`` with the token derived from the
@@ -150,7 +150,8 @@ class NodeCollector:
 
 HISTOGRAM_HELP = {
     "allocation_seconds": "Allocation time: a task's start on its worker minus its job's arrival at the GM.",
-    "allocation_component_seconds": "Spans of allocation time this node stamped both ends of, by component.",
+    "allocation_component_seconds": "Spans of allocation time ending at this node, by component (a span from another node "
+                                    "is measured with that node's stamp, carried with the task).",
 }
 
 
@@ -167,7 +168,7 @@ def node_collector(cluster: str, role: str, ident: int, status: Callable[[], dic
             return {"allocation_component_seconds": ("component", timer.components)}
         host = getattr(node, "host", None)
         if role == "worker" and host is not None:
-            return {"allocation_seconds": (None, {"": host.allocation})}
+            return {"allocation_seconds": (None, {"": host.allocation}), "allocation_component_seconds": ("component", host.components)}
         return {}
 
     return NodeCollector(cluster, role, ident, status, histograms)

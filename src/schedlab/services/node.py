@@ -125,7 +125,8 @@ class ProcessNode:
             from schedlab.services.ledger import ended_record, ledger_queue
 
             amqp, queue = self.amqp, ledger_queue(loaded.name)
-            node.job_done = lambda jid: amqp.publish(queue, ended_record(jid, rt.now(), self.id), persistent=True)  # type: ignore[attr-defined]
+            node.job_done = lambda jid, kind, extra: amqp.publish(queue, ended_record(jid, rt.now(), self.id, kind, extra),  # type: ignore[attr-defined]
+                                                                  persistent=True)
         self.codec = codec
         if self.role == "lm" and self.standby:
             log.info("LM %d standby: waiting for %s", self.id, env.lease_queue)

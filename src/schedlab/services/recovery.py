@@ -225,6 +225,10 @@ class DurableJobs:
         self.deliveries_again = 0
         self.orphans = 0
         self.on_done: Any = None  # on_done(jid): a job's last task completed (the job ledger, :mod:`~.ledger`)
+        # a cancelled job (:mod:`~.cancel`): ``hold(jid)`` True keeps its tasks out of the GM's queue when it is
+        # opened; ``on_open(jid, fresh)`` hears of every job opened (fresh: delivered for the first time)
+        self.hold: Callable[[int], bool] | None = None
+        self.on_open: Callable[[int, bool], None] | None = None
         rt.after_delivery(TasksFinished, self._finished)
         placements.on_orphans = self.orphan_completions
 
@@ -243,7 +247,10 @@ class DurableJobs:
             return
         self._open(msg, message)
         if not redelivered:
-            self.frontend.admit(msg)
+            held = self.hold is not None and self.hold(jid)
+            self.frontend.admit(msg, submit=() if held else None)
+            if self.on_open is not None:
+                self.on_open(jid, True)
             return
         # a job a predecessor of this GM had not finished: each task is completed, running, or to run again
         self.frontend.admit(msg, submit=())
@@ -260,6 +267,20 @@ class DurableJobs:
         self.tasks_found_running += sum(1 for t in msg.tids if t in placed)
         if ask:
             self.questions.ask(set(range(self.num_lms)), ask, lambda completed, running: self._resolved(ask, completed, running))
+        if self.on_open is not None:
+            self.on_open(jid, False)
+
+    def open_tasks(self, jid: int) -> list[int]:
+        """The tasks of open job ``jid`` not completed yet (none if it is not open)."""
+        entry = self.open.get(jid)
+        return [] if entry is None else [t for t in entry[2] if t in self.job_of]
+
+    def complete(self, tids: list[int]) -> None:
+        """These tasks of open jobs are done without an end from an LM (a cancelled job's, never launched):
+        counted as completions, written to the completion log."""
+        done = [t for t in tids if self._completed(t)]
+        if done:
+            self._log(done)
 
     def open_jobs(self) -> list[dict[str, Any]]:
         """The jobs of this GM's queue not finished yet: tasks in all, placed (running), completed."""

@@ -49,6 +49,7 @@ class RemoteCluster:
         self.runs: dict[int, RunRecords] = {}
         self._messages: dict[str, int] = {}
         self.bad_records = 0
+        self.ledger: Any = None  # the job ledger's appender while a run is open (attached jobs are listed: jobs)
 
     @property
     def num_gms(self) -> int:
@@ -99,7 +100,18 @@ class RemoteCluster:
                 records.event(tuple(ev))
 
         await self.amqp.consume(queue, on_body, durable=False, exclusive=True)
+        if self.ledger is None:
+            from schedlab.services.jobs import DRAIN_SECONDS, LedgerAppender
+
+            amqp = self.amqp
+            self.ledger = LedgerAppender(self.loaded, lambda: amqp.drain(DRAIN_SECONDS))
+            await self.ledger.open()
         return records
+
+    def job_submitted(self, record: dict[str, Any]) -> None:
+        """A job of an open run was submitted: its ``submitted`` record goes to the job ledger once the broker has it."""
+        if self.ledger is not None:
+            self.ledger.add(record)
 
     def _refused(self, e: AuthError) -> None:
         """A message on a run's queue that failed authentication: counted in every open run, never applied.
@@ -119,6 +131,9 @@ class RemoteCluster:
 
     async def close_run(self, run: int) -> None:
         self.runs.pop(run, None)
+        if self.ledger is not None and not self.runs:
+            ledger, self.ledger = self.ledger, None
+            await ledger.close()
         if self.amqp is not None:
             await self.amqp.delete_queues([self.directory.queue(("run", run))])
 

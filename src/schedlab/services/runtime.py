@@ -97,8 +97,18 @@ class ServiceRuntime:
         self._dispatch[address] = table
 
     def before_send(self, cls: type, fn: Callable[[Address, Any], Any]) -> None:
-        """``fn(dst, msg)`` sees every ``cls`` message sent from here and returns what to send (``None``: nothing now)."""
-        self._outgoing[cls] = fn
+        """``fn(dst, msg)`` sees every ``cls`` message sent from here and returns what to send (``None``: nothing now).
+        Several screens of one class run in the order they were registered, each on what the one before returned."""
+        first = self._outgoing.get(cls)
+        if first is None:
+            self._outgoing[cls] = fn
+            return
+
+        def both(dst: Address, msg: Any) -> Any:
+            msg = first(dst, msg)
+            return None if msg is None else fn(dst, msg)
+
+        self._outgoing[cls] = both
 
     def send_now(self, dst: Address, msg: Any) -> None:
         """Send without the :meth:`before_send` screen (a message the screen held back, released)."""

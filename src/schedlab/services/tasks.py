@@ -37,7 +37,7 @@ def split_id(gid: int) -> tuple[int, int]:
 class TaskStore:
     """Tasks known to one service: placement constraints, requests, durations, specs, jobs."""
 
-    __slots__ = ("mask", "request", "duration", "job", "jobs", "spec", "user", "arrival", "_left")
+    __slots__ = ("mask", "request", "duration", "job", "jobs", "spec", "user", "arrival", "marked", "_left")
 
     def __init__(self) -> None:
         self.mask: dict[int, int] = {}
@@ -48,6 +48,9 @@ class TaskStore:
         self.spec: dict[int, Any] = {}  # what to run (execution.TaskSpec); absent: sleep for the duration
         self.user: dict[int, int] = {}  # fair sharing: the task's user queue, when not 0
         self.arrival: dict[int, float] = {}  # when the task's job reached its GM (GM clock), where known: allocation times
+        # the stamp of the task's latest allocation-phase mark by the service that sent it here (its clock): the span
+        # that crosses processes, from there to the next mark or start here, is measured with it (timings)
+        self.marked: dict[int, float] = {}
         self._left: dict[int, int] = {}  # job -> its tasks still known here
 
     def __len__(self) -> int:
@@ -57,7 +60,7 @@ class TaskStore:
         return tid in self.mask
 
     def add_task(self, tid: int, jid: int, duration: float, mask: int, request: tuple[float, ...] | None, spec: Any = None,
-                 user: int = 0, arrival: float | None = None) -> None:
+                 user: int = 0, arrival: float | None = None, marked: float | None = None) -> None:
         if tid not in self.mask:
             self._left[jid] = self._left.get(jid, 0) + 1
         self.mask[tid] = mask
@@ -70,6 +73,8 @@ class TaskStore:
             self.user[tid] = user
         if arrival is not None:
             self.arrival[tid] = arrival
+        if marked is not None:
+            self.marked[tid] = marked
 
     def add_job(
         self,
@@ -107,6 +112,7 @@ class TaskStore:
             self.spec.pop(tid, None)
             self.user.pop(tid, None)
             self.arrival.pop(tid, None)
+            self.marked.pop(tid, None)
             jid = self.job.pop(tid, None)
             if jid is not None:
                 left = self._left[jid] - 1

@@ -9,13 +9,20 @@ embedded cluster and under deterministic simulation (which have no exporter).
   The GM stamps the arrival; it travels with the task to the LM and the host
   (``TaskWire.arrival``). GM and host read different clocks when they are on
   different machines: the figure carries their offset (as the run records do).
-* **Components** (``components``, GMs and LMs): each allocation-phase mark a
+* **Components** (``components``, every node; the four of
+  :data:`~schedlab.metrics.recorder.COMPONENTS`): each allocation-phase mark a
   node makes (:class:`~schedlab.metrics.observer.Observer`) closes a span of
-  the task's allocation time, attributed to the mark's component; a node
-  observes the spans that begin and end with its own stamps — at a GM, from
-  the task's arrival to its first mark and between its marks; at an LM,
-  between its own marks (the span from the GM's placement to the LM's first
-  mark crosses processes and is left to the client's records).
+  the task's allocation time, attributed to the mark's component — at a GM,
+  from the task's arrival to its first mark and between its marks; at an LM,
+  from the GM's last mark (the request's ``communication``) and between its
+  own marks; at a worker host, from the LM's last mark to the start
+  (``communication``). Spans that cross processes are measured with the
+  sender's latest mark, which travels with the task like the arrival
+  (``TaskWire.marked``, kept in the store's ``marked``): the stamps of two
+  clocks, with their offset in the figure. ``worker_queuing`` is observed by
+  no Megha node (no task waits in a worker's queue: a host starts what it is
+  given at once): its histogram is exposed, empty, so that every node shows
+  the four.
 
 Choices: fixed buckets from 1 ms to 60 s (allocation times in the papers are
 milliseconds to tens of seconds); per-task stamps are kept only until the
@@ -32,7 +39,7 @@ from collections.abc import Callable
 
 from schedlab.metrics.recorder import COMPONENTS
 from schedlab.services.records import FINISHED, MARK, REPORTED, Emit, Event
-from schedlab.services.tasks import global_id
+from schedlab.services.tasks import TaskStore, global_id
 
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, math.inf)
 MAX_OPEN = 1 << 16
@@ -63,13 +70,22 @@ class Histogram:
         return out
 
 
-class ComponentTimer:
-    """Wraps a node's record emitter: every mark also closes a span of the task's allocation time (see above)."""
+def component_histograms() -> dict[str, Histogram]:
+    """One empty histogram per allocation-time component."""
+    return {name: Histogram() for name in COMPONENTS}
 
-    def __init__(self, emit: Emit, arrival: Callable[[int], float | None] | None = None) -> None:
+
+class ComponentTimer:
+    """Wraps a node's record emitter: every mark also closes a span of the task's allocation time (see above).
+
+    ``store``: the node's task store — its ``marked`` holds each task's latest mark, the sender's (from the wire)
+    or this node's own, whichever came last; ``arrival`` (a GM): the span before the first mark starts there."""
+
+    def __init__(self, emit: Emit, arrival: Callable[[int], float | None] | None = None, store: TaskStore | None = None) -> None:
         self.inner = emit
         self.arrival = arrival  # global task id -> its arrival here (a GM), None elsewhere
-        self.components = {name: Histogram() for name in COMPONENTS}
+        self.store = store
+        self.components = component_histograms()
         self._last: OrderedDict[tuple[int, int], float] = OrderedDict()
 
     def emit(self, run: int, event: Event) -> None:
@@ -78,7 +94,15 @@ class ComponentTimer:
         if kind == MARK:
             now, component = event[2], event[3]
             prev = self._last.pop(key, None)
-            if prev is None and self.arrival is not None:
+            store = self.store
+            if store is not None:
+                gid = global_id(run, local)
+                prev = store.marked.get(gid, prev)
+                if gid in store:
+                    store.marked[gid] = now
+                if prev is None and self.arrival is not None:
+                    prev = self.arrival(gid)
+            elif prev is None and self.arrival is not None:
                 prev = self.arrival(global_id(run, local))
             if prev is not None and 0 <= component < len(COMPONENTS):
                 self.components[COMPONENTS[component]].observe(now - prev)

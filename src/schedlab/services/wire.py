@@ -47,6 +47,8 @@ from schedlab.schedulers.megha.messages import (
 )
 from schedlab.services.execution import TaskSpec
 from schedlab.services.messages import (
+    CancelJob,
+    CancelRuns,
     Done,
     HoldingsReport,
     HostAlive,
@@ -99,6 +101,7 @@ class TaskWire(_Body):
     spec: TaskSpec | None = None
     user: int = Field(0, ge=0)
     arrival: float | None = None  # when the job reached its GM (GM clock): hosts measure allocation times with it
+    marked: float | None = None  # the sender's latest allocation-phase mark of the task (its clock): timings
 
 
 class SubmitJobW(_Body):
@@ -292,6 +295,16 @@ class DoneW(_Body):
     tids: list[int] = Field(max_length=MAX_ITEMS)
 
 
+class CancelJobW(_Body):
+    jid: int = Field(ge=0)
+    gm: int = Field(ge=0)
+
+
+class CancelRunsW(_Body):
+    gm: int = Field(ge=0)
+    items: list[tuple[int, int]] = Field(max_length=MAX_ITEMS)
+
+
 class ResolveW(_Body):
     gm: int = Field(ge=0)
     ask: int = Field(ge=0)
@@ -471,6 +484,8 @@ SCHEMAS["VerifyEnds"] = (VerifyEndsW, lambda m: {"group": m.group, "runs": m.run
                          lambda w: VerifyEnds([tuple(g) for g in w.group], [tuple(r) for r in w.runs], list(w.launches)))
 SCHEMAS["Marker"] = (MarkerW, lambda m: {"token": m.token}, lambda w: Marker(w.token))
 SCHEMAS["Done"] = (DoneW, lambda m: {"gm": m.gm, "tids": m.tids}, lambda w: Done(w.gm, list(w.tids)))
+SCHEMAS["CancelJob"] = (CancelJobW, lambda m: {"jid": m.jid, "gm": m.gm}, lambda w: CancelJob(w.jid, w.gm))
+SCHEMAS["CancelRuns"] = (CancelRunsW, lambda m: {"gm": m.gm, "items": m.items}, lambda w: CancelRuns(w.gm, [tuple(i) for i in w.items]))
 SCHEMAS["Resolve"] = (ResolveW, lambda m: {"gm": m.gm, "ask": m.ask, "tids": m.tids}, lambda w: Resolve(w.gm, w.ask, list(w.tids)))
 SCHEMAS["Resolved"] = (ResolvedW, lambda m: {"lm": m.lm, "ask": m.ask, "completed": m.completed, "running": m.running},
                        lambda w: Resolved(w.lm, w.ask, list(w.completed), list(w.running)))
@@ -505,12 +520,13 @@ def task_wire(store: TaskStore, tid: int) -> dict:
         "spec": None if spec is None else spec.model_dump(),
         "user": store.user.get(tid, 0),
         "arrival": store.arrival.get(tid),
+        "marked": store.marked.get(tid),
     }
 
 
 def file_tasks(store: TaskStore, tasks: list[TaskWire]) -> None:
     for t in tasks:
-        store.add_task(t.tid, t.jid, t.duration, t.mask, None if t.request is None else tuple(t.request), t.spec, t.user, t.arrival)
+        store.add_task(t.tid, t.jid, t.duration, t.mask, None if t.request is None else tuple(t.request), t.spec, t.user, t.arrival, t.marked)
 
 
 class Codec:

@@ -15,6 +15,11 @@ a command. A task with no spec sleeps for its duration — the trace replay's
 default, which measures the scheduler rather than the machine. Sleeps are
 loop timers, not processes, so one host can run thousands.
 
+A cancelled job's runs (:class:`~schedlab.services.messages.CancelRuns`, :mod:`~.cancel`) are stopped and
+reported as ended with status ``cancelled`` through the usual end path (the LM frees the worker, the GM
+completes the task); a run named before its launch came is remembered, and when the launch comes it ends at
+once, never started.
+
 Like the simulated pool, the host is a referee: a task sent to a worker that
 lacks its constraints or the room for it (slot mode: a busy worker;
 multi-resource mode: a request above the free vector) is refused and counted
@@ -31,17 +36,18 @@ from typing import Any
 
 from schedlab.cluster.model import Cluster
 from schedlab.services.execution import start_task
-from schedlab.services.messages import HostFinished, KillTask, TaskKilled
+from schedlab.services.messages import CancelRuns, HostFinished, KillTask, TaskKilled
 from schedlab.services.records import FINISHED, PREEMPTED, STARTED, Emit
 from schedlab.services.runtime import ServiceRuntime
-from schedlab.services.tasks import TaskStore, split_id
-from schedlab.services.timings import Histogram
+from schedlab.services.tasks import RecentIds, TaskStore, split_id
+from schedlab.services.timings import Histogram, component_histograms
 from schedlab.sim.runtime import Component
 from schedlab.workers.protocol import LaunchBatch, LaunchTask, TaskFinished
 
 log = logging.getLogger("schedlab.services.worker")
 EPS = 1e-9
 _OK = {"status": "ok"}
+CANCELLED = "cancelled"  # the status of a run stopped, or never started, because its job was cancelled
 
 
 class WorkerHost(Component):
@@ -72,14 +78,18 @@ class WorkerHost(Component):
         self.finished = 0
         self.failed = 0  # runs that ended with another status than ok (a non-zero exit, an error, a timeout)
         self.allocation = Histogram()  # start − the job's arrival at its GM, where the launch carried it (timings)
+        self.components = component_histograms()  # start − the LM's last mark: communication (timings)
         self.refused_launches = 0
         self.duplicate_launches = 0
         self.superseded = 0  # runs stopped by a new launch of their task
         self.preempted = 0
         self.started_at: dict[int, float] = {}
+        self.cancelled = RecentIds()  # tasks of cancelled jobs named before their launch came: they never start
+        self.cancelled_runs = 0
+        self._single: set[int] = set()  # tasks launched alone (LaunchTask): their end goes straight to reply_to
 
     def handlers(self):
-        return {LaunchBatch: self._on_batch, LaunchTask: self._on_launch, KillTask: self._on_kill}
+        return {LaunchBatch: self._on_batch, LaunchTask: self._on_launch, KillTask: self._on_kill, CancelRuns: self._on_cancel}
 
     # -- launching --------------------------------------------------------------------------------
     def _on_batch(self, msg: LaunchBatch) -> None:
@@ -134,13 +144,21 @@ class WorkerHost(Component):
         arrival = tasks.arrival.get(tid)
         if arrival is not None:
             self.allocation.observe(now - arrival)
+        marked = tasks.marked.get(tid)
+        if marked is not None:
+            self.components["communication"].observe(now - marked)
         spec = tasks.spec.get(tid)
-        if spec is None or spec.kind == "sleep":
+        if tid in self.cancelled:  # its job was cancelled before this launch came: it ends at once, never run
+            handle: Any = self.rt.call_soon(self._finish, tid, {"status": CANCELLED}, batch)
+            self.cancelled_runs += 1
+        elif spec is None or spec.kind == "sleep":
             seconds = tasks.duration[tid] if spec is None else spec.duration
-            handle: Any = self.rt.call_later(seconds, self._finish, tid, _OK, batch)
+            handle = self.rt.call_later(seconds, self._finish, tid, _OK, batch)
         else:
             handle = self.rt.spawn(self._execute(tid, spec, batch), f"task {tid}")
         self.active[tid] = (worker, reply_to, handle)
+        if not batch:
+            self._single.add(tid)
         if self.current_launch:
             self.launch_of[tid] = self.current_launch
 
@@ -168,6 +186,7 @@ class WorkerHost(Component):
             return
         worker, reply_to, _handle = entry
         self._release(tid, worker)
+        self._single.discard(tid)
         self.finished += 1
         if outcome.get("status", "ok") != "ok":
             self.failed += 1
@@ -221,6 +240,18 @@ class WorkerHost(Component):
             self.emit(run, (PREEMPTED, local, self.rt.now(), msg.worker))
         self.rt.send(msg.reply_to, TaskKilled(msg.tid, killed))
 
+    def _on_cancel(self, msg: CancelRuns) -> None:
+        """Runs of a cancelled job: each stops and ends as ``cancelled`` (a command's processes are killed);
+        one not launched here yet is remembered. Named again (the GM repeats itself until the ends come): no-op."""
+        for tid, worker in msg.items:
+            entry = self.active.get(tid)
+            if entry is None:
+                self.cancelled.add(tid)
+            elif entry[0] == worker:
+                entry[2].cancel()  # a sleep's timer, or the coroutine running a command (cancelling it kills it)
+                self.cancelled_runs += 1
+                self._finish(tid, {"status": CANCELLED}, tid not in self._single)
+
     def kill(self, tid: int) -> bool:
         """Stop a running task without reporting it (a preemption or a shutdown)."""
         if not self._stop(tid):
@@ -236,6 +267,7 @@ class WorkerHost(Component):
         worker, _reply_to, handle = entry
         handle.cancel()
         self._release(tid, worker)
+        self._single.discard(tid)
         self.started_at.pop(tid, None)
         self.launch_of.pop(tid, None)
         return True
@@ -246,4 +278,5 @@ class WorkerHost(Component):
 
     def status(self) -> dict[str, int]:
         return {"workers": len(self.workers), "running": len(self.active), "started": self.started,
-                "finished": self.finished, "failed": self.failed, "preempted": self.preempted, "refused_launches": self.refused_launches, "duplicate_launches": self.duplicate_launches}
+                "finished": self.finished, "failed": self.failed, "preempted": self.preempted, "refused_launches": self.refused_launches, "duplicate_launches": self.duplicate_launches,
+                "cancelled_runs": self.cancelled_runs}

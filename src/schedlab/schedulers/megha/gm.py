@@ -656,6 +656,17 @@ class GlobalMaster(Component):
                 n += 1
         return n
 
+    def release(self, items: list[tuple[int, int, int]]) -> None:
+        """These requests were never sent and their tasks are not to run (a real deployment's cancelled job:
+        :mod:`schedlab.services.cancel`): the workers go back to the view, and waiting tasks are matched on them."""
+        out: dict = {}
+        for tid, p, pos in items:
+            if self.slot_mode or (p, pos) in self.mine:
+                self.give_back(p, pos, tid)
+        if self.waiting_count():
+            self._refill_all([(p, pos) for _tid, p, pos in items], out)
+        self._dispatch(out)
+
     def launch_failed(self, items: list[tuple[int, int, int]]) -> None:
         """These requests never took effect at their LM (it refused them unread, or they were never sent):
         the workers are not this GM's, and each task is a new request — like a rejection without a state."""
