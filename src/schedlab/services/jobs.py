@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import secrets
 import time
 from collections.abc import Callable, Iterable
@@ -49,6 +50,10 @@ from schedlab.sim.rng import RngStreams
 from schedlab.workload.constraints import PAPER_CONSTRAINT_SEED, TaskConstraintSampler
 from schedlab.workload.requests import DEFAULT_REQUESTS, RequestModel
 from schedlab.workload.trace import TraceJob
+
+log = logging.getLogger("schedlab.services.jobs")
+
+APPEND_PATIENCE = 30.0  # seconds a ledger record is tried on the cluster's brokers before it is given up (and said)
 
 DRAIN_SECONDS = 10.0  # how long a detached submit waits for the broker to take its jobs
 
@@ -186,9 +191,11 @@ class LedgerAppender:
 
     def __init__(self, loaded: LoadedCluster, drain: Callable[[], Any], every: float = 0.5) -> None:
         self.stream = job_ledger(loaded.broker, loaded.name, require_secret(loaded), "client")
+        self.urls = list(loaded.brokers) or [loaded.broker]
         self.drain = drain
         self.every = every
         self.pending: list[dict[str, Any]] = []
+        self.not_appended = 0  # records given up on (the broker unreachable for APPEND_PATIENCE seconds)
         self._task: asyncio.Task | None = None
 
     async def open(self) -> None:
@@ -204,7 +211,32 @@ class LedgerAppender:
         records, self.pending = self.pending, []
         await self.drain()
         for r in records:
-            await self.stream.append(r)
+            await self._append(r)
+
+    async def _append(self, record: dict[str, Any]) -> None:
+        """Append one record, moving to another broker of the cluster while the stream's node is gone (found by
+        the broker-node chaos test: the channel died with its node and the replay failed at its last flush).
+        A record appended twice is harmless: readers keep a job's first ``submitted``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + APPEND_PATIENCE
+        k = self.urls.index(self.stream.url) if self.stream.url in self.urls else 0
+        while True:
+            try:
+                if self.stream.channel is None or self.stream.channel.is_closed:
+                    self.stream.url = self.urls[k % len(self.urls)]
+                    await self.stream.connect()
+                await self.stream.append(record)
+                return
+            except Exception as e:  # any broker failure: the next node (or this one, back)
+                with contextlib.suppress(Exception):
+                    await self.stream.close()
+                if loop.time() > deadline:
+                    self.not_appended += 1
+                    log.error("job ledger: a 'submitted' record of job %s not appended (%s): jobs will not list it",
+                              record.get("job"), str(e).strip() or type(e).__name__)
+                    return
+                k += 1
+                await asyncio.sleep(0.5)
 
     async def _run(self) -> None:
         while True:
