@@ -6,9 +6,12 @@ and when it ends, so what ran, and when, is read from the files."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from schedlab.cli import main
 from schedlab.services import supervise
@@ -63,6 +66,18 @@ def _submit(loaded, folder: Path) -> list[int]:
     return ids
 
 
+@contextlib.contextmanager
+def running_cluster(tmp_path: Path, workers: int = 2) -> Iterator[tuple[Path, Any]]:
+    """A 1 GM x 1 LM cluster of processes, up for the block and down after it (also on failure)."""
+    path = write_cluster(tmp_path, gms=1, lms=1, workers=workers, heartbeat=0.2)
+    loaded = load_cluster(path)
+    asyncio.run(supervise.up(loaded, path, timeout=60))
+    try:
+        yield path, loaded
+    finally:
+        asyncio.run(supervise.down(loaded, path))
+
+
 def _wait_started(folder: Path, n: int, seconds: float = 15.0) -> None:
     deadline = time.monotonic() + seconds
     while len(_runs(folder, "a")) < n and time.monotonic() < deadline:
@@ -71,10 +86,7 @@ def _wait_started(folder: Path, n: int, seconds: float = 15.0) -> None:
 
 
 def test_cancel_running_and_queued_tasks(tmp_path, capsys) -> None:
-    path = write_cluster(tmp_path, gms=1, lms=1, workers=2, heartbeat=0.2)
-    loaded = load_cluster(path)
-    asyncio.run(supervise.up(loaded, path, timeout=60))
-    try:
+    with running_cluster(tmp_path) as (path, loaded):
         a, b = _submit(loaded, tmp_path)
         _wait_started(tmp_path, 2)
         assert _jobs(path, capsys)[a]["state"] == "running"
@@ -100,15 +112,10 @@ def test_cancel_running_and_queued_tasks(tmp_path, capsys) -> None:
         assert capsys.readouterr().err.strip() == f"no job 12345 in the ledger of cluster {loaded.name}"
         assert main(["job", "status", str(a), "--cluster", str(path)]) == 0
         assert json.loads(capsys.readouterr().out)["state"] == "cancelled"
-    finally:
-        asyncio.run(supervise.down(loaded, path))
 
 
 def test_cancel_with_the_gm_killed_between_submit_and_cancel(tmp_path, capsys) -> None:
-    path = write_cluster(tmp_path, gms=1, lms=1, workers=2, heartbeat=0.2)
-    loaded = load_cluster(path)
-    asyncio.run(supervise.up(loaded, path, timeout=60))
-    try:
+    with running_cluster(tmp_path) as (path, loaded):
         a, b = _submit(loaded, tmp_path)
         _wait_started(tmp_path, 2)
         supervise.kill(path, "gm", 0)
@@ -126,8 +133,6 @@ def test_cancel_with_the_gm_killed_between_submit_and_cancel(tmp_path, capsys) -
         assert _runs(tmp_path, "b") == {0: ["start", "end"], 1: ["start", "end"]}
         assert main(["job", "cancel", str(a), "--cluster", str(path)]) == 0
         assert capsys.readouterr().out.startswith(f"job {a} was already cancelled")
-    finally:
-        asyncio.run(supervise.down(loaded, path))
 
 
 def test_jobs_lists_attached_submits_and_cancels_one(tmp_path, capsys) -> None:
