@@ -14,8 +14,10 @@ from schedlab.services.client import replay
 from schedlab.services.embedded import EmbeddedMegha
 from schedlab.services.execution import TaskSpec
 from schedlab.services.messages import (
+    HostAlive,
     HostReport,
     HostState,
+    KillTask,
     RecordEvents,
     Recover,
     Recovered,
@@ -46,10 +48,14 @@ BIG = (1 << 9999) | 0b1011
         RecordEvents(9, [("mark", 1, 2.5, 0), ("finished", 1, 3.0, {"status": "ok"})]),
         Recover(1),
         Recovered(0, StateUpdate(0, True, bits={0: (0b101, 0b010)}), [(10, 0, 2)], [("launch", 10, 0, 2, 1, [1.0])], since=12.5),
+        Recovered(1, StateUpdate(1, True, bits={}), [], [], since=3.0, incarnation=2, found=[10, 12]),
         Resolve(1, 7, [10, 11]),
         Resolved(0, 7, [10], [11]),
         HostState(1, 12345),
         HostReport(3, 99, [(10, 44, 1)]),
+        HostReport(3, 99, [(10, 44, 1)], [1 << 32 | 5], [(11, 0), (12, 1)]),
+        HostAlive(3, 99, [(10, 44)], 5.5, [1 << 32 | 5]),
+        KillTask(10, 44, ("lm", 1), 1 << 32 | 5),
         VerifyEnds([(10, 44)], [(1.0, 2.0, {"status": "ok"})]),
     ],
 )

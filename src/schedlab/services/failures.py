@@ -73,9 +73,10 @@ RECENT = 1 << 16  # completions a GM remembers (tid -> worker), to record again 
 
 
 class HostBeacon:
-    """A worker host's side of its lease: ``HostAlive`` to its LM every ``every`` seconds."""
+    """A worker host's side of its lease: ``HostAlive`` to its LM every ``every`` seconds. ``running()``: the
+    host's runs as ``(tid, worker, launch id)``."""
 
-    def __init__(self, rt: ServiceRuntime, host: int, lm: int, running: Callable[[], list[tuple[int, int]]], every: float,
+    def __init__(self, rt: ServiceRuntime, host: int, lm: int, running: Callable[[], list[tuple[int, int, int]]], every: float,
                  incarnation: int) -> None:
         self.rt = rt
         self.host = host
@@ -87,7 +88,9 @@ class HostBeacon:
 
     def _beat(self) -> None:
         self._timer = self.rt.call_later(self.every, self._beat)
-        self.rt.send(self.lm, HostAlive(self.host, self.incarnation, self.running(), self.rt.now()))
+        runs = self.running()
+        self.rt.send(self.lm, HostAlive(self.host, self.incarnation, [(t, w) for t, w, _l in runs], self.rt.now(),
+                                        [launch for _t, _w, launch in runs]))
 
     def stop(self) -> None:
         self._timer.cancel()
@@ -167,9 +170,12 @@ class HostMonitor:
         log.warning("worker host %d down (%s): %d task(s) to relaunch", h, why, len(lost))
 
     def _rejoin(self, h: int, msg: HostAlive) -> None:
-        for tid, worker in msg.running:  # lost runs still going (a partition, not a crash): stop them
+        # lost runs still going (a partition, not a crash): stop them — each by its launch, for the kill may reach
+        # the host after the task, requested again, was launched there anew (found by the deterministic
+        # simulation, seed 110246: the new run killed, and nobody told)
+        for (tid, worker), launch in zip(msg.running, msg.launches or [0] * len(msg.running), strict=True):
             self.zombie_kills += 1
-            self.rt.send(POOL_ADDRESS, KillTask(tid, worker, self.lm.address))
+            self.rt.send(POOL_ADDRESS, KillTask(tid, worker, self.lm.address, launch))
         self.down.discard(h)
         self.hosts_rejoined += 1
         self.lm.workers_up(self.positions[h])
@@ -270,6 +276,14 @@ class GMPlacements:
         self.withdrawn = 0
         self.stale_rejections = 0
         self.on_orphans: Callable[[list[int]], None] | None = None  # completions of tasks this process does not know
+        # after_records(fn): fn once the records emitted so far are in the broker (None: at once). A task whose
+        # run this GM recorded lost is requested again only then: had the GM died with the ``lost`` record
+        # unsent, the client would see the task start twice without a loss between (found by the deterministic
+        # simulation, seed 114073: a GM cut from the broker, then killed)
+        self.after_records: Callable[[Callable[[], None]], None] | None = None
+        self.unrecorded: dict[int, int] = {}  # tid -> its losses recorded and not yet in the broker
+        self.held: dict[int, int] = {}  # tid -> its requests held until then (never sent yet: not lost at a takeover)
+        self.requests_held = 0
         self.dropped_completions = 0
         self.dropped_losses = 0
         order = gm.layout.order
@@ -296,7 +310,24 @@ class GMPlacements:
         self.placed_under.pop(tid, None)
         return self.placed.pop(tid)
 
-    def _launching(self, _dst: Any, msg: LaunchRequest) -> LaunchRequest:
+    def losses_recorded(self, tids: list[int]) -> None:
+        """``lost`` records of these tasks were just emitted: their new requests wait until the records are in
+        the broker (see ``after_records``)."""
+        if self.after_records is None or not tids:
+            return
+        unrecorded = self.unrecorded
+        for t in tids:
+            unrecorded[t] = unrecorded.get(t, 0) + 1
+
+        def recorded() -> None:
+            for t in tids:
+                left = unrecorded.pop(t) - 1
+                if left:
+                    unrecorded[t] = left
+
+        self.after_records(recorded)
+
+    def _launching(self, dst: Any, msg: LaunchRequest) -> LaunchRequest | None:
         order, now = self.order, self.rt.now()
         self.last_sent = now
         under = self.incarnations.get(self.gm.layout.lm_of[msg.items[0][1]], 0) if msg.items else 0
@@ -304,6 +335,23 @@ class GMPlacements:
             self.placed[tid] = order[p][pos]
             self.sent_at[tid] = now
             self.placed_under[tid] = under
+        if self.unrecorded and self.after_records is not None and any(t in self.unrecorded for t, _p, _pos in msg.items):
+            # placed already (a redelivered job's resolution must not request it again), sent once the loss's
+            # record is in the broker — stamped again then (found by the deterministic simulation, seed 101389)
+            self.requests_held += 1
+            held = self.held
+            for tid, _p, _pos in msg.items:
+                held[tid] = held.get(tid, 0) + 1
+
+            def release() -> None:
+                for tid, _p, _pos in msg.items:
+                    left = held.pop(tid) - 1
+                    if left:
+                        held[tid] = left
+                self.rt.send(dst, msg)
+
+            self.after_records(release)  # after the records' own callback (FIFO): the loss is recorded by then
+            return None
         return msg
 
     def _preempting(self, _dst: Any, msg: PreemptRequest) -> PreemptRequest:
@@ -386,6 +434,7 @@ class GMPlacements:
         self.unplace(msg.tid)
         run, local = split_id(msg.tid)
         self.emit(run, (LOST, local, self.rt.now(), worker))
+        self.losses_recorded([msg.tid])
         return msg
 
     def _preempted(self, _dst: Any, msg: TaskPreempted) -> TaskPreempted | None:
@@ -401,12 +450,15 @@ class GMPlacements:
         then and not among them (nor in ``exclude``, requests in doubt) were lost with the LM's old process's
         knowledge — their runs ended record-wise here, and the caller requests them again."""
         lm_of, where, now = self.gm.layout.lm_of, self.gm.layout.where, self.rt.now()
+        held = self.held
         lost = [tid for tid, w in self.placed.items()
-                if lm_of[where[w][0]] == lm and tid not in running and tid not in exclude and self.sent_at.get(tid, 0.0) < since]
+                if lm_of[where[w][0]] == lm and tid not in running and tid not in exclude and tid not in held
+                and self.sent_at.get(tid, 0.0) < since]
         for tid in lost:
             worker = self.unplace(tid)
             run, local = split_id(tid)
             self.emit(run, (LOST, local, now, worker))
+        self.losses_recorded(lost)
         return lost
 
     def verify_ends(self, group: list[tuple[int, int]], runs: list[tuple[float, float, dict]],
@@ -437,4 +489,5 @@ class GMPlacements:
 
     def counters(self) -> dict[str, int]:
         return {"completions_dropped": self.dropped_completions, "losses_dropped": self.dropped_losses, "ends_recorded_again": self.ends_repeated,
-                "requests_withdrawn": self.withdrawn, "rejections_dropped": self.stale_rejections}
+                "requests_withdrawn": self.withdrawn, "rejections_dropped": self.stale_rejections,
+                "requests_held_for_loss_records": self.requests_held}

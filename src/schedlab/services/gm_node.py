@@ -103,6 +103,7 @@ class GMNode(ServiceNode):
         gm = self.gm = self.component = build_gm(self.id, rt, plan, self.store, EventObserver(self.timer.emit))
         frontend = GMFrontend(self.id, rt, gm, self.store)
         self.placements = GMPlacements(rt, gm, publisher.emit)
+        self.placements.after_records = publisher.after
         if p.shares is not None:
             self.fair = GMFairness(rt, [gm], p, plan.layout, plan.cluster, self.store)
         rt.after_delivery(TasksFinished, lambda _dst, msg: self.store.forget(t for t, _w in msg.group))

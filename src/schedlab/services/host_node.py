@@ -45,6 +45,11 @@ ENDS_PUBLISHED_WITHIN = 5.0  # seconds a host answering a takeover waits for its
 LAUNCH_MARGIN = 0.1  # seconds before the LM's lease on this host runs out from which a launch is refused (clock skew)
 
 
+def gm_of(reply_to: tuple) -> int:
+    """The GM a run's ``reply_to`` names (0 where it names none)."""
+    return next((a[1] for a in reply_to if isinstance(a, tuple) and a[0] == "gm"), 0)
+
+
 class HostNode(ServiceNode):
     """One worker host process."""
 
@@ -68,7 +73,7 @@ class HostNode(ServiceNode):
         host = self.host = self.component = WorkerHost(self.address, rt, plan.cluster, plan.workers_of_host[self.id], self.store,
                                                        publisher.emit, forget_finished=True)
         every = plan.worker_lease / 3
-        self.beacon = HostBeacon(rt, self.id, self.lm, lambda: [(t, e[0]) for t, e in host.active.items()], every, self.env.incarnation())
+        self.beacon = HostBeacon(rt, self.id, self.lm, lambda: [(t, e[0], host.launch_of.get(t, 0)) for t, e in host.active.items()], every, self.env.incarnation())
         # a beacon is superseded by the next: one try, given up within a beacon period (the LM hears of the host
         # as soon as a link heals, not after a long timeout of a beacon lost in the cut — found by the simulation)
         self.router.tries["lm"] = (every, 1)
@@ -98,10 +103,10 @@ class HostNode(ServiceNode):
         assert self.beacon is not None and self.host is not None
         self.lm_incarnation = msg.incarnation
         host = self.host
-        running = [(tid, w, next((a[1] for a in reply_to if isinstance(a, tuple) and a[0] == "gm"), 0))
-                   for tid, (w, reply_to, _h) in host.active.items()]
+        running = [(tid, w, gm_of(reply_to)) for tid, (w, reply_to, _h) in host.active.items()]
         launches = [host.launch_of.get(tid, 0) for tid, _w, _g in running]
-        self.rt.send(lm_address(msg.lm), HostReport(self.id, self.beacon.incarnation, running, launches))
+        ended = [(tid, gm_of(reply_to)) for tid, reply_to in host.recent_ends]
+        self.rt.send(lm_address(msg.lm), HostReport(self.id, self.beacon.incarnation, running, launches, ended))
 
     # -- requests -------------------------------------------------------------------------------
     def check(self, dst: Any, msg: Any, tasks: Any) -> None:

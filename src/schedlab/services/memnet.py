@@ -615,8 +615,8 @@ class MemLink(AcksAfterOutput):
         q = self.broker.declare(queue, durable=True)
         assert q is not None
         backlog = len(q.ready)
-        prefetch, no_ack = {"ack": (256, False), "held": (0, False), "records": (0, True)}[kind]
-        deliver = {"ack": self._on_acked, "held": self._on_held, "records": self._on_records}[kind]
+        prefetch, no_ack = {"ack": (256, False), "held": (0, False)}[kind]
+        deliver = {"ack": self._on_acked, "held": self._on_held}[kind]
         self.broker.consume(conn, q, lambda c, consumer, tag, payload, red: deliver(c, consumer, tag, payload, red, on_frame, on_bad),
                             prefetch, no_ack)
         return backlog
@@ -635,8 +635,8 @@ class MemLink(AcksAfterOutput):
         return await self._sub("held", queue, on_frame, on_bad)
 
     async def consume_records(self, queue: str, on_frame: Callable[[Frame], None]) -> None:
-        """A client's run queue: durable, consumed without acknowledgements."""
-        await self._sub("records", queue, on_frame)
+        """A client's run queue: durable, its messages acknowledged once handled (as :mod:`~.net`'s)."""
+        await self._sub("ack", queue, on_frame)
 
     def _live(self, conn: MemConnection) -> bool:
         return conn is self.conn and self.proc.alive
@@ -667,13 +667,6 @@ class MemLink(AcksAfterOutput):
                 self.ack((conn, consumer, tag))
                 return
             self.proc.rt.guarded(on_frame, frame, red, (conn, consumer, tag))
-
-    def _on_records(self, conn: MemConnection, consumer: Consumer, tag: int, payload: Any, red: bool, on_frame: Callable,
-                    on_bad: Any) -> None:
-        if self._live(conn):
-            frame = self._open(payload, on_bad)
-            if frame is not None:
-                self.proc.rt.guarded(on_frame, frame)
 
     def _ack_upto(self, handle: tuple) -> None:
         conn, consumer, tag = handle

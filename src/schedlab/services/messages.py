@@ -56,11 +56,13 @@ class HoldingsReport:
 
 @dataclass(slots=True)
 class KillTask:
-    """LM → the worker host running ``tid``: kill it for a preemption; answer :class:`TaskKilled` to ``reply_to``."""
+    """LM → the worker host running ``tid``: kill it (a preemption, or a lost run); answer :class:`TaskKilled` to
+    ``reply_to``. ``launch``: only the run that launch started (0: whatever run of ``tid`` is on ``worker``)."""
 
     tid: int
     worker: int
     reply_to: Any
+    launch: int = 0
 
 
 @dataclass(slots=True)
@@ -80,6 +82,7 @@ class HostAlive:
     incarnation: int
     running: list[tuple[int, int]] = field(default_factory=list)  # (tid, worker)
     at: float = 0.0  # when the host sent it, by its clock (an LM settles launches in doubt with it: failures)
+    launches: list[int] = field(default_factory=list)  # the id of the launch that started each run (0: unknown)
 
 
 @dataclass(slots=True)
@@ -116,6 +119,10 @@ class Recovered:
     # an answer — a task the GM had placed on this LM before ``since`` and that is not in ``running`` is lost
     since: float = 0.0
     incarnation: int = 0
+    # the GM's tasks the process found on its hosts when it took over, running or lately ended
+    # (:class:`HostReport`): not lost at the takeover, whatever ``running`` says now — their ends, relayed by
+    # this process or its predecessor, may still be on their way to the GM behind this message
+    found: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -155,6 +162,7 @@ class HostReport:
     incarnation: int
     running: list[tuple[int, int, int]] = field(default_factory=list)
     launches: list[int] = field(default_factory=list)  # the id of the launch that started each (0: unknown)
+    ended: list[tuple[int, int]] = field(default_factory=list)  # (tid, gm) of the runs it ended lately, newest last
 
 
 @dataclass(slots=True)

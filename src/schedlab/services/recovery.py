@@ -132,7 +132,11 @@ class GMRecovery:
             incarnations[msg.lm] = msg.incarnation
         if first and msg.since:  # an LM process that took over: what it did not find running is lost
             self.takeovers_seen += before is not None
-            lost = self.placements.lost_at_takeover(msg.lm, {t for t, _p, _pos in msg.running}, msg.since, self.in_doubt(msg.lm))
+            # a task the process found at its start, running or lately ended, is not lost, though not running
+            # now: its end may still be in this GM's queue behind this message, which may be an HTTP answer
+            # (found by the deterministic simulation, seeds 104129 and 105420)
+            lost = self.placements.lost_at_takeover(msg.lm, {t for t, _p, _pos in msg.running}, msg.since,
+                                                    self.in_doubt(msg.lm) | set(msg.found))
             self.lost_at_takeovers += len(lost)
             if lost:
                 log.warning("GM %d: LM %d took over without %d of this GM's task(s): requested again", self.gm.g, msg.lm, len(lost))
@@ -326,6 +330,7 @@ class DurableJobs:
             self._log(done)
         self.tasks_requested_again += len(again)
         if again:
+            self.placements.losses_recorded(again)
             self.gm.submit(again)
 
     # -- completions --------------------------------------------------------------------------------
@@ -436,13 +441,15 @@ class DurableJobs:
                 "completions_of_unknown_tasks": self.orphans, "log_messages_held": len(self.log_entries)}
 
 
-def recovered(lm: LocalMaster, gm: int, holding: Any = None, since: float = 0.0, incarnation: int = 0) -> Recovered:
+def recovered(lm: LocalMaster, gm: int, holding: Any = None, process: LMTakeover | None = None) -> Recovered:
     """LM ``lm``'s whole truth for GM ``gm``: a snapshot, the GM's running tasks and, with fair sharing
-    (``holding``: tid, p, pos -> its holdings event), every task as holdings. ``since`` and ``incarnation``:
-    when the LM process took over, and its fencing token."""
+    (``holding``: tid, p, pos -> its holdings event), every task as holdings. ``process``: the LM process's
+    start (when it took over, its fencing token, and the GM's tasks it found running or lately ended)."""
     update, running = lm.recovery_state(gm)
     holdings = [] if holding is None else [holding(t, p, pos) for t, (p, pos, _g) in lm.running.items()]
-    return Recovered(lm.i, update, running, holdings, since=since, incarnation=incarnation)
+    if process is None:
+        return Recovered(lm.i, update, running, holdings)
+    return Recovered(lm.i, update, running, holdings, process.started, process.incarnation, sorted(process.found.get(gm, ())))
 
 
 class LMRecovery:
@@ -463,9 +470,7 @@ class LMRecovery:
 
     def _on_recover(self, msg: Recover) -> None:
         self.recoveries += 1
-        process = self.process
-        since, incarnation = (0.0, 0) if process is None else (process.started, process.incarnation)
-        self.rt.send(self.lm.gm_addr[msg.gm], recovered(self.lm, msg.gm, self.holding, since, incarnation))
+        self.rt.send(self.lm.gm_addr[msg.gm], recovered(self.lm, msg.gm, self.holding, self.process))
 
     def _on_resolve(self, msg: Resolve) -> None:
         running, completed = self.lm.running, self.completed
@@ -493,7 +498,10 @@ class LMTakeover:
     (:class:`~.messages.VerifyEnds`) — and :meth:`announce` sends every GM a
     ``Recovered`` with the time the process started: each GM treats its tasks
     placed on this LM before then and not running here as lost, and requests
-    them again.
+    them again — except those the hosts reported at the start, running or
+    ended lately (their last :data:`~.worker.ENDS_KEPT` each): their ends,
+    relayed by this process or the old one, may still be on their way to the
+    GM behind this message (an HTTP answer overtakes the broker).
     """
 
     def __init__(self, rt: ServiceRuntime, lm: LocalMaster, monitor: Any, positions: dict[int, list[tuple[int, int]]],
@@ -512,6 +520,7 @@ class LMTakeover:
         self.rebuilt_in: float | None = None
         self._answered = rt.event()
         self.launch_of: dict[int, int] | None = None  # the LM's launch ids of its tasks: those of adopted runs are added
+        self.found: dict[int, set[int]] = {}  # gm -> its tasks the hosts reported running or lately ended
         rt.add_handler(lm.address, HostReport, self._on_report)
 
     async def rebuild(self, wait: float) -> None:
@@ -541,6 +550,11 @@ class LMTakeover:
                 if launch:
                     self.launch_of[tid] = launch
         self.adopted += len(running)
+        found = self.found
+        for tid, _w, gm in msg.running:
+            found.setdefault(gm, set()).add(tid)
+        for tid, gm in msg.ended:
+            found.setdefault(gm, set()).add(tid)
         self.monitor.heard(h, msg.incarnation)
         self._answered.set()
 
@@ -554,7 +568,7 @@ class LMTakeover:
 
     def announce(self) -> None:
         for g in range(self.lm.G):
-            self.rt.send(self.lm.gm_addr[g], recovered(self.lm, g, self.holding, self.started, self.incarnation))
+            self.rt.send(self.lm.gm_addr[g], recovered(self.lm, g, self.holding, self))
 
     def counters(self) -> dict[str, Any]:
         return {"rebuilt_in": self.rebuilt_in, "tasks_adopted_from_hosts": self.adopted, "hosts_silent_at_start": self.hosts_silent}

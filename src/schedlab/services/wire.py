@@ -203,6 +203,7 @@ class KillTaskW(_Body):
     tid: int = Field(ge=0)
     worker: int = Field(ge=0)
     reply_to: str
+    launch: int = Field(0, ge=0)
 
 
 class TaskKilledW(_Body):
@@ -244,6 +245,7 @@ class HostAliveW(_Body):
     incarnation: int = Field(ge=0)
     running: list[tuple[int, int]] = Field(default_factory=list, max_length=MAX_ITEMS)  # (tid, worker)
     at: float = Field(0.0, ge=0)
+    launches: list[int] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
 class HostFinishedW(_Body):
@@ -265,6 +267,7 @@ class RecoveredW(_Body):
     tasks: list[TaskWire] = Field(default_factory=list, max_length=MAX_ITEMS)
     since: float = Field(0.0, ge=0)
     incarnation: int = Field(0, ge=0)
+    found: list[int] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
 class HostStateW(_Body):
@@ -277,6 +280,7 @@ class HostReportW(_Body):
     incarnation: int = Field(ge=0)
     running: list[tuple[int, int, int]] = Field(default_factory=list, max_length=MAX_ITEMS)
     launches: list[int] = Field(default_factory=list, max_length=MAX_ITEMS)
+    ended: list[tuple[int, int]] = Field(default_factory=list, max_length=MAX_ITEMS)
     tasks: list[TaskWire] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
@@ -455,13 +459,14 @@ def _submit_msg(w: SubmitJobW) -> SubmitJob:
 
 SCHEMAS["SubmitJob"] = (SubmitJobW, _submit_body, _submit_msg)
 SCHEMAS["HoldingsReport"] = (HoldingsReportW, _holdings_body, _holdings_msg)
-SCHEMAS["KillTask"] = (KillTaskW, lambda m: {"tid": m.tid, "worker": m.worker, "reply_to": address_str(m.reply_to)},
-                       lambda w: KillTask(w.tid, w.worker, parse_address(w.reply_to)))
+SCHEMAS["KillTask"] = (KillTaskW, lambda m: {"tid": m.tid, "worker": m.worker, "reply_to": address_str(m.reply_to), "launch": m.launch},
+                       lambda w: KillTask(w.tid, w.worker, parse_address(w.reply_to), w.launch))
 SCHEMAS["TaskKilled"] = (TaskKilledW, lambda m: {"tid": m.tid, "killed": m.killed}, lambda w: TaskKilled(w.tid, w.killed))
 SCHEMAS["TaskLost"] = (TaskLostW, lambda m: {"tid": m.tid, "p": m.p, "pos": m.pos, "sent": m.sent},
                        lambda w: TaskLost(w.tid, w.p, w.pos, w.sent))
-SCHEMAS["HostAlive"] = (HostAliveW, lambda m: {"host": m.host, "incarnation": m.incarnation, "running": m.running, "at": m.at},
-                        lambda w: HostAlive(w.host, w.incarnation, [tuple(x) for x in w.running], w.at))
+SCHEMAS["HostAlive"] = (HostAliveW, lambda m: {"host": m.host, "incarnation": m.incarnation, "running": m.running, "at": m.at,
+                                               "launches": m.launches},
+                        lambda w: HostAlive(w.host, w.incarnation, [tuple(x) for x in w.running], w.at, list(w.launches)))
 SCHEMAS["HostFinished"] = (
     HostFinishedW,
     lambda m: {"group": m.group, "reply_to": [address_str(a) for a in m.reply_to], "runs": m.runs, "launches": m.launches},
@@ -473,13 +478,16 @@ SCHEMAS["Recovered"] = (
     RecoveredW,
     lambda m: {"lm": m.lm, "update": _update_body(m.update), "running": m.running,
                "holdings": _holdings_body(HoldingsReport(m.lm, m.holdings))["events"], "since": m.since,
-               "incarnation": m.incarnation},
+               "incarnation": m.incarnation, "found": m.found},
     lambda w: Recovered(w.lm, _update_msg(w.update), [tuple(r) for r in w.running],
-                        _holdings_msg(HoldingsReportW(lm=w.lm, events=w.holdings)).events, w.since, w.incarnation),
+                        _holdings_msg(HoldingsReportW(lm=w.lm, events=w.holdings)).events, w.since, w.incarnation,
+                        list(w.found)),
 )
 SCHEMAS["HostState"] = (HostStateW, lambda m: {"lm": m.lm, "incarnation": m.incarnation}, lambda w: HostState(w.lm, w.incarnation))
-SCHEMAS["HostReport"] = (HostReportW, lambda m: {"host": m.host, "incarnation": m.incarnation, "running": m.running, "launches": m.launches},
-                         lambda w: HostReport(w.host, w.incarnation, [tuple(r) for r in w.running], list(w.launches)))
+SCHEMAS["HostReport"] = (HostReportW, lambda m: {"host": m.host, "incarnation": m.incarnation, "running": m.running, "launches": m.launches,
+                                                 "ended": m.ended},
+                         lambda w: HostReport(w.host, w.incarnation, [tuple(r) for r in w.running], list(w.launches),
+                                              [tuple(e) for e in w.ended]))
 SCHEMAS["VerifyEnds"] = (VerifyEndsW, lambda m: {"group": m.group, "runs": m.runs, "launches": m.launches},
                          lambda w: VerifyEnds([tuple(g) for g in w.group], [tuple(r) for r in w.runs], list(w.launches)))
 SCHEMAS["Marker"] = (MarkerW, lambda m: {"token": m.token}, lambda w: Marker(w.token))

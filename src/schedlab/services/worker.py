@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
@@ -47,6 +48,7 @@ from schedlab.workers.protocol import LaunchBatch, LaunchTask, TaskFinished
 log = logging.getLogger("schedlab.services.worker")
 EPS = 1e-9
 _OK = {"status": "ok"}
+ENDS_KEPT = 4096  # the last runs ended through an LM a host remembers (for an LM taking over; see recent_ends)
 CANCELLED = "cancelled"  # the status of a run stopped, or never started, because its job was cancelled
 
 
@@ -71,6 +73,9 @@ class WorkerHost(Component):
             self.free = {w: [float(x) for x in cluster.capacity[w]] for w in self.workers}
         self.active: dict[int, tuple[int, tuple, Any]] = {}  # tid -> (worker, reply_to, timer or asyncio task)
         self.launch_of: dict[int, int] = {}  # tid -> the id of the launch that started its run (a host process: its LM's)
+        # (tid, reply_to) of the last runs ended here through an LM (bounded): told to an LM process taking over,
+        # whose GMs then wait for those ends rather than count the tasks lost (:class:`~.messages.HostReport`)
+        self.recent_ends: deque[tuple[int, tuple]] = deque(maxlen=ENDS_KEPT)
         self.current_launch = 0  # set by the host process while a launch is delivered (0: unknown)
         self._outbox: dict[tuple, list[tuple]] = {}  # reply_to -> (tid, worker, started, ended, outcome, launch id)
         self._flush_scheduled = False
@@ -202,6 +207,7 @@ class WorkerHost(Component):
                 self.rt.send(addr, TaskFinished(tid, worker))
             return
         # the LM that launched it records the end and tells the GM (HostFinished): one witness
+        self.recent_ends.append((tid, reply_to))
         self._outbox.setdefault(reply_to, []).append((tid, worker, started, now, outcome, launch))
         if not self._flush_scheduled:
             self._flush_scheduled = True
@@ -233,7 +239,8 @@ class WorkerHost(Component):
     def _on_kill(self, msg: KillTask) -> None:
         """A preemption (fair sharing): kill the task if it still runs, and tell the LM which it was."""
         entry = self.active.get(msg.tid)
-        killed = entry is not None and entry[0] == msg.worker and self.kill(msg.tid)
+        killed = (entry is not None and entry[0] == msg.worker and (not msg.launch or self.launch_of.get(msg.tid) == msg.launch)
+                  and self.kill(msg.tid))
         if killed:
             self.preempted += 1
             run, local = split_id(msg.tid)
