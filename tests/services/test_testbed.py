@@ -13,6 +13,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -24,7 +25,7 @@ from schedlab.services import supervise
 from schedlab.services.client import replay
 from schedlab.services.clusterfile import load_cluster, parse_cluster, render_cluster
 from schedlab.services.remote import RemoteCluster
-from schedlab.services.testbed import addresses
+from schedlab.services.testbed import addresses, lifecycle
 from schedlab.services.testbed.netns import Testbed as HostsOf
 from schedlab.services.testbed.netns import list_netns, require_privileges
 from schedlab.services.testbed.network import Network
@@ -231,3 +232,58 @@ def test_a_links_bandwidth_is_an_htb_class_for_that_destination(tmp_path):
     assert rules[0] == "qdisc add dev eth0 root handle 1: htb default 0"  # other destinations unshaped
     assert any("htb rate 100mbit" in r for r in rules) and any(f"match ip dst {lm.address}/32" in r for r in rules)
     assert not any(host.address in r for r in rules) and tb.tc_rules(host) == []
+
+
+_RECEIVE = """
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((sys.argv[1], 5999)); s.listen(1)
+print("ready", flush=True)
+c, _ = s.accept(); n = 0; first = None
+while True:
+    b = c.recv(1 << 16)
+    if not b:
+        break
+    first = first or time.monotonic(); n += len(b)
+print(n, time.monotonic() - first, flush=True)
+"""
+_SEND = """
+import socket, sys, time
+c = socket.create_connection((sys.argv[1], 5999), timeout=10); chunk = b"x" * (1 << 16); end = time.monotonic() + 1.5
+while time.monotonic() < end:
+    c.sendall(chunk)
+c.close()
+"""
+
+
+def _throughput(tb: HostsOf, src, dst) -> float:
+    """Bits per second of one TCP stream from ``src``'s namespace to ``dst``'s for 1.5 s."""
+    rx = subprocess.Popen([*tb.prefix(dst), sys.executable, "-c", _RECEIVE, dst.address], stdout=subprocess.PIPE, text=True)
+    try:
+        assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
+        subprocess.run([*tb.prefix(src), sys.executable, "-c", _SEND, dst.address], check=True, timeout=30)
+        out, _err = rx.communicate(timeout=30)
+    finally:
+        rx.kill()
+    n, seconds = out.split()
+    return int(n) * 8 / float(seconds)
+
+
+def test_a_limited_link_carries_its_bandwidth_and_an_unlimited_one_more(tmp_path, can_netns):
+    """A live measurement of the HTB class: GM -> LM limited to 20 Mbit/s, GM -> worker host not limited."""
+    text = render_cluster(name="bwlive", gms=1, lms=1, workers=4, netns=True).replace("  default: {delay: 0.5ms}", "  gm-lm: {bandwidth: 20mbit}")
+    run_dir = tmp_path / "run"
+    tb = HostsOf(parse_cluster(text), run_dir)
+    tb.create()
+    relay = None
+    try:
+        relay = lifecycle.start_relay(run_dir)  # every stream between hosts goes through it (the links' delays)
+        gm, lm, host = tb.by_name["gm0"], tb.by_name["lm0"], tb.by_name["h0"]
+        limited, free = _throughput(tb, gm, lm), _throughput(tb, gm, host)
+        print(f"limited {limited / 1e6:.1f} Mbit/s, unlimited {free / 1e6:.1f} Mbit/s")
+    finally:
+        if relay is not None:
+            os.kill(relay, signal.SIGTERM)
+        left = tb.remove()
+    assert 0.5 * 20e6 <= limited <= 1.3 * 20e6, f"{limited / 1e6:.1f} Mbit/s on a 20 Mbit/s link"
+    assert free > 3 * limited, f"unlimited {free / 1e6:.1f} Mbit/s, limited {limited / 1e6:.1f} Mbit/s"
+    assert not [n for n in list_netns() if n.startswith("sl-bwlive-")], left
