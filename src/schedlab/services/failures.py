@@ -113,11 +113,13 @@ class HostMonitor:
         self.hosts_rejoined = 0
         self.tasks_relaunched = 0
         self.zombie_kills = 0
+        self.stalls = 0  # checks that found this LM had not run for a while (its own silence, not the hosts')
         self.on_lost: Callable[[int], None] | None = None  # each lost task (an LM process forgets it was launched)
         self.on_alive: Callable[[HostAlive], None] | None = None  # every beacon of a host that is up (launches in doubt)
         rt.add_handler(lm.address, HostAlive, self._on_alive)
         if not rt.accepts(lm.address, TaskKilled):
             rt.add_handler(lm.address, TaskKilled, lambda _msg: None)  # kills of lost runs: nothing to do after
+        self._due = rt.now() + lease / 3
         self._timer = rt.call_later(lease / 3, self._check)
 
     def _on_alive(self, msg: HostAlive) -> None:
@@ -141,9 +143,19 @@ class HostMonitor:
 
     def _check(self) -> None:
         now = self.rt.now()
+        late = now - self._due
+        if late > self.lease / 3:
+            # this LM did not run for a while (a long GC, CPU starvation, SIGSTOP): it could hear nobody, and the
+            # beacons sent meanwhile wait in its sockets — silence over its own stall is not the hosts' (found by
+            # the deterministic simulation's pauses: every host declared down on waking, their runs relaunched)
+            self.stalls += 1
+            last = self.last
+            for h in last:
+                last[h] = min(now, last[h] + late)
         for h, t in self.last.items():
             if h not in self.down and now - t > self.lease:
                 self.rt.guarded(self._declare_down, h, f"silent for {now - t:.1f} s")
+        self._due = now + self.lease / 3
         self._timer = self.rt.call_later(self.lease / 3, self._check)
 
     def mark_down(self, h: int) -> None:
@@ -186,7 +198,7 @@ class HostMonitor:
 
     def counters(self) -> dict[str, int]:
         return {"hosts_down": self.hosts_down, "hosts_rejoined": self.hosts_rejoined, "tasks_relaunched": self.tasks_relaunched,
-                "lost_runs_stopped": self.zombie_kills}
+                "lost_runs_stopped": self.zombie_kills, "monitor_stalls": self.stalls}
 
 
 class CompletionRelay:

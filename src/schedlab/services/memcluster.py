@@ -148,6 +148,14 @@ class MemCluster:
         self.net.crash(proc)
         return proc
 
+    def pause(self, role: str, ident: int, duration: float) -> MemProcess | None:
+        """Freeze the process serving ``role`` ``ident`` for ``duration`` seconds (its runtime's ``pause``)."""
+        proc = self.procs.get((role, ident))
+        if proc is None or not proc.alive:
+            return None
+        proc.rt.pause(duration)
+        return proc
+
     def alive(self, role: str, ident: int) -> bool:
         proc = self.procs.get((role, ident))
         return proc is not None and proc.alive

@@ -199,6 +199,10 @@ class MemNet:
             self._respond(dst, sender, fut, Unreachable("connection refused"))
             return
         proc, node = held
+        left = paused_for(proc)
+        if left > 0:  # a frozen process: the request waits in its socket until it runs again
+            self.clock.post(left, self._arrive, sender, url, dst, packed, fut, signed_at)
+            return
         if not node.serving:  # bound, not answering yet: the connection waits in the listen backlog
             self.backlog.setdefault(url, []).append((sender, url, dst, packed, fut, signed_at))
             return
@@ -246,6 +250,12 @@ class MemNet:
         for conn in list(proc.connections):
             conn.drop()
         proc.connections.clear()
+
+
+def paused_for(proc: MemProcess) -> float:
+    """Seconds until a paused (frozen) process runs again; 0 if it runs (:meth:`~.simruntime.SimServiceRuntime.pause`)."""
+    fn = getattr(proc.rt, "paused_for", None)
+    return float(fn()) if fn is not None else 0.0
 
 
 def _resolve(fut: Any, result: Any) -> None:
@@ -591,6 +601,10 @@ class MemLink(AcksAfterOutput):
             conn.down.send(self._confirmed, conn, box)
 
     def _confirmed(self, conn: MemConnection, box: list[int]) -> None:
+        left = paused_for(self.proc)
+        if left > 0:  # a frozen process reads the confirmation when it runs again
+            self.broker.net.clock.post(left, self._confirmed, conn, box)
+            return
         seq = box[0]
         if conn.confirming is box:
             conn.confirming = None
@@ -653,6 +667,10 @@ class MemLink(AcksAfterOutput):
 
     def _on_acked(self, conn: MemConnection, consumer: Consumer, tag: int, payload: Any, red: bool, on_frame: Callable,
                   on_bad: Any) -> None:
+        left = paused_for(self.proc)
+        if left > 0:  # a frozen process reads it when it runs again, in order
+            self.broker.net.clock.post(left, self._on_acked, conn, consumer, tag, payload, red, on_frame, on_bad)
+            return
         if self._live(conn):
             frame = self._open(payload, on_bad)
             if frame is not None:
@@ -661,6 +679,10 @@ class MemLink(AcksAfterOutput):
 
     def _on_held(self, conn: MemConnection, consumer: Consumer, tag: int, payload: Any, red: bool, on_frame: Callable,
                  on_bad: Any) -> None:
+        left = paused_for(self.proc)
+        if left > 0:
+            self.broker.net.clock.post(left, self._on_held, conn, consumer, tag, payload, red, on_frame, on_bad)
+            return
         if self._live(conn):
             frame = self._open(payload, on_bad)
             if frame is None:

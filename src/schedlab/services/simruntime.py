@@ -11,6 +11,9 @@ network and broker (:mod:`~.memnet`). What differs from a real process:
   treats a time of 0 as "never" (a request's unknown first send time, say).
 * :meth:`halt` is a crash: no timer, coroutine or delivery of this runtime runs
   again; whatever the process held in memory is gone with the object.
+* :meth:`pause` freezes the process (a long GC, CPU starvation, SIGSTOP): until
+  then no timer, coroutine or delivery of it runs; each runs at the end, in
+  its order, late. Its memory and connections stay.
 """
 
 from __future__ import annotations
@@ -37,6 +40,24 @@ class SimTimer:
         self.ev[0] = None
 
 
+class PausableTask(SimTask):
+    """A coroutine of a process that can be paused: a wake-up during the pause resumes it at the pause's end."""
+
+    __slots__ = ("runtime",)
+
+    def __init__(self, runtime: SimServiceRuntime, coro: Coroutine[Any, Any, Any], on_error: Callable[[BaseException], None] | None,
+                 name: str) -> None:
+        self.runtime = runtime
+        super().__init__(runtime.kernel, coro, on_error, name)
+
+    def _resume(self, fut: SimFuture) -> None:
+        left = self.runtime.paused_for()
+        if left > 0:
+            self.kernel.call_later(left, self._resume, fut)
+            return
+        super()._resume(fut)
+
+
 class SimServiceRuntime(ServiceRuntime):
     """One simulated process's runtime on a shared kernel."""
 
@@ -45,14 +66,27 @@ class SimServiceRuntime(ServiceRuntime):
         self.skew = skew
         self.alive = True
         self.name = name
+        self.paused_until = 0.0  # kernel time: until then nothing of this process runs (see pause)
         self._tasks: list[SimTask] = []
         super().__init__(transport, seed)
 
     def now(self) -> float:
         return self.kernel.now + EPOCH + self.skew
 
+    def paused_for(self) -> float:
+        """Seconds until the process runs again (0: it runs)."""
+        return self.paused_until - self.kernel.now if self.paused_until > self.kernel.now else 0.0
+
+    def pause(self, duration: float) -> None:
+        """Freeze the process for ``duration`` seconds (see the module)."""
+        self.paused_until = max(self.paused_until, self.kernel.now + duration)
+
     def _fire(self, fn: Callable[..., Any], args: tuple) -> None:
         if self.alive:
+            left = self.paused_for()
+            if left > 0:
+                self.kernel.call_later(left, self._fire, fn, args)
+                return
             self.guarded(fn, *args)
 
     def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> SimTimer:
@@ -65,7 +99,7 @@ class SimServiceRuntime(ServiceRuntime):
         handle.cancel()
 
     def sleep(self, delay: float) -> SimFuture:
-        return sleep(self.kernel, delay)
+        return sleep(self.kernel, delay)  # the sleeping coroutine wakes through PausableTask: late if paused
 
     def event(self) -> SimEvent:
         return SimEvent()
@@ -77,7 +111,7 @@ class SimServiceRuntime(ServiceRuntime):
         return SimFuture()
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str = "") -> SimTask:
-        task = SimTask(self.kernel, coro, lambda e: self.coroutine_failed(name, e), name)
+        task = PausableTask(self, coro, lambda e: self.coroutine_failed(name, e), name)
         self._tasks.append(task)
         if len(self._tasks) > 64:
             self._tasks = [t for t in self._tasks if not t.done()]
@@ -87,6 +121,10 @@ class SimServiceRuntime(ServiceRuntime):
 
     def deliver(self, dst: Any, msg: Any) -> None:
         if self.alive:
+            left = self.paused_for()
+            if left > 0:
+                self.kernel.call_later(left, self.deliver, dst, msg)
+                return
             super().deliver(dst, msg)
 
     def halt(self) -> None:

@@ -23,7 +23,9 @@ def dst_cmd(
     seed: Annotated[int | None, typer.Option("--seed", help="Run this one seed only (with --schedule: that schedule).")] = None,
     schedule: Annotated[str | None, typer.Option("--schedule", help="With --seed: these faults instead of the seed's own, "
                                                                       "e.g. 'crash:lm1@2.1+0.8,cut:gm0-lm1@3+2.5'.")] = None,
-    faults: Annotated[str, typer.Option("--faults", help="Fault kinds drawn, comma-separated: crash, broker, cut, oneway, loss, delay.")] =
+    faults: Annotated[str, typer.Option("--faults", help="Fault kinds drawn, comma-separated: crash, broker, cut, oneway, loss, "
+                                                         "delay (the default), pause (a process frozen for seconds: drawn only "
+                                                         "when named).")] =
         "crash,broker,cut,oneway,loss,delay",
     jobs: Annotated[int, typer.Option("--jobs", help="Jobs of the workload (1 to 4 tasks each).")] = 50,
     standby: Annotated[bool | None, typer.Option("--standby/--no-standby", help="LM standbys (default: drawn per seed).")] = None,
@@ -42,15 +44,15 @@ def dst_cmd(
     """
     import logging
 
-    from schedlab.services.dst.faults import KINDS, parse_schedule, schedule_text
+    from schedlab.services.dst.faults import ALL_KINDS, parse_schedule, schedule_text
     from schedlab.services.dst.search import Schedule, default_workers, run, schedule_for, search
     from schedlab.services.dst.search import shrink as shrink_verdict
     from schedlab.services.dst.world import Setup
 
     kinds = tuple(k.strip() for k in faults.split(",") if k.strip())
-    bad = [k for k in kinds if k not in KINDS]
+    bad = [k for k in kinds if k not in ALL_KINDS]
     if bad or not kinds:
-        raise InputError("--faults", f"unknown fault kind {bad[0] if bad else '(none)'!r} (choose from {', '.join(KINDS)})")
+        raise InputError("--faults", f"unknown fault kind {bad[0] if bad else '(none)'!r} (choose from {', '.join(ALL_KINDS)})")
     if seeds < 1:
         raise InputError("--seeds", f"must be >= 1, got {seeds}")
     if not 1 <= jobs <= 10_000:

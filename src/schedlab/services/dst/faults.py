@@ -20,6 +20,9 @@ kind           target                         what happens for ``duration`` seco
 ``loss``       ``A-B:P``                       each HTTP message on the link lost with
                                                probability P
 ``delay``      ``A-B:D``                       D more seconds each way, with jitter of D
+``pause``      ``gm<g>``, ``lm<i>``,           the process freezes (a long GC, CPU starvation,
+               ``host<h>``                     SIGSTOP): nothing of it runs, what reaches it
+                                               waits; it goes on after the duration, late
 =============  =============================  ================================================
 
 Choices: 1 to :data:`MAX_FAULTS` faults a schedule, starting within
@@ -36,7 +39,8 @@ from dataclasses import dataclass
 
 from schedlab.errors import InputError
 
-KINDS = ("crash", "broker", "cut", "oneway", "loss", "delay")
+KINDS = ("crash", "broker", "cut", "oneway", "loss", "delay")  # drawn by default (CI's schedules)
+ALL_KINDS = (*KINDS, "pause")  # pause is drawn when asked for (--faults): added to the default, it would change every seed
 MAX_FAULTS = 6
 FAULT_WINDOW = 10.0  # seconds after the start within which faults begin
 MAX_DURATION = 6.0
@@ -84,8 +88,8 @@ def parse_schedule(text: str) -> list[Fault]:
         if not part:
             continue
         m = _FAULT.fullmatch(part)
-        if m is None or m["kind"] not in KINDS:
-            raise InputError("--schedule", f"{part!r} is not kind:target@start+duration (kinds: {', '.join(KINDS)})")
+        if m is None or m["kind"] not in ALL_KINDS:
+            raise InputError("--schedule", f"{part!r} is not kind:target@start+duration (kinds: {', '.join(ALL_KINDS)})")
         f = Fault(m["kind"], m["target"], float(m["start"]), float(m["dur"]), float(m["value"] or 0.0))
         if f.kind in ("cut", "oneway", "loss", "delay"):
             f.hosts()  # checks the names
@@ -106,11 +110,11 @@ def draw_schedule(rng: random.Random, gms: int, lms: int, hosts_of_lm: dict[int,
         t = round(start + rng.random() * FAULT_WINDOW, 3)
         dur = round(0.05 + rng.random() * MAX_DURATION, 3)
         value = 0.0
-        if kind == "crash":
+        if kind in ("crash", "pause"):
             role = rng.choice(("gm", "lm", "host"))
             n = {"gm": gms, "lm": lms, "host": sum(len(h) for h in hosts_of_lm.values())}[role]
             target = f"{role}{rng.randrange(n)}"
-            dur = round(0.05 + rng.random() * 3.0, 3)
+            dur = round(0.05 + rng.random() * (3.0 if kind == "crash" else 5.0), 3)
         elif kind == "broker":
             target = "broker"
             dur = round(0.2 + rng.random() * 3.0, 3)

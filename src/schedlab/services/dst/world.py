@@ -184,6 +184,9 @@ class World:
             self.down[(role, ident)] = max(self.down.get((role, ident), 0.0), self.kernel.now + f.duration)
             mem.crash(role, ident)
             self.kernel.call_later(f.duration, self._bring_back, role, ident)
+        elif f.kind == "pause":
+            role, ident = _role_of(f.target)
+            mem.pause(role, ident, f.duration)
         elif f.kind == "broker":
             mem.broker.stop()
             self.kernel.call_later(f.duration, mem.broker.start)
