@@ -50,13 +50,27 @@ counted. The stream keeps :data:`MAX_AGE` of history.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
 from schedlab.services.auth import AuthError, Signer, Verifier
+from schedlab.services.net import BrokerUnreachable
 
 MAX_AGE = "7D"  # how long the stream keeps records (RabbitMQ's x-max-age)
-IDLE = 0.3  # a read ends after this long without a record (a stream has no end marker)
+IDLE = 0.3  # past the start of a stream's last chunk, a read ends after this long without a record
+POLL = 0.05  # how often a read looks whether the consumer of the stream's last chunk has been sent one
+EMPTY_WAIT = 1.0  # a stream of which neither end is sent anything within this long is empty
+READ_PATIENCE = 30.0  # seconds a read may take to reach the stream's end before it gives up (StreamReadTimeout)
+
+
+class StreamReadTimeout(BrokerUnreachable):
+    """A stream not read to its end in time: one line for the user (``reason``), as for a broker not reached."""
+
+
+def _offset(message: Any) -> int:
+    """A stream message's offset (RabbitMQ sets the header on every message it delivers from a stream)."""
+    return int((message.headers or {}).get("x-stream-offset", -1))
 
 
 def ledger_queue(cluster_name: str) -> str:
@@ -80,8 +94,6 @@ class SignedStream:
         """Connect (or open a channel on ``connection``, left open by :meth:`close`), and declare the stream (a
         no-op if it exists); ``passive``: only if it exists (False if not)."""
         import aio_pika
-
-        from schedlab.services.net import BrokerUnreachable
 
         if connection is None:
             try:
@@ -119,23 +131,68 @@ class SignedStream:
         await self.channel.default_exchange.publish(aio_pika.Message(body, delivery_mode=aio_pika.DeliveryMode.PERSISTENT),
                                                     routing_key=self.queue_name)
 
-    async def read_bodies(self) -> list[bytes]:
-        """The body of every authentic record from the stream's start, in append order (the others are counted)."""
+    async def read_bodies(self, patience: float | None = None) -> list[bytes]:
+        """The body of every authentic record from the stream's start to its end when the read began, in append
+        order (the others are counted). Raises :class:`StreamReadTimeout` (one line, no traceback) if the end
+        is not reached within ``patience`` seconds (default :data:`READ_PATIENCE`).
+
+        A stream has no end marker and RabbitMQ 3.10 reports no message count for it, so the end is found with
+        a second consumer from ``last`` (the stream's last chunk): the read is complete once the reader from
+        ``first`` has passed that chunk's first offset and the rest of the chunk, sent with it, has come. A
+        stream on which neither consumer gets anything within :data:`EMPTY_WAIT` is empty. (An idle gap of
+        0.3 s used to end the read: under load that cut reads short, and ending it through aio-pika's queue
+        iterator nacked the messages still buffered, which a stream refuses by closing the channel.)
+        """
+        patience = READ_PATIENCE if patience is None else patience
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + patience
+        inbox: asyncio.Queue[Any] = asyncio.Queue()
+        tail: asyncio.Queue[Any] = asyncio.Queue()
+        consumers = {await self.queue.consume(inbox.put, arguments={"x-stream-offset": "first"}): inbox}
+        tail_tag = await self.queue.consume(tail.put, arguments={"x-stream-offset": "last"})
+        consumers[tail_tag] = tail
         out: list[bytes] = []
-        async with self.queue.iterator(arguments={"x-stream-offset": "first"}) as it:
+        bound: int | None = None  # the first offset of the stream's last chunk (once its consumer said it)
+        seen = -1  # the highest offset read from the start
+        started = loop.time()
+        try:
             while True:
+                if bound is None and not tail.empty():
+                    bound = _offset(tail.get_nowait())
+                    await self._stop(tail_tag, consumers.pop(tail_tag))  # one message of the last chunk is all it is for
+                now = loop.time()
+                if bound is None and seen < 0 and now - started >= EMPTY_WAIT:
+                    return out  # nothing from either end: an empty stream
+                if now >= deadline:
+                    raise StreamReadTimeout(self.url, f"stream {self.queue_name}: its end not reached within {patience:g} s "
+                                                      f"({len(out)} records read); the broker is busy or unreachable, try again")
+                wait = min(IDLE if bound is not None and seen >= bound else POLL, deadline - now)
                 try:
-                    message = await asyncio.wait_for(it.__anext__(), IDLE)
-                except (TimeoutError, StopAsyncIteration):
-                    break
-                await message.ack()
+                    message = await asyncio.wait_for(inbox.get(), wait)
+                except TimeoutError:
+                    if bound is not None and seen >= bound:
+                        return out  # past the last chunk's start and nothing more of it came: the end
+                    continue
+                await message.ack()  # a stream's consumer acknowledges to get more (no nack, no requeue)
+                seen = max(seen, _offset(message))
                 try:
                     _sender, body = self.verifier.unframe(message.body, fresh=False)
                 except AuthError:
                     self.bad_records += 1
                     continue
                 out.append(body)
-        return out
+        finally:
+            for tag, received in consumers.items():
+                await self._stop(tag, received)
+
+    async def _stop(self, tag: str, inbox: asyncio.Queue[Any]) -> None:
+        """Cancel a consumer and acknowledge what it had been sent (a stream refuses nack: the channel would close)."""
+        if self.channel is None or self.channel.is_closed:
+            return
+        with contextlib.suppress(Exception):  # a channel closing under us: nothing of it is needed any more
+            await self.queue.cancel(tag)
+            while not inbox.empty():
+                await inbox.get_nowait().ack()
 
     async def read(self) -> list[dict[str, Any]]:
         """Every JSON record (an object) from the stream's start."""

@@ -359,11 +359,19 @@ async def delete_cluster_queues(loaded: LoadedCluster) -> None:
     except BrokerUnreachable:
         return
     try:
+        runs_known = True
         if loaded.secret:  # the run records of detached submissions, named by the job ledger
             from schedlab.services.jobs import detached_runs
+            from schedlab.services.ledger import StreamReadTimeout
 
-            names += [directory.queue(("run", run)) for run in await detached_runs(loaded, link.connection)]
-        names.append(ledger_queue(loaded.name))  # the job ledger (a stream)
+            try:
+                names += [directory.queue(("run", run)) for run in await detached_runs(loaded, link.connection)]
+            except StreamReadTimeout as e:  # the ledger stays: it is what names those streams for the next down
+                runs_known = False
+                print(f"cluster {loaded.name}: {e.reason}; the job ledger and the detached runs' streams are kept "
+                      "(cluster down again deletes them)", file=sys.stderr)
+        if runs_known:
+            names.append(ledger_queue(loaded.name))  # the job ledger (a stream)
         await link.delete_queues(names)
     finally:
         await link.close()
