@@ -260,7 +260,7 @@ def serve_cmd(
     import logging
 
     from schedlab.services.node import serve
-    from schedlab.services.supervise import check_broker
+    from schedlab.services.supervise import check_broker, register, unregister
 
     level = getattr(logging, log_level.upper(), None)
     if not isinstance(level, int):
@@ -272,12 +272,21 @@ def serve_cmd(
     if standby and role != "lm":
         raise InputError("--standby", f"only an LM has a standby, not {role}")
 
+    registered: list[Path | None] = []
+
+    def ready(node: Any) -> None:
+        logging.getLogger("schedlab").info("%s %d ready on %s", node.role, node.id, node.endpoint.url)
+        if not registered:  # once serving (with role all: at the first node), so that cluster down stops it too
+            registered.append(register(cluster, role, ident))
+
     async def main() -> None:
         await check_broker(loaded, timeout=30.0)  # patient: a busy machine starting many processes is slow to connect
-        await serve(loaded, role, ident, ready=lambda node: logging.getLogger("schedlab").info("%s %d ready on %s", node.role, node.id, node.endpoint.url),
-                    standby=standby)
+        await serve(loaded, role, ident, ready=ready, standby=standby)
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        unregister(registered[0] if registered else None)
 
 
 def submit_cmd(
