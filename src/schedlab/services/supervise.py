@@ -392,15 +392,15 @@ async def delete_cluster_queues(loaded: LoadedCluster) -> None:
         return
     try:
         runs_known = True
-        if loaded.secret:  # the run records of detached submissions, named by the job ledger
-            from schedlab.services.jobs import detached_runs
+        if loaded.secret:  # the runs the job ledger names: detached ones' record streams, attached ones' run queues
+            from schedlab.services.jobs import ledger_runs
             from schedlab.services.ledger import StreamReadTimeout
 
             try:
-                names += [directory.queue(("run", run)) for run in await detached_runs(loaded, link.connection)]
+                names += [directory.queue(("run", run)) for run in await ledger_runs(loaded, link.connection)]
             except StreamReadTimeout as e:  # the ledger stays: it is what names those streams for the next down
                 runs_known = False
-                print(f"cluster {loaded.name}: {e.reason}; the job ledger and the detached runs' streams are kept "
+                print(f"cluster {loaded.name}: {e.reason}; the job ledger and the runs' queues it names are kept "
                       "(cluster down again deletes them)", file=sys.stderr)
         if runs_known:
             names.append(ledger_queue(loaded.name))  # the job ledger (a stream)
