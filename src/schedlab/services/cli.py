@@ -161,7 +161,7 @@ def status_cmd(
     path: Annotated[Path, typer.Argument(help="Cluster file.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print every node's status as JSON.")] = False,
 ) -> None:
-    """Per GM, LM and worker host: up, queue lengths, running tasks, lent workers, last heartbeat, refused input.
+    """Per GM, LM and worker host: up, uptime, queue lengths, running tasks, lent workers, last heartbeat, refused input.
 
     Example: schedlab cluster status demo.yaml
     """
@@ -172,16 +172,20 @@ def status_cmd(
     if as_json:
         print(json.dumps(statuses, indent=2))
     else:
-        t = Table("node", "up", "waiting", "running", "lent", "heartbeat age", "inconsistencies", "refused", "errors", title=f"cluster {loaded.name}", title_justify="left")
+        # uptime beside the heartbeat age: a process older than the cluster (one left running from an earlier
+        # start) shows as such, and a heartbeat age can be read against how long its node has been up
+        t = Table("node", "up", "uptime", "waiting", "running", "lent", "heartbeat age", "inconsistencies", "refused", "errors",
+                  title=f"cluster {loaded.name}", title_justify="left")
         for st in statuses:
             name = f"{st['role']} {st['id']}"
             if "error" in st:
-                t.add_row(name, "[red]down[/red]", "", "", "", "", "", "", st["error"][:60])
+                t.add_row(name, "[red]down[/red]", "", "", "", "", "", "", "", st["error"][:60])
                 continue
             age = st.get("last_heartbeat_age")
             t.add_row(
                 name,
                 "up" + (f" (pid {st['pid']})" if st["role"] == "lm" and loaded.spec.lm_standby else ""),
+                "" if st.get("uptime") is None else _duration(float(st["uptime"])),
                 str(st.get("waiting", "")),
                 str(st.get("running", "")),
                 str(st.get("lent_workers", "")),
