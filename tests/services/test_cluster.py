@@ -348,7 +348,7 @@ def test_the_readme_flow_init_up_status_submit_down(broker, tmp_path):
         r = run("submit", "--cluster", str(path), "--command", "echo hello from a worker")
         assert r.returncode == 0 and "status ok  exit 0" in r.stdout and "hello from a worker" in r.stdout, r.stdout + r.stderr
         r = run("cluster", "status", str(path))
-        assert r.returncode == 0 and r.stdout.count(" up ") >= 6, r.stdout
+        assert r.returncode == 0 and r.stdout.count(" up ") >= 6 and "uptime" in r.stdout, r.stdout
     finally:
         r = run("cluster", "down", str(path))
     assert r.returncode == 0 and "stopped 6 processes" in r.stderr

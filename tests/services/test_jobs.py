@@ -64,7 +64,9 @@ def test_detach_list_status_and_a_gm_restart(tmp_path, capsys) -> None:
         assert "no job 12345 in the ledger" in capsys.readouterr().err
         assert main(["jobs", "--cluster", str(path), "--state", "nope"]) == 2
         capsys.readouterr()
-        assert main(["submit", "--cluster", str(path), "--command", "sh -c 'echo hello; echo oops >&2; exit 3'", "--detach"]) == 0
+        # retried twice on the real cluster (the same worker), then failed with its exit code, the attempts recorded
+        assert main(["submit", "--cluster", str(path), "--command", "sh -c 'echo hello; echo oops >&2; exit 3'", "--retries", "2",
+                     "--detach"]) == 0
         bad = int(capsys.readouterr().out)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and _jobs(path, capsys)[bad]["state"] != "failed":
@@ -72,7 +74,13 @@ def test_detach_list_status_and_a_gm_restart(tmp_path, capsys) -> None:
         row = _jobs(path, capsys)[bad]
         assert (row["state"], row["exit_code"], row["failed_tasks"]) == ("failed", 3, 1), row
         assert main(["job", "logs", str(bad), "--cluster", str(path)]) == 0
-        assert capsys.readouterr().out.splitlines() == ["task 0: failed  exit 3", "--- stdout ---", "hello", "--- stderr ---", "oops"]
+        logs = capsys.readouterr().out.splitlines()
+        # the outcome is the last attempt's, its output tails with it
+        assert logs == ["task 0: failed  exit 3  attempts 3", "--- stdout ---", "hello", "--- stderr ---", "oops"], logs
+        assert main(["job", "logs", str(bad), "--cluster", str(path), "--task", "0"]) == 0
+        assert capsys.readouterr().out.splitlines() == logs
+        assert main(["job", "logs", str(bad), "--cluster", str(path), "--task", "1"]) == 2
+        assert f"job {bad} has tasks 0..0, not 1" in capsys.readouterr().err
     finally:
         asyncio.run(supervise.down(loaded, path))
     assert queues_of(loaded.name) == []  # the ledger and the detached runs' record streams went with the cluster

@@ -4,11 +4,13 @@ bearer token derived from the cluster's secret; the figures are those of /v1/sta
 from __future__ import annotations
 
 import asyncio
+import time
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from schedlab.cli import main
+from schedlab.dashboard.live import LiveMonitor
 from schedlab.metrics.recorder import COMPONENTS
 from schedlab.services import supervise
 from schedlab.services.auth import metrics_token
@@ -35,9 +37,15 @@ def test_every_node_serves_metrics_for_the_token_only(tmp_path, capsys) -> None:
     token = metrics_token(loaded.secret)
     jobs = [TraceJob(0.05 * i, 0.05, [0.05, 0.05]) for i in range(6)]
 
+    fresh: list[dict] = []
+
     async def body() -> tuple[dict, dict, list]:
+        t0 = time.time()
         await supervise.up(loaded, path, timeout=60)
         try:
+            await asyncio.sleep(1.0)  # five heartbeats of an idle cluster
+            fresh.extend(await fetch_statuses(loaded))
+            fresh.append({"since_up": time.time() - t0})
             async with RemoteCluster(loaded) as rc:
                 result = await replay(rc, jobs, constraints=False, timeout=30)
             assert result.summary["tasks"] == 12
@@ -57,6 +65,13 @@ def test_every_node_serves_metrics_for_the_token_only(tmp_path, capsys) -> None:
             await supervise.down(loaded, path)
 
     scraped, statuses, refused = asyncio.run(body())
+    # a fresh, idle cluster's heartbeat ages are a few heartbeats, never more than it has been up (the issue saw
+    # 545-597 s on a cluster up for under a minute: a clock mixed up would show as the machine's uptime)
+    since_up = fresh.pop()["since_up"]
+    for st in fresh:
+        assert 0 <= st["uptime"] <= since_up, st
+        if st["role"] != "worker":
+            assert 0 <= st["last_heartbeat_age"] < 3.0, st
     assert set(scraped) == {("gm", 0), ("lm", 0), ("worker", 0)} and refused == [401, 401, 401]
     samples = {}
     for key, text in scraped.items():
@@ -88,6 +103,15 @@ def test_every_node_serves_metrics_for_the_token_only(tmp_path, capsys) -> None:
     assert 0 < samples[("worker", "schedlab_allocation_component_seconds_sum", (("component", "communication"),))] < 12 * 5
     assert samples[("gm", "schedlab_refused_input_total", (("reason", "unauthenticated"),))] == 1  # the wrong token, counted
     assert ("lm", "schedlab_recovery_events_total", (("event", "hosts_down"),)) in samples
+    for role in ("gm", "lm"):  # scraped after the status read, by less than a few seconds
+        age = samples[(role, "schedlab_heartbeat_age_seconds", ())]
+        assert 0 <= age < 3.0 and abs(age - statuses[(role, 0)]["last_heartbeat_age"]) < 3.0, (role, age)
+    # the live view shows what cluster status read, node by node
+    live = LiveMonitor(loaded).update(time.time(), list(statuses.values()))
+    for role in ("gm", "lm"):
+        (row,) = live["nodes"][role]
+        assert row["heartbeat_age"] == statuses[(role, 0)]["last_heartbeat_age"] and row["uptime"] == statuses[(role, 0)]["uptime"]
+    assert live["nodes"]["gm"][0]["placements"] == samples[("gm", "schedlab_placements_total", ())]
     assert main(["cluster", "metrics", str(path)]) == 0
     cfg = capsys.readouterr().out
     assert f"credentials: {token}" in cfg and "type: Bearer" in cfg and all(u.split("://")[1] in cfg for u in

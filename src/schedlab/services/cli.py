@@ -161,7 +161,7 @@ def status_cmd(
     path: Annotated[Path, typer.Argument(help="Cluster file.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print every node's status as JSON.")] = False,
 ) -> None:
-    """Per GM, LM and worker host: up, queue lengths, running tasks, lent workers, last heartbeat, refused input.
+    """Per GM, LM and worker host: up, uptime, queue lengths, running tasks, lent workers, last heartbeat, refused input.
 
     Example: schedlab cluster status demo.yaml
     """
@@ -172,16 +172,20 @@ def status_cmd(
     if as_json:
         print(json.dumps(statuses, indent=2))
     else:
-        t = Table("node", "up", "waiting", "running", "lent", "heartbeat age", "inconsistencies", "refused", "errors", title=f"cluster {loaded.name}", title_justify="left")
+        # uptime beside the heartbeat age: a process older than the cluster (one left running from an earlier
+        # start) shows as such, and a heartbeat age can be read against how long its node has been up
+        t = Table("node", "up", "uptime", "waiting", "running", "lent", "heartbeat age", "inconsistencies", "refused", "errors",
+                  title=f"cluster {loaded.name}", title_justify="left")
         for st in statuses:
             name = f"{st['role']} {st['id']}"
             if "error" in st:
-                t.add_row(name, "[red]down[/red]", "", "", "", "", "", "", st["error"][:60])
+                t.add_row(name, "[red]down[/red]", "", "", "", "", "", "", "", st["error"][:60])
                 continue
             age = st.get("last_heartbeat_age")
             t.add_row(
                 name,
                 "up" + (f" (pid {st['pid']})" if st["role"] == "lm" and loaded.spec.lm_standby else ""),
+                "" if st.get("uptime") is None else _duration(float(st["uptime"])),
                 str(st.get("waiting", "")),
                 str(st.get("running", "")),
                 str(st.get("lent_workers", "")),
@@ -260,7 +264,7 @@ def serve_cmd(
     import logging
 
     from schedlab.services.node import serve
-    from schedlab.services.supervise import check_broker
+    from schedlab.services.supervise import check_broker, register, unregister
 
     level = getattr(logging, log_level.upper(), None)
     if not isinstance(level, int):
@@ -272,12 +276,21 @@ def serve_cmd(
     if standby and role != "lm":
         raise InputError("--standby", f"only an LM has a standby, not {role}")
 
+    registered: list[Path | None] = []
+
+    def ready(node: Any) -> None:
+        logging.getLogger("schedlab").info("%s %d ready on %s", node.role, node.id, node.endpoint.url)
+        if not registered:  # once serving (with role all: at the first node), so that cluster down stops it too
+            registered.append(register(cluster, role, ident))
+
     async def main() -> None:
         await check_broker(loaded, timeout=30.0)  # patient: a busy machine starting many processes is slow to connect
-        await serve(loaded, role, ident, ready=lambda node: logging.getLogger("schedlab").info("%s %d ready on %s", node.role, node.id, node.endpoint.url),
-                    standby=standby)
+        await serve(loaded, role, ident, ready=ready, standby=standby)
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        unregister(registered[0] if registered else None)
 
 
 def submit_cmd(

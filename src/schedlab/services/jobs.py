@@ -299,15 +299,16 @@ async def job_logs(loaded: LoadedCluster, job: int) -> list[dict[str, Any]] | No
     return [{"task": k, **mine.get(k, {"status": "not ended"})} for k in range(int(sub.get("tasks", 0)))]
 
 
-async def detached_runs(loaded: LoadedCluster, connection: Any = None) -> list[int]:
-    """The runs whose records detached submissions kept in streams (for ``cluster down`` to delete them);
-    ``connection``: an open aio-pika connection to use."""
+async def ledger_runs(loaded: LoadedCluster, connection: Any = None) -> list[int]:
+    """Every run the job ledger names (for ``cluster down`` to delete their queues): those of detached
+    submissions keep their records in streams; those of attached ones had a run queue their client read,
+    which outlives a killed client by :data:`~.net.RUN_QUEUE_EXPIRES_MS`. ``connection``: an open aio-pika
+    connection to use."""
     stream = SignedStream(loaded.broker, ledger_queue_of(loaded), require_secret(loaded), "client")
     try:
         if not await stream.connect(passive=True, connection=connection):
             return []
-        return sorted({r["run"] for r in await stream.read()
-                       if r.get("kind") == "submitted" and isinstance(r.get("run"), int) and not r.get("attached")})
+        return sorted({r["run"] for r in await stream.read() if r.get("kind") == "submitted" and isinstance(r.get("run"), int)})
     finally:
         await stream.close()
 

@@ -19,6 +19,9 @@ data with it.
 ``down`` sends SIGTERM to every process of the run directory (SIGKILL after
 a grace period), removes the pid files, and deletes the cluster's queues on
 the broker (jobs still waiting in a submission queue are dropped with them).
+A component started by hand on this machine (``schedlab serve``, as after a
+crash) enters itself in the run directory once it serves (:func:`register`),
+so ``down`` stops it like the others.
 """
 
 from __future__ import annotations
@@ -229,6 +232,33 @@ def _spawn(cluster_file: str | os.PathLike, role: str, ident: int, name: str | N
     return child.pid, log
 
 
+def register(cluster_file: str | os.PathLike, role: str, ident: int) -> Path | None:
+    """Enter this process (a component started by hand, ``schedlab serve``) in the cluster's run folder as ``up``
+    enters its own, so that ``cluster down`` stops it too and ``up`` sees the cluster running. Its slot is
+    ``<role>-<id>.pid``, or ``<role>-<id>.<pid>.pid`` while a live process holds that one (a restarted
+    component's old process, a standby). Returns the file, None if a pid file names this process already
+    (``up`` and ``restart`` write theirs when they spawn it)."""
+    me = os.getpid()
+    live = running_pids(cluster_file)
+    if me in live.values():
+        return None
+    d = run_dir(cluster_file)
+    d.mkdir(parents=True, exist_ok=True)
+    name = f"{role}-{ident}" if f"{role}-{ident}" not in live else f"{role}-{ident}.{me}"
+    f = d / f"{name}.pid"
+    f.write_text(f"{me}\n")
+    return f
+
+
+def unregister(f: Path | None) -> None:
+    """Remove what :func:`register` wrote, if it still names this process (``down`` may have removed it)."""
+    if f is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        if int(f.read_text().strip()) == os.getpid():
+            f.unlink()
+
+
 def spawn_standby(cluster_file: str | os.PathLike, lm: int) -> int:
     """Start a standby for LM ``lm`` (it waits for the active one to die, then takes over); returns its pid.
 
@@ -332,6 +362,8 @@ async def down(loaded: LoadedCluster, cluster_file: str | os.PathLike, quiet: bo
         if _alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # one started by hand leads no process group of its own
+                os.kill(pid, signal.SIGKILL)
     for _pid, f in pids.values():
         f.unlink(missing_ok=True)
     if loaded.spec.testbed is not None:  # its broker's data, and so the cluster's queues, go with it
@@ -359,11 +391,19 @@ async def delete_cluster_queues(loaded: LoadedCluster) -> None:
     except BrokerUnreachable:
         return
     try:
-        if loaded.secret:  # the run records of detached submissions, named by the job ledger
-            from schedlab.services.jobs import detached_runs
+        runs_known = True
+        if loaded.secret:  # the runs the job ledger names: detached ones' record streams, attached ones' run queues
+            from schedlab.services.jobs import ledger_runs
+            from schedlab.services.ledger import StreamReadTimeout
 
-            names += [directory.queue(("run", run)) for run in await detached_runs(loaded, link.connection)]
-        names.append(ledger_queue(loaded.name))  # the job ledger (a stream)
+            try:
+                names += [directory.queue(("run", run)) for run in await ledger_runs(loaded, link.connection)]
+            except StreamReadTimeout as e:  # the ledger stays: it is what names those streams for the next down
+                runs_known = False
+                print(f"cluster {loaded.name}: {e.reason}; the job ledger and the runs' queues it names are kept "
+                      "(cluster down again deletes them)", file=sys.stderr)
+        if runs_known:
+            names.append(ledger_queue(loaded.name))  # the job ledger (a stream)
         await link.delete_queues(names)
     finally:
         await link.close()
