@@ -246,7 +246,7 @@ def test_down_after_a_crashed_up_removes_everything(can_netns, tmp_path):
 
 
 def test_a_testbed_broker_of_three_nodes_loses_one_mid_replay_and_every_task_completes_once(can_netns, tmp_path):
-    """Three RabbitMQ nodes, each on its own host, clustered (quorum queues); the node every service is on is
+    """Three RabbitMQ nodes, each on its own host, clustered (quorum queues); the node most services are on is
     SIGKILLed mid-replay and started again (it rejoins with its data): nothing lost, nothing twice, nothing left."""
     name = f"tq{secrets.token_hex(3)}"
     path = tmp_path / "c.yaml"
@@ -259,9 +259,12 @@ def test_a_testbed_broker_of_three_nodes_loses_one_mid_replay_and_every_task_com
         try:
             await supervise.up(loaded, path, timeout=90)
             nodes_up = await supervise.broker_nodes_up(loaded)
-            # the services' first URL is node 0: all of them are on it when it dies
-            report = await run_chaos(loaded, path, trace, roles=["broker-node"], every=2.0, restart_after=0.5, broker_nodes=[0],
-                                     constraints=False, timeout=60)
+            # each service starts at a random node: the one most of them are on dies (RabbitMQ lists who is where)
+            brokers = lifecycle.broker_cluster(loaded, supervise.run_dir(path))
+            listed = brokers.nodes[0].ctl("list_connections", "node", "--no-table-headers", "--silent", timeout=60).stdout.split()
+            busiest = max(range(3), key=lambda k: listed.count(brokers.nodes[k].node))
+            report = await run_chaos(loaded, path, trace, roles=["broker-node"], every=2.0, restart_after=0.5,
+                                     broker_nodes=[busiest], constraints=False, timeout=60)
             return nodes_up, report, await fetch_statuses(loaded)
         finally:
             await supervise.down(loaded, path)
