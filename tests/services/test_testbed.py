@@ -280,6 +280,35 @@ def test_a_testbed_broker_of_three_nodes_loses_one_mid_replay_and_every_task_com
     assert not lifecycle.broker_dir(supervise.run_dir(path)).exists()
 
 
+def _processes_under(folder: str) -> list[int]:
+    """Processes whose command line names ``folder`` (a broker node's launcher and Erlang VM name their data folder)."""
+    out = []
+    for proc in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{proc}/cmdline", "rb") as f:
+                if folder.encode() in f.read():
+                    out.append(int(proc))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def test_down_after_an_up_crashed_while_its_three_broker_nodes_started_removes_them(can_netns, tmp_path):
+    name = f"tk{secrets.token_hex(3)}"
+    path = tmp_path / "c.yaml"
+    path.write_text(render_cluster(name=name, gms=1, lms=1, workers=2, netns=True, broker_nodes=3))
+    loaded = load_cluster(path)
+    run = supervise.run_dir(path)
+    HostsOf(loaded, run).create()
+    brokers = lifecycle.broker_cluster(loaded, run)
+    for n in brokers.nodes:  # as an `up` killed while its nodes were starting, before they were joined
+        n.start()
+    assert len(_processes_under(str(brokers.dir))) >= 3
+    assert main(["cluster", "down", str(path)]) == 0
+    assert not [n for n in list_netns() if n.startswith(f"sl-{name}-")]
+    assert not brokers.dir.exists() and _processes_under(str(brokers.dir)) == []
+
+
 def test_a_links_bandwidth_is_an_htb_class_for_that_destination(tmp_path):
     text = render_cluster(name="bw", gms=1, lms=1, workers=4, netns=True).replace("  default: {delay: 0.5ms}", "  gm-lm: {bandwidth: 100mbit}")
     tb = HostsOf(parse_cluster(text), tmp_path)
