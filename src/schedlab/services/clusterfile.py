@@ -139,7 +139,7 @@ class TestbedSpec(_Model):
 
     subnet: str
     broker: TestbedBroker | None = None
-    brokers: list[TestbedBroker] | None = Field(None, min_length=1, max_length=8)
+    brokers: list[TestbedBroker] | None = Field(None, min_length=1, max_length=tba.MAX_BROKER_NODES)
 
     @field_validator("subnet")
     @classmethod
