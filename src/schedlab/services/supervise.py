@@ -12,7 +12,7 @@ beside the cluster file.
 
 A cluster file with a ``testbed`` section puts each component on a host of
 its own (a network namespace, :mod:`~.testbed`): ``up`` makes the hosts,
-links, relay and the broker's node first and starts each component inside
+links, relay and the broker's node(s) first and starts each component inside
 its namespace (``ip netns exec``); ``down`` removes all of it, the broker's
 data with it.
 
