@@ -15,6 +15,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -299,14 +300,20 @@ def test_down_after_an_up_crashed_while_its_three_broker_nodes_started_removes_t
     path.write_text(render_cluster(name=name, gms=1, lms=1, workers=2, netns=True, broker_nodes=3))
     loaded = load_cluster(path)
     run = supervise.run_dir(path)
-    HostsOf(loaded, run).create()
     brokers = lifecycle.broker_cluster(loaded, run)
-    for n in brokers.nodes:  # as an `up` killed while its nodes were starting, before they were joined
-        n.start()
-    assert len(_processes_under(str(brokers.dir))) >= 3
-    assert main(["cluster", "down", str(path)]) == 0
-    assert not [n for n in list_netns() if n.startswith(f"sl-{name}-")]
-    assert not brokers.dir.exists() and _processes_under(str(brokers.dir)) == []
+    try:
+        HostsOf(loaded, run).create()
+        for n in brokers.nodes:  # as an `up` killed while its nodes were starting, before they were joined
+            n.start()
+        deadline = time.monotonic() + 20  # a launcher names its folder once it has exec'd (ip netns exec, runuser)
+        while len(_processes_under(str(brokers.dir))) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(_processes_under(str(brokers.dir))) >= 3
+        assert main(["cluster", "down", str(path)]) == 0
+        assert not [n for n in list_netns() if n.startswith(f"sl-{name}-")]
+        assert not brokers.dir.exists() and _processes_under(str(brokers.dir)) == []
+    finally:
+        main(["cluster", "down", str(path)])  # also when an assertion failed: nothing left behind
 
 
 def test_a_links_bandwidth_is_an_htb_class_for_that_destination(tmp_path):

@@ -97,6 +97,8 @@ def stop(loaded: Any, run_dir: Path) -> list[str]:
             os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
         pid_file.unlink(missing_ok=True)
     shutil.rmtree(broker_dir(run_dir), ignore_errors=True)
+    with contextlib.suppress(OSError):  # the shared home too, once empty (another testbed's nodes keep it: not empty)
+        BROKERS_HOME.rmdir()
     for name in (READY_FILE, "network.json"):
         (run_dir / name).unlink(missing_ok=True)
     return removed
