@@ -260,10 +260,12 @@ def test_a_testbed_broker_of_three_nodes_loses_one_mid_replay_and_every_task_com
         try:
             await supervise.up(loaded, path, timeout=90)
             nodes_up = await supervise.broker_nodes_up(loaded)
-            # each service starts at a random node: the one most of them are on dies (RabbitMQ lists who is where)
+            # each service starts at a random node: the one most of them are on dies (RabbitMQ lists each connection's
+            # node by the address it was accepted on)
             brokers = lifecycle.broker_cluster(loaded, supervise.run_dir(path))
-            listed = brokers.nodes[0].ctl("list_connections", "node", "--no-table-headers", "--silent", timeout=60).stdout.split()
-            busiest = max(range(3), key=lambda k: listed.count(brokers.nodes[k].node))
+            listed = brokers.nodes[0].ctl("list_connections", "host", "--no-table-headers", "--silent", timeout=60)
+            assert listed.returncode == 0, listed.stderr
+            busiest = max(range(3), key=lambda k: listed.stdout.split().count(brokers.nodes[k].host))
             report = await run_chaos(loaded, path, trace, roles=["broker-node"], every=2.0, restart_after=0.5,
                                      broker_nodes=[busiest], constraints=False, timeout=60)
             return nodes_up, report, await fetch_statuses(loaded)
