@@ -35,7 +35,7 @@ from schedlab.services.net import AmqpLink
 from schedlab.services.rabbitnode import SERVER
 from schedlab.services.remote import RemoteCluster, fetch_statuses
 from schedlab.workload.trace import TraceJob
-from tests.services.helpers import assert_valid_schedule, write_cluster
+from tests.services.helpers import assert_valid_schedule, consecutive_free_ports, write_cluster
 
 BASE_PORT = 5691
 DIST_BASE = 25691
@@ -268,3 +268,17 @@ def test_cluster_file_takes_a_list_of_brokers_and_says_what_is_wrong_in_one_line
     assert "--nodes: must be 1..9" in capsys.readouterr().err
     assert main(["broker", "down", "--dir", str(tmp_path / "none")]) == 0
     assert "nothing to stop" in capsys.readouterr().out
+
+
+def test_status_names_each_broker_node_and_says_which_are_down(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from schedlab.cli import main
+
+    monkeypatch.delenv("SCHEDLAB_AMQP_URL", raising=False)
+    port = consecutive_free_ports(3)  # nothing listens there: every node is down (and so is every component)
+    urls = [f"amqp://guest:guest@127.0.0.1:{port + k}/" for k in range(3)]
+    path = write_cluster(tmp_path, gms=1, lms=1, workers=2, url=",".join(urls))
+    assert main(["cluster", "status", str(path)]) == 1
+    out = capsys.readouterr().out
+    for k in range(3):
+        assert f"broker node 127.0.0.1:{port + k} (amqp://guest:***@127.0.0.1:{port + k}/): down" in out, out

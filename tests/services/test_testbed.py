@@ -16,19 +16,22 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
 from schedlab.cli import main
 from schedlab.errors import InputError
 from schedlab.services import supervise
+from schedlab.services.chaos import run_chaos
 from schedlab.services.client import replay
 from schedlab.services.clusterfile import load_cluster, parse_cluster, render_cluster
-from schedlab.services.remote import RemoteCluster
+from schedlab.services.remote import RemoteCluster, fetch_statuses
 from schedlab.services.testbed import addresses, lifecycle
 from schedlab.services.testbed.netns import Testbed as HostsOf
 from schedlab.services.testbed.netns import list_netns, require_privileges
 from schedlab.services.testbed.network import Network
+from schedlab.workload.trace import TraceJob
 from tests.services.helpers import assert_valid_schedule
 from tests.services.test_cluster import job
 
@@ -75,11 +78,31 @@ def test_init_netns_gives_each_component_a_host_in_the_benchmarking_range():
     assert loaded.broker == f"amqp://guest:guest@{spec.testbed.broker.host}:5672/"
 
 
+def test_init_netns_with_three_broker_nodes_gives_each_its_own_host_and_a_bad_count_is_one_line(tmp_path, capsys):
+    path = tmp_path / "c.yaml"
+    assert main(["cluster", "init", str(path), "--netns", "--broker-nodes", "3", "--gms", "1", "--lms", "1", "--workers", "2"]) == 0
+    loaded = load_cluster(path)
+    hosts = loaded.spec.testbed.broker_hosts
+    assert len(hosts) == 3 and loaded.quorum
+    assert loaded.brokers == [f"amqp://guest:guest@{b.host}:5672/" for b in hosts]
+    tb = HostsOf(loaded, tmp_path)
+    assert [h.name for h in tb.hosts[:3]] == ["broker0", "broker1", "broker2"] and len({h.address for h in tb.hosts}) == len(tb.hosts)
+    assert tb.link(tb.by_name["broker0"], tb.by_name["broker2"]).delay == 0.0005  # the default, between broker nodes too
+    for args, message in ((["--broker-nodes", "3"], "--broker-nodes: is for a testbed (--netns)"),
+                          (["--netns", "--broker-nodes", "9"], "--broker-nodes: must be 1..8, got 9")):
+        capsys.readouterr()
+        assert main(["cluster", "init", str(tmp_path / "x.yaml"), *args]) == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and len(err.splitlines()) == 1, err
+
+
 @pytest.mark.parametrize(("change", "message"), [
     (("subnet: 198.18.", "subnet: 10.0."), "outside the benchmarking range"),
     (("  default: {delay: 0.5ms}", "  default: {delay: fast}"), "network.default.delay: a time such as 25ms"),
     (("  default: {delay: 0.5ms}", "  gm0-lm9x: {loss: 1%}"), "unknown host name"),
     (("  default: {delay: 0.5ms}", "  default: {loss: 120%}"), "between 0 and 100 %"),
+    (("  broker: {host", "  brokers: []\n  broker: {host"), "testbed.brokers"),
+    (("  broker: {host", "  # broker: {host"), "give broker (one node's host) or brokers"),
 ])
 def test_a_bad_testbed_section_is_one_line_naming_the_field(change, message):
     text = render_cluster(name="demo", gms=1, lms=1, workers=4, netns=True).replace(*change)
@@ -222,6 +245,78 @@ def test_down_after_a_crashed_up_removes_everything(can_netns, tmp_path):
     assert not [n for n in list_netns() if n.startswith(f"sl-{name}-")]
     assert subprocess.run(["ip", "link", "show", "dev", tb.bridge], capture_output=True).returncode != 0
     assert main(["cluster", "down", str(path)]) == 0  # again: nothing to do, no error
+
+
+def test_a_testbed_broker_of_three_nodes_loses_one_mid_replay_and_every_task_completes_once(can_netns, tmp_path):
+    """Three RabbitMQ nodes, each on its own host, clustered (quorum queues); the node most services are on is
+    SIGKILLed mid-replay and started again (it rejoins with its data): nothing lost, nothing twice, nothing left."""
+    name = f"tq{secrets.token_hex(3)}"
+    path = tmp_path / "c.yaml"
+    path.write_text(render_cluster(name=name, gms=1, lms=1, workers=4, heartbeat=0.5, netns=True, broker_nodes=3))
+    loaded = load_cluster(path)
+    assert loaded.quorum and len(loaded.brokers) == 3
+    trace = [TraceJob(0.25 * i, 0.5, [0.5]) for i in range(24)]  # 6 s of arrivals, 2 tasks/s of 0.5 s on 4 workers
+
+    async def body():
+        try:
+            await supervise.up(loaded, path, timeout=90)
+            nodes_up = await supervise.broker_nodes_up(loaded)
+            # each service starts at a random node: the one most of them are on dies (RabbitMQ lists each connection's
+            # node by the address it was accepted on)
+            brokers = lifecycle.broker_cluster(loaded, supervise.run_dir(path))
+            listed = brokers.nodes[0].ctl("list_connections", "host", "--no-table-headers", "--silent", timeout=60)
+            assert listed.returncode == 0, listed.stderr
+            busiest = max(range(3), key=lambda k: listed.stdout.split().count(brokers.nodes[k].host))
+            report = await run_chaos(loaded, path, trace, roles=["broker-node"], every=2.0, restart_after=0.5,
+                                     broker_nodes=[busiest], constraints=False, timeout=60)
+            return nodes_up, report, await fetch_statuses(loaded)
+        finally:
+            await supervise.down(loaded, path)
+
+    nodes_up, report, statuses = asyncio.run(asyncio.wait_for(body(), 200))
+    assert [n for n, _u, up in nodes_up if up] == [f"rabbit@{b.host}" for b in loaded.spec.testbed.broker_hosts]
+    assert report.ok, (report.lost, report.duplicated)
+    assert report.kills and all(k.role == "broker-node" and k.healthy_after is not None for k in report.kills)
+    assert_valid_schedule(report.result, loaded.cluster)
+    assert report.result.summary["tasks"] == 24
+    assert sum(st.get("broker_failovers", 0) for st in statuses) >= 1, "no service moved off the killed node"
+    assert not [n for n in list_netns() if n.startswith(f"sl-{name}-")]
+    assert not lifecycle.broker_dir(supervise.run_dir(path)).exists()
+
+
+def _processes_under(folder: str) -> list[int]:
+    """Processes whose command line names ``folder`` (a broker node's launcher and Erlang VM name their data folder)."""
+    out = []
+    for proc in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{proc}/cmdline", "rb") as f:
+                if folder.encode() in f.read():
+                    out.append(int(proc))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def test_down_after_an_up_crashed_while_its_three_broker_nodes_started_removes_them(can_netns, tmp_path):
+    name = f"tk{secrets.token_hex(3)}"
+    path = tmp_path / "c.yaml"
+    path.write_text(render_cluster(name=name, gms=1, lms=1, workers=2, netns=True, broker_nodes=3))
+    loaded = load_cluster(path)
+    run = supervise.run_dir(path)
+    brokers = lifecycle.broker_cluster(loaded, run)
+    try:
+        HostsOf(loaded, run).create()
+        for n in brokers.nodes:  # as an `up` killed while its nodes were starting, before they were joined
+            n.start()
+        deadline = time.monotonic() + 20  # a launcher names its folder once it has exec'd (ip netns exec, runuser)
+        while len(_processes_under(str(brokers.dir))) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(_processes_under(str(brokers.dir))) >= 3
+        assert main(["cluster", "down", str(path)]) == 0
+        assert not [n for n in list_netns() if n.startswith(f"sl-{name}-")]
+        assert not brokers.dir.exists() and _processes_under(str(brokers.dir)) == []
+    finally:
+        main(["cluster", "down", str(path)])  # also when an assertion failed: nothing left behind
 
 
 def test_a_links_bandwidth_is_an_htb_class_for_that_destination(tmp_path):

@@ -15,6 +15,10 @@ touched. Choices:
   from ``$HOME/.erlang.cookie`` — and a node's ``HOME`` is its folder — so
   ``up`` writes one random cookie (mode 0400, owned by ``rabbitmq``) into
   every member's folder before it starts.
+* **On a testbed** (:mod:`~.testbed.lifecycle`) each member runs in its
+  host's namespace, named ``rabbit@<its address>`` (its own ``epmd``; the
+  distribution between members crosses the bridge like any other link);
+  the ports are not checked there, its host being new and empty.
 * **Joining.** Every member starts on its own (in parallel: 5-15 s each
   here), then members 2… run ``stop_app``, ``join_cluster <member 1>``,
   ``start_app`` in turn.
@@ -92,7 +96,8 @@ class BrokerCluster:
 
     def save(self) -> None:
         data = {"nodes": [{"name": n.name, "host": n.host, "port": n.port, "dist_port": n.dist_port,
-                           "data_dir": str(n.data_dir), "group": self.groups.get(k)} for k, n in enumerate(self.nodes)]}
+                           "data_dir": str(n.data_dir), "netns": n.netns, "node_host": n.node_host, "group": self.groups.get(k)}
+                          for k, n in enumerate(self.nodes)]}
         (self.dir / STATE_FILE).write_text(json.dumps(data, indent=1) + "\n")
 
     def member(self, index: int) -> RabbitNode:
@@ -106,7 +111,8 @@ class BrokerCluster:
         if self.dir.exists() and any(self.dir.iterdir()):
             what = "a broker cluster is already up there (broker down first)" if (self.dir / STATE_FILE).exists() else "is not empty"
             raise InputError(str(self.dir), what)
-        taken = [f"{n.host}:{p}" for n in self.nodes for p in (n.port, n.dist_port) if not port_free(n.host, p)]
+        # a node in a namespace (a testbed's host, made empty just before) has its address and ports to itself
+        taken = [f"{n.host}:{p}" for n in self.nodes if n.netns is None for p in (n.port, n.dist_port) if not port_free(n.host, p)]
         if taken:
             raise InputError("broker up", f"port{'s' if len(taken) > 1 else ''} {', '.join(taken)} already in use "
                                           "(another broker cluster? choose --base-port / --dist-base)")
@@ -219,7 +225,8 @@ def load(dir: Path) -> BrokerCluster | None:
     path = dir / STATE_FILE
     try:
         data = json.loads(path.read_text())
-        nodes = [RabbitNode(d["name"], d["host"], int(d["port"]), int(d["dist_port"]), Path(d["data_dir"])) for d in data["nodes"]]
+        nodes = [RabbitNode(d["name"], d["host"], int(d["port"]), int(d["dist_port"]), Path(d["data_dir"]), d.get("netns"),
+                            d.get("node_host", "localhost")) for d in data["nodes"]]
         groups = {k: int(d["group"]) for k, d in enumerate(data["nodes"]) if d.get("group") is not None}
     except FileNotFoundError:
         return None

@@ -27,7 +27,9 @@ reconnects, publishers hold what they could not send — :mod:`~.net`; only for
 a broker on this machine, since that is where ``rabbitmqctl`` acts, or a
 testbed's broker), and
 ``broker-node`` (one member of a RabbitMQ cluster started with ``schedlab
-broker up --dir DIR``, given as ``brokers``: its Erlang VM is SIGKILLed — a
+broker up --dir DIR``, given as ``brokers``, or of a testbed's broker of
+several nodes, each on its own host — ``cluster init --netns --broker-nodes
+3`` — when ``brokers`` is not given: its Erlang VM is SIGKILLed — a
 crash, not a clean stop — and after ``restart_after`` s started again; with
 ``wipe`` its data folder is removed first, so it comes back as a new member
 that the others forget, let join and make a replica of every quorum queue
@@ -156,7 +158,12 @@ async def run_chaos(loaded: LoadedCluster, cluster_file: str | os.PathLike, trac
     faults = list(faults or [])
     check_roles(roles, bool(faults))
     if "broker-node" in roles and brokers is None:
-        raise InputError("--kill", "broker-node: give --brokers-dir, the folder of the cluster started with schedlab broker up")
+        if loaded.spec.testbed is None or len(loaded.spec.testbed.broker_hosts) < 2:
+            raise InputError("--kill", "broker-node: give --brokers-dir, the folder of the cluster started with schedlab broker up "
+                                       "(or, on a testbed, write it with cluster init --netns --broker-nodes 3)")
+        from schedlab.services.testbed.lifecycle import broker_cluster
+
+        brokers = broker_cluster(loaded, supervise.run_dir(cluster_file))  # the testbed's own nodes, one per host
     if wipe and "broker-node" not in roles:
         raise InputError("--wipe", "only with --kill broker-node")
     if not every > 0 or restart_after < 0 or heal_after < 0:
@@ -373,10 +380,10 @@ async def _kill_lm(loaded: LoadedCluster, cluster_file: str | os.PathLike, ident
 
 def _broker_control(loaded: LoadedCluster) -> Any:
     """``action -> None`` that stops (``stop_app``) or starts (``start_app``) the cluster's broker."""
-    if loaded.spec.testbed is not None:  # the testbed's own node, on its host
-        from schedlab.services.testbed.lifecycle import broker_node
+    if loaded.spec.testbed is not None:  # the testbed's own (first) node, on its host
+        from schedlab.services.testbed.lifecycle import broker_cluster
 
-        node = broker_node(loaded, supervise.run_dir(loaded.source))
+        node = broker_cluster(loaded, supervise.run_dir(loaded.source)).nodes[0]
 
         async def testbed_broker(action: str) -> None:
             r = await asyncio.to_thread(node.ctl, action, timeout=120)

@@ -58,6 +58,7 @@ def init_cmd(
     from_config: Annotated[str | None, typer.Option("--from-config", help="A papers' Megha config (*_config_*.json or 'reference'): its LMs, partitions and machine constraints.")] = None,
     lm_standby: Annotated[bool, typer.Option("--lm-standby", help="cluster up starts a standby process beside each LM (takes over if it dies).")] = False,
     netns: Annotated[bool, typer.Option("--netns", help="Each component on an emulated host of its own (a network namespace, 198.18.0.0/15; the broker too): cluster up needs root.")] = False,
+    broker_nodes: Annotated[int, typer.Option("--broker-nodes", help="With --netns: the broker is a RabbitMQ cluster of N nodes, each on a host of its own (3: quorum queues).")] = 1,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
 ) -> None:
     """Write a commented cluster file; with no options, a small cluster for one laptop.
@@ -84,7 +85,7 @@ def init_cmd(
         source = load_config(from_config)
     text = render_cluster(name=name, gms=gms, lms=lms, hosts_per_lm=hosts_per_lm, workers=workers, slots=slots, resources=res, capacity=cap,
                           host=host, base_port=base_port, broker=broker or amqp_url_default(), heartbeat=heartbeat, from_cluster=source,
-                          lm_standby=lm_standby, netns=netns)
+                          lm_standby=lm_standby, netns=netns, broker_nodes=broker_nodes)
     write_cluster_file(path, text, force=force)
     err.print(f"wrote {path}: start it with `schedlab cluster up {path}`", highlight=False)
 
@@ -195,6 +196,11 @@ def status_cmd(
                 str(st.get("handler_errors", 0)),
             )
         out.print(t)
+        if len(loaded.brokers) > 1 or loaded.spec.testbed is not None:
+            from schedlab.services.supervise import broker_nodes_up, safe_url
+
+            for name, url, up in asyncio.run(broker_nodes_up(loaded)):
+                out.print(f"broker node {name} ({safe_url(url)}): {'up' if up else '[red]down[/red]'}", highlight=False)
         if loaded.spec.lm_standby:
             from schedlab.services.supervise import running_pids
 
@@ -430,7 +436,7 @@ def chaos_cmd(
     constraints: Annotated[bool, typer.Option("--constraints/--no-constraints", help="Synthesise task constraints as the papers do.")] = True,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Give up waiting for completions after this many seconds.")] = None,
     summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the run's summary JSON, with the campaign under 'chaos'.", callback=output_file)] = None,
-    brokers_dir: Annotated[Path | None, typer.Option("--brokers-dir", help="--kill broker-node: the folder given to schedlab broker up.")] = None,
+    brokers_dir: Annotated[Path | None, typer.Option("--brokers-dir", help="--kill broker-node: the folder given to schedlab broker up (not needed for a testbed's own broker nodes).")] = None,
     wipe: Annotated[bool, typer.Option("--wipe", help="--kill broker-node: remove the node's data before it restarts (a lost disk).")] = False,
 ) -> None:
     """Replay a trace on a running cluster while killing and restarting its components; exit 1 if a task was lost or duplicated.

@@ -31,7 +31,9 @@ Choices where the paper is silent:
   loss of one member loses nothing — and classic ones otherwise; ``quorum``
   and ``classic`` force one (a benchmark compares both on one cluster).
   Every process of a cluster must agree: RabbitMQ refuses to declare an
-  existing queue with another type.
+  existing queue with another type. On a testbed (``cluster init --netns
+  --broker-nodes 3``) the ``testbed`` section's ``brokers`` gives each node's
+  host, and ``brokers:`` their URLs.
 
 Errors name the file, line and field (``cluster.yaml:12: lms[0].port: …``)
 and exit with code 2, like the simulator's config loader.
@@ -130,10 +132,14 @@ class TestbedBroker(_Model):
 
 
 class TestbedSpec(_Model):
-    """An emulated multi-host testbed on this machine (:mod:`~.testbed`): its subnet, bridge and broker host."""
+    """An emulated multi-host testbed on this machine (:mod:`~.testbed`): its subnet, bridge and broker hosts.
+
+    ``broker`` is one RabbitMQ node's host; ``brokers`` (a list, as the cluster's own ``brokers:``) the hosts of a
+    RabbitMQ cluster, one node each."""
 
     subnet: str
-    broker: TestbedBroker
+    broker: TestbedBroker | None = None
+    brokers: list[TestbedBroker] | None = Field(None, min_length=1, max_length=tba.MAX_BROKER_NODES)
 
     @field_validator("subnet")
     @classmethod
@@ -142,6 +148,17 @@ class TestbedSpec(_Model):
 
         check_subnet(v)
         return v
+
+    @model_validator(mode="after")
+    def _one_form(self) -> TestbedSpec:
+        if (self.broker is None) == (self.brokers is None):
+            raise ValueError("testbed: give broker (one node's host) or brokers (a list of hosts), one of the two")
+        return self
+
+    @property
+    def broker_hosts(self) -> list[TestbedBroker]:
+        """Every broker node's host, in order (one for ``broker``)."""
+        return self.brokers if self.brokers is not None else [self.broker] if self.broker is not None else []
 
 
 class ClusterSpec(_Model):
@@ -358,6 +375,7 @@ def render_cluster(
     seed: int = 0,
     lm_standby: bool = False,
     netns: bool = False,
+    broker_nodes: int = 1,
 ) -> str:
     """A commented cluster file: ``workers`` workers spread over ``lms`` LMs and their hosts.
 
@@ -365,6 +383,8 @@ def render_cluster(
     workers. ``slots`` (slot mode) is accepted as a synonym of ``workers``.
     ``from_cluster`` (a papers' config, :func:`schedlab.cluster.config.load_config`)
     gives the LMs, partitions and every worker's machine constraints instead.
+    ``broker_nodes`` (with ``netns``): the testbed's broker is a RabbitMQ cluster of that many nodes, each on a host
+    of its own.
     """
     layout: list[list[list[int]]] | None = None
     if from_cluster is not None:
@@ -391,14 +411,21 @@ def render_cluster(
     secret = secret or secrets.token_hex(16)
     addr: Any = None
     subnet: Any = None
-    if netns:  # every component on a host of its own (:mod:`~.testbed`), the broker too; one port for all
+    if broker_nodes != 1 and not netns:
+        raise InputError("--broker-nodes", "is for a testbed (--netns); on this machine's loopback start them with "
+                                           "`schedlab broker up --nodes N` and give their URLs to --broker")
+    if not 1 <= broker_nodes <= tba.MAX_BROKER_NODES:
+        raise InputError("--broker-nodes", f"must be 1..{tba.MAX_BROKER_NODES}, got {broker_nodes}")
+    broker_hosts: list[str] = []
+    if netns:  # every component on a host of its own (:mod:`~.testbed`), each broker node too; one port for all
         try:
-            subnet = tba.allocate_subnet(name, 1 + gms + lms + lms * hosts_per_lm)
+            subnet = tba.allocate_subnet(name, broker_nodes + gms + lms + lms * hosts_per_lm)
         except ValueError as e:
             raise InputError("--netns", str(e)) from None
         seq = itertools.count()
         addr = lambda: str(tba.component_address(subnet, next(seq)))  # noqa: E731 - GMs, LMs, hosts in order
-        broker = f"amqp://guest:guest@{tba.broker_address(subnet)}:5672/"
+        broker_hosts = [str(tba.broker_address(subnet, k)) for k in range(broker_nodes)]
+        broker = ",".join(f"amqp://guest:guest@{a}:5672/" for a in broker_hosts)
     out = [
         "# schedlab cluster file: one Megha cluster (schedlab cluster up FILE starts it on this machine;",
         "# schedlab serve gm|lm|worker --cluster FILE --id N starts one component, for several hosts).",
@@ -420,7 +447,7 @@ def render_cluster(
         out[-1:-1] = [
             "testbed:                       # an emulated host per component (network namespaces on this machine): root needed",
             f"  subnet: {subnet}         # in the benchmarking range 198.18.0.0/15; .1 is this machine's bridge",
-            f"  broker: {{host: {tba.broker_address(subnet)}, port: 5672, netns: {tba.netns_name(name, 'broker')}}}",
+            *_testbed_broker_lines(name, broker_hosts),
             "network:                       # one-way delay, jitter, loss, bandwidth per link (gm-lm, lm-host, broker, gm0-lm1, ...)",
             "  default: {delay: 0.5ms}",
             "  # gm-lm: {delay: 25ms, jitter: 2ms}",
@@ -471,6 +498,15 @@ def render_cluster(
             port += 1
             host_id += 1
     return "\n".join(out) + "\n"
+
+
+def _testbed_broker_lines(name: str, hosts: list[str]) -> list[str]:
+    """The testbed section's broker host (``broker:``), or one host per node of a RabbitMQ cluster (``brokers:``)."""
+    if len(hosts) == 1:
+        return [f"  broker: {{host: {hosts[0]}, port: 5672, netns: {tba.netns_name(name, 'broker')}}}"]
+    return ["  brokers:                     # a RabbitMQ cluster: one node per host (quorum queues with 3 or more)",
+            *(f"    - {{host: {h}, port: 5672, netns: {tba.netns_name(name, tba.broker_host_name(k, len(hosts)))}}}"
+              for k, h in enumerate(hosts))]
 
 
 def _broker_line(broker: str) -> str:

@@ -7,7 +7,10 @@ node name; a node started here never touches it. Each node gets:
   file, an empty environment file (so ``/etc/rabbitmq/rabbitmq-env.conf`` and
   its loopback pinning are not read), its Mnesia data, logs, pid file and
   Erlang cookie (``HOME``);
-* a node name ``<name>@localhost`` and a distribution port of its own;
+* a node name ``<name>@localhost`` and a distribution port of its own — or,
+  on a testbed's host (``node_host``: its address), ``<name>@<address>``: a
+  *long* name (``RABBITMQ_USE_LONGNAME``), since nodes in other namespaces
+  must reach it by that address (``localhost`` would be their own);
 * its AMQP listener on ``host:port``, with ``guest`` allowed from anywhere
   (``loopback_users = none``): the node only ever listens on a testbed's
   private address or on loopback;
@@ -49,6 +52,7 @@ class RabbitNode:
     dist_port: int  # Erlang distribution
     data_dir: Path
     netns: str | None = None
+    node_host: str = "localhost"  # the node name's host part: a testbed host's address, for nodes in other namespaces
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.data_dir).resolve()  # HOME and every RABBITMQ_* path must be absolute
@@ -60,7 +64,7 @@ class RabbitNode:
 
     @property
     def node(self) -> str:
-        return f"{self.name}@localhost"
+        return f"{self.name}@{self.node_host}"
 
     @property
     def pid_file(self) -> Path:
@@ -75,7 +79,9 @@ class RabbitNode:
                 f"RABBITMQ_CONF_ENV_FILE={d / 'rabbitmq-env.conf'}", f"RABBITMQ_CONFIG_FILE={d / 'rabbitmq.conf'}",
                 f"RABBITMQ_NODENAME={self.node}", f"RABBITMQ_MNESIA_BASE={d / 'mnesia'}", f"RABBITMQ_LOG_BASE={d / 'log'}",
                 f"RABBITMQ_ENABLED_PLUGINS_FILE={d / 'enabled_plugins'}", f"RABBITMQ_PID_FILE={self.pid_file}",
-                f"RABBITMQ_DIST_PORT={self.dist_port}"]
+                f"RABBITMQ_DIST_PORT={self.dist_port}",
+                # an address as the host part is a long name (it has dots); the CLI tools need to know it too
+                f"RABBITMQ_USE_LONGNAME={'true' if '.' in self.node_host else 'false'}"]
 
     def prepare(self) -> None:
         """Write the node's folder (config, empty environment and plugin files), owned by ``rabbitmq``."""

@@ -12,7 +12,7 @@ beside the cluster file.
 
 A cluster file with a ``testbed`` section puts each component on a host of
 its own (a network namespace, :mod:`~.testbed`): ``up`` makes the hosts,
-links, relay and the broker's node first and starts each component inside
+links, relay and the broker's node(s) first and starts each component inside
 its namespace (``ip netns exec``); ``down`` removes all of it, the broker's
 data with it.
 
@@ -136,6 +136,30 @@ async def check_broker(loaded: LoadedCluster, timeout: float = 5.0) -> None:
     except BrokerUnreachable as e:
         raise InputError(f"broker {safe_url(e.url)}", e.reason) from None
     await link.close()
+
+
+async def broker_nodes_up(loaded: LoadedCluster, timeout: float = 1.0) -> list[tuple[str, str, bool]]:
+    """Each broker node of the cluster — its name (a testbed's node name, else its address), URL, and whether its
+    AMQP listener takes a TCP connection within ``timeout`` (a node whose app or VM is down has none)."""
+    names: dict[tuple[str, int], str] = {}
+    if loaded.spec.testbed is not None:
+        from schedlab.services.testbed.lifecycle import broker_cluster
+
+        names = {(n.host, n.port): n.node for n in broker_cluster(loaded, run_dir(loaded.source)).nodes}
+
+    async def one(url: str) -> tuple[str, str, bool]:
+        parts = urlsplit(url)
+        host, port = parts.hostname or "localhost", parts.port or 5672
+        try:
+            _r, w = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        except (OSError, TimeoutError):
+            return names.get((host, port), f"{host}:{port}"), url, False
+        w.close()
+        with contextlib.suppress(OSError):
+            await w.wait_closed()
+        return names.get((host, port), f"{host}:{port}"), url, True
+
+    return list(await asyncio.gather(*(one(u) for u in loaded.brokers)))
 
 
 def safe_url(url: str) -> str:

@@ -4,7 +4,9 @@ Each host is a Linux network namespace with one address on a bridge of the
 machine (a veth pair each), taken from the benchmarking range
 198.18.0.0/15 only; no namespace has a default route, so nothing leaves the
 machine. The broker runs on a host of its own (a RabbitMQ node started in its
-namespace, :mod:`~schedlab.services.rabbitnode`). Between the hosts:
+namespace, :mod:`~schedlab.services.rabbitnode`), or on several: a RabbitMQ
+cluster of one node per host (``cluster init --netns --broker-nodes 3``,
+:mod:`.lifecycle`). Between the hosts:
 
 * **delay and jitter** through a userspace relay (:mod:`.relay`): this
   kernel has no ``netem``; every TCP connection from one host to another is

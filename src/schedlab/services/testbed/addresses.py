@@ -8,10 +8,12 @@ Choices (the issue asks for the benchmarking range only):
   one whose bridge or namespaces exist already.
 * ``.1`` is the bridge's address on this machine (the root namespace: the
   client, ``cluster status`` and health checks reach every host through
-  it); ``.2`` the broker's host; components from ``.10``, GMs, then LMs,
-  then worker hosts, in the file's order.
+  it); ``.2`` the broker's host (``.2`` to ``.9`` the hosts of a broker of
+  several RabbitMQ nodes); components from ``.10``, GMs, then LMs, then
+  worker hosts, in the file's order.
 * Namespaces are named ``sl-<cluster>-<host>`` with host names ``gm<i>``,
-  ``lm<i>``, ``h<i>`` and ``broker`` (the names :mod:`.network` uses); an
+  ``lm<i>``, ``h<i>`` and ``broker`` (``broker<k>`` for node *k* of a broker
+  of several nodes; the names :mod:`.network` uses); an
   LM's standby runs in its LM's namespace (same host: it takes over the
   LM's address and port).
 * Interface names (15 characters at most) come from a hash of the cluster
@@ -27,6 +29,8 @@ from typing import Any
 
 BENCH = ipaddress.IPv4Network("198.18.0.0/15")
 FIRST_COMPONENT = 10  # host part of the first component's address
+FIRST_BROKER = 2  # host part of the (first) broker node's address
+MAX_BROKER_NODES = FIRST_COMPONENT - FIRST_BROKER  # the broker nodes' addresses lie below the components'
 
 
 def check_subnet(text: str) -> ipaddress.IPv4Network:
@@ -61,8 +65,14 @@ def bridge_address(net: ipaddress.IPv4Network) -> ipaddress.IPv4Address:
     return net.network_address + 1
 
 
-def broker_address(net: ipaddress.IPv4Network) -> ipaddress.IPv4Address:
-    return net.network_address + 2
+def broker_address(net: ipaddress.IPv4Network, node: int = 0) -> ipaddress.IPv4Address:
+    """The host address of broker node ``node`` (0-based)."""
+    return net.network_address + FIRST_BROKER + node
+
+
+def broker_host_name(node: int, nodes: int) -> str:
+    """``broker`` for a broker of one node, ``broker<k>`` for node ``k`` of several."""
+    return "broker" if nodes == 1 else f"broker{node}"
 
 
 def component_address(net: ipaddress.IPv4Network, index: int) -> ipaddress.IPv4Address:
@@ -82,13 +92,15 @@ def veth_name(cluster: str, index: int) -> str:
 
 
 def check_layout(spec: Any) -> None:
-    """A testbed cluster's rules: every component on a host of its own, in the subnet, the broker apart."""
+    """A testbed cluster's rules: every component on a host of its own, in the subnet, each broker node apart."""
     net = check_subnet(spec.testbed.subnet)
     reserved = {net.network_address, net.broadcast_address, bridge_address(net)}
     seen: dict[str, str] = {}
     addresses: dict[str, str] = {}
-    broker = spec.testbed.broker
-    for what, host, netns in [("testbed.broker", broker.host, broker.netns)] + [(w, ep.host, ep.netns) for w, ep in spec.endpoints()]:
+    brokers = spec.testbed.broker_hosts
+    where = ["testbed.broker"] if spec.testbed.brokers is None else [f"testbed.brokers[{k}]" for k in range(len(brokers))]
+    named = [(w, b.host, b.netns) for w, b in zip(where, brokers, strict=True)]
+    for what, host, netns in named + [(w, ep.host, ep.netns) for w, ep in spec.endpoints()]:
         if netns is None:
             raise ValueError(f"{what}: every component of a testbed cluster needs a netns (its host)")
         try:

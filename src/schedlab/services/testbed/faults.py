@@ -1,8 +1,8 @@
 """Faults on the testbed's network while it runs: cuts (both ways or one way), loss, extra delay.
 
 What ``schedlab chaos`` injects beside its kills. Each fault names groups of
-hosts by role (``gm``, ``lm``, ``host``, ``broker``) or single hosts
-(``gm0``, ``lm1``, ``h7``):
+hosts by role (``gm``, ``lm``, ``host``, ``broker``: every broker node) or
+single hosts (``gm0``, ``lm1``, ``h7``, ``broker1``):
 
 * ``partition A-B`` — every packet between a host of A and a host of B
   dropped, both ways (the ``faults`` chain of each side's namespace);
@@ -44,7 +44,7 @@ class NetworkFaults:
             return [h for h in self.tb.hosts if role_of(h.name) == name]
         if name in self.tb.by_name:
             return [self.tb.by_name[name]]
-        raise InputError(what, f"unknown group or host {name!r} (gm, lm, host, broker, or a host such as gm0, lm1, h3)")
+        raise InputError(what, f"unknown group or host {name!r} (gm, lm, host, broker, or a host such as gm0, lm1, h3, broker1)")
 
     def _drop(self, rules: dict[str, list[str]]) -> None:
         for h in self.tb.hosts:

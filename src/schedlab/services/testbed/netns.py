@@ -38,7 +38,12 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.errors import InputError
-from schedlab.services.testbed.addresses import bridge_address, bridge_name, veth_name
+from schedlab.services.testbed.addresses import (
+    bridge_address,
+    bridge_name,
+    broker_host_name,
+    veth_name,
+)
 from schedlab.services.testbed.network import LinkProps, Network
 
 RELAY_PORT = 15353  # the relay's port on every host's loopback
@@ -48,7 +53,7 @@ STATE_FILE = "testbed.json"
 
 @dataclass(frozen=True)
 class Host:
-    name: str  # gm0, lm1, h3, broker (:mod:`.network`'s names)
+    name: str  # gm0, lm1, h3, broker or broker0.. (:mod:`.network`'s names)
     netns: str
     address: str
     veth: str  # the veth's end on the bridge (eth0 inside the namespace)
@@ -93,7 +98,8 @@ class Testbed:
         self.subnet = ipaddress.IPv4Network(tb.subnet)
         self.bridge = bridge_name(self.cluster)
         self.bridge_address = str(bridge_address(self.subnet))
-        named: list[tuple[str, str, str]] = [("broker", tb.broker.netns, tb.broker.host)]
+        brokers = tb.broker_hosts
+        named = [(broker_host_name(k, len(brokers)), b.netns, b.host) for k, b in enumerate(brokers)]
         named += [(f"gm{g.id}", g.netns, g.host) for g in spec.gms]
         named += [(f"lm{lm.id}", lm.netns, lm.host) for lm in spec.lms]
         named += [(f"h{h.id}", h.netns, h.host) for _lm, h in spec.hosts()]

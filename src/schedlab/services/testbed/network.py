@@ -11,9 +11,10 @@ specific first::
       gm0-lm1: {loss: 1%}                # one pair of hosts, by name
 
 Names of hosts: ``gm<i>``, ``lm<i>``, ``lm<i>s`` (LM *i*'s standby),
-``h<i>`` (worker host *i*) and ``broker``; kinds of link: ``gm-lm``,
+``h<i>`` (worker host *i*) and ``broker`` (``broker<k>``: node *k* of a
+broker of several RabbitMQ nodes); kinds of link: ``gm-lm``,
 ``lm-host``, ``gm-broker``, ``lm-broker``, ``host-broker``, ``broker`` (any
-host and the broker) and ``default``. A pair takes each property from the
+host and a broker node, the links between broker nodes included) and ``default``. A pair takes each property from the
 most specific entry that sets it (pair, then kind, then ``broker`` for links
 to the broker, then ``default``).
 
@@ -32,7 +33,7 @@ from typing import Any
 
 ROLES = {"gm": "gm", "lm": "lm", "h": "host", "broker": "broker"}
 KINDS = ("default", "gm-lm", "lm-host", "gm-broker", "lm-broker", "host-broker", "broker")
-_HOST = re.compile(r"^(gm|lm|h)(\d+)(s?)$|^broker$")
+_HOST = re.compile(r"^(gm|lm|h)(\d+)(s?)$|^broker\d*$")  # broker<k>: node k of a broker of several
 _TIME = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(us|ms|s)?\s*$")
 _RATE = re.compile(r"^[0-9]+(\.[0-9]+)?(bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps)$")
 
@@ -52,8 +53,8 @@ class LinkProps:
 def role_of(host: str) -> str:
     m = _HOST.match(host)
     if m is None:
-        raise ValueError(f"unknown host name {host!r} (gm<i>, lm<i>, lm<i>s, h<i> or broker)")
-    return "broker" if host == "broker" else ROLES[m.group(1)]
+        raise ValueError(f"unknown host name {host!r} (gm<i>, lm<i>, lm<i>s, h<i>, broker or broker<k>)")
+    return "broker" if host.startswith("broker") else ROLES[m.group(1)]
 
 
 def parse_time(v: Any, what: str) -> float:
