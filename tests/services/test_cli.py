@@ -145,3 +145,16 @@ def test_init_from_the_papers_config_keeps_every_worker_and_partition(tmp_path):
     mine, theirs = load_cluster(path).cluster, load_config("reference")
     assert mine.n == 10000 and mine.machine_masks == theirs.machine_masks and mine.topology == theirs.topology
     assert main(["cluster", "init", str(tmp_path / "p.yaml"), "--from-config", "reference-pigeon"]) == 2
+
+
+def test_client_commands_leave_broker_reports_to_their_own_lines(tmp_path, monkeypatch):
+    """A broker node killed under `schedlab chaos` made aiormq print its tracebacks of the reset connection; a
+    client command says what happens to its links in one line of its own, and keeps the libraries quiet."""
+    import logging
+
+    for name in ("aio_pika", "aiormq"):
+        monkeypatch.setattr(logging.getLogger(name), "level", logging.NOTSET)
+    path = tmp_path / "c.yaml"
+    assert main(["cluster", "init", str(path), "--broker", "amqp://guest:guest@127.0.0.1:1/"]) == 0
+    main(["cluster", "status", str(path)])  # the broker unreachable: whatever it says, in its own words
+    assert logging.getLogger("aiormq").level == logging.CRITICAL and logging.getLogger("aio_pika").level == logging.CRITICAL

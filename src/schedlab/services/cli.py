@@ -34,10 +34,16 @@ out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, soft_wrap=True)
 
 
-def _load(path: Path) -> Any:
+def _load(path: Path, client: bool = True) -> Any:
+    """The cluster file; ``client``: the command is a client of the cluster (its broker libraries kept quiet)."""
     from schedlab.services.clusterfile import load_cluster
 
-    return load_cluster(path)
+    loaded = load_cluster(path)
+    if client:
+        from schedlab.services.net import quiet_client_logs
+
+        quiet_client_logs()
+    return loaded
 
 
 @cluster_app.command("init")
@@ -276,7 +282,7 @@ def serve_cmd(
     if not isinstance(level, int):
         raise InputError("--log-level", f"unknown level {log_level!r}")
     logging.basicConfig(level=level, format=f"%(asctime)s {role}-{ident} %(levelname)s %(name)s: %(message)s")
-    loaded = _load(cluster)
+    loaded = _load(cluster, client=False)
     if role not in ("gm", "lm", "worker", "all"):
         raise InputError("role", f"unknown role {role!r} (choose from gm, lm, worker, all)")
     if standby and role != "lm":

@@ -146,9 +146,10 @@ def job_cancel_cmd(
 
 
 async def _listing(loaded: Any, fn: Any) -> Any:
-    from schedlab.services.net import BrokerUnreachable
+    from schedlab.services.net import BrokerUnreachable, quiet_client_logs
     from schedlab.services.supervise import safe_url
 
+    quiet_client_logs()
     try:
         return await fn(loaded)
     except BrokerUnreachable as e:

@@ -86,6 +86,15 @@ def quiet_amqp_logs() -> Iterator[None]:
             lg.setLevel(level)
 
 
+def quiet_client_logs() -> None:
+    """A client command (submit, chaos, jobs, status …) says in one line of its own what happens to its broker
+    links (``broker connection … lost: connecting to another broker``, ``broker back after …``): the libraries'
+    own logs of the same events — aiormq's tracebacks of a connection reset when a broker node dies — are
+    silenced for the process (a service's log, ``serve``, keeps them)."""
+    for name in ("aio_pika", "aiormq"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
 def _host_port(url: str) -> str:
     """A broker URL's host:port (no user, no password), for messages."""
     parts = urlsplit(url)
