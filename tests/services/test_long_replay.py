@@ -51,3 +51,39 @@ def test_sigterm_prints_the_partial_summary(tmp_path, capsys) -> None:
     assert rt["stopped"] and 0 < rt["jobs_submitted"] < 15 and rt["jobs_total"] == 15
     assert rt["estimate_seconds"] == 29.0 and rt["timeout"] == 2 * 29.0 + 60  # --timeout auto
     assert s["jobs"] == rt["jobs_submitted"]
+
+
+def test_a_replay_on_a_terminal_shows_its_progress_bar(tmp_path, capsys) -> None:
+    """On a terminal (a pseudo-terminal here) the replay draws its bar: jobs submitted of all, tasks done, the
+    allocation p50 so far and the ETA; piped, it prints only the estimate (the test above)."""
+    import os
+    import pty
+    import select
+
+    path, trace = tmp_path / "c.yaml", tmp_path / "t.tr"
+    assert main(["cluster", "init", str(path), "--workers", "8", "--heartbeat", "0.2"]) == 0
+    capsys.readouterr()
+    trace.write_text("".join(f"{0.5 * i:.2f} 2 1 0.2 0.2\n" for i in range(8)))  # 4 s of arrivals
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: schedlab on the pseudo-terminal (stdout and stderr)
+        os.execv(sys.executable, [sys.executable, "-m", "schedlab", "submit", "--cluster", str(path), "--embedded",
+                                  "--trace", str(trace)])
+    seen = b""
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        ready, _w, _x = select.select([fd], [], [], 1.0)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:  # the child closed the terminal: it ended
+            break
+        if not chunk:
+            break
+        seen += chunk
+    _pid, status = os.waitpid(pid, 0)
+    text = seen.decode(errors="replace")
+    assert os.waitstatus_to_exitcode(status) == 0, text[-2000:]
+    assert "replaying 8 jobs: about" in text, text[-2000:]
+    assert "replaying" in text and "tasks done" in text and "allocation p50" in text and "ETA" in text, text[-2000:]
+    assert "/8" in text  # jobs submitted of all (MofN)
