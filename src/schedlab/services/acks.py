@@ -56,6 +56,7 @@ class Acknowledger:
         self.when_published = when_published
         self.call_later = call_later
         self.at_flush: Callable[[Callable[[], None]], None] | None = None
+        self.every = ACK_EVERY  # without a records publisher: how long handled messages wait to be acknowledged together
         self._last: Any = None  # the latest message handled and not yet acknowledged
 
     def handled(self, message: Any) -> None:
@@ -63,7 +64,7 @@ class Acknowledger:
             if self.at_flush is not None:
                 self.at_flush(self._ack_when_published)
             else:
-                self.call_later(ACK_EVERY, self._ack_handled)
+                self.call_later(self.every, self._ack_handled)
         self._last = message
 
     def _ack_when_published(self) -> None:
