@@ -156,7 +156,8 @@ class LaunchLinks:
         placed, sent_at, order = self.placements.placed, self.placements.sent_at, self.order
         again = []
         for (tid, p, pos), stamp in zip(items, stamps, strict=True):
-            if self.pending.get(tid, (None, None))[1] == stamp:
+            doubt = self.pending.get(tid)
+            if doubt is not None and doubt[1] == stamp:  # (a task never stamped has no entry: found by the simulation)
                 del self.pending[tid]
             if tid in completed or tid in running:
                 self.doubt_running += 1
@@ -170,6 +171,7 @@ class LaunchLinks:
             for tid, p, pos in again:
                 run, local = split_id(tid)
                 self.placements.emit(run, (LOST, local, now, order[p][pos]))
+            self.placements.losses_recorded([tid for tid, _p, _pos in again])  # requested again once recorded
             self.placements.forget(again)
             self.gm.launch_failed(again)
 
