@@ -44,13 +44,14 @@ from schedlab.edge.cli import app as _edge_app
 from schedlab.errors import InputError, InvariantError
 from schedlab.grid.cli import app as _grid_app
 from schedlab.locality.cli import app as _locality_app
-from schedlab.run_config import RunConfig, option_name
+from schedlab.run_fields import default as run_default
+from schedlab.run_fields import describe, option_name
 from schedlab.services.cli import broker_app as _broker_app
 from schedlab.services.cli import chaos_cmd as _chaos_cmd
 from schedlab.services.cli import cluster_app as _cluster_app
 from schedlab.services.cli import serve_cmd as _serve_cmd
 from schedlab.services.cli import submit_cmd as _submit_cmd
-from schedlab.services.dst.cli import dst_cmd as _dst_cmd
+from schedlab.services.dst_cli import dst_cmd as _dst_cmd
 from schedlab.services.jobs_cli import job_app as _job_app
 from schedlab.services.jobs_cli import jobs_cmd as _jobs_cmd
 
@@ -142,10 +143,10 @@ class _Progress:
 # -- simulate -------------------------------------------------------------------------------------
 def _run_option(field: str, *decls: str, **kw: Any) -> Any:
     """A typer option for a RunConfig field: its flag and its description as help (the default is the field's)."""
-    return typer.Option(*(decls or (option_name(field),)), help=RunConfig.describe(field), **kw)
+    return typer.Option(*(decls or (option_name(field),)), help=describe(field), **kw)
 
 
-_D = RunConfig.default
+_D = run_default
 
 
 @app.command(cls=SchedulerParamsCommand, context_settings=FLAG_CONTEXT)
@@ -208,6 +209,7 @@ def simulate(
         "exact_durations": exact_durations,
     }
     # the simulation stack loads only when a run is asked for
+    from schedlab.run_config import RunConfig
     from schedlab.schedulers import registry
 
     flags = parse_flags(scheduler, ctx.args)

@@ -1,0 +1,36 @@
+"""The command starts light (issue 49): what every ``schedlab`` process imports before its command — ``schedlab.cli``
+and the modules of the sub-apps it mounts — loads none of the heavy libraries nor the services stack; each command
+imports what it runs. The start-up times themselves are measured by ``benchmarks/bench_startup.py``, not here."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+# what a command's own body loads, never `import schedlab.cli`
+HEAVY = (
+    "numpy", "pandas", "pyarrow", "pydantic", "scipy", "matplotlib", "yaml", "highspy", "asyncio", "aiohttp", "aio_pika",
+    "schedlab.engine", "schedlab.run_config", "schedlab.schedulers", "schedlab.services.dst", "schedlab.services.assembly",
+    "schedlab.services.clusterfile",
+)  # fmt: skip
+
+
+def loaded_after(code: str) -> list[str]:
+    """The modules of HEAVY loaded once ``code`` has run in a fresh interpreter."""
+    probe = f"{code}\nimport sys\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return eval(out.stdout.strip().splitlines()[-1])  # a list of str, printed by the probe
+
+
+def test_importing_the_cli_loads_nothing_heavy() -> None:
+    assert loaded_after("import schedlab.cli") == []
+
+
+def test_help_loads_nothing_heavy() -> None:
+    assert loaded_after("from schedlab.cli import main\nmain(['--help'])") == []
+
+
+def test_a_commands_help_loads_only_what_typer_does() -> None:
+    # typer itself converts a command's parameters with pydantic (0.29: typer._adapters), once the command is chosen
+    code = "from schedlab.cli import main\nmain(['dst', '--help'])\nmain(['cluster', 'up', '--help'])\nmain(['trace', 'info', '--help'])"
+    assert [m for m in loaded_after(code) if m != "pydantic"] == []
