@@ -15,6 +15,10 @@ HEAVY = (
 )  # fmt: skip
 
 
+# what a simulation itself needs
+SIMULATOR = ("numpy", "pydantic", "schedlab.engine", "schedlab.run_config", "schedlab.schedulers")
+
+
 def loaded_after(code: str) -> list[str]:
     """The modules of HEAVY loaded once ``code`` has run in a fresh interpreter."""
     probe = f"{code}\nimport sys\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
@@ -34,3 +38,13 @@ def test_a_commands_help_loads_only_what_typer_does() -> None:
     # typer itself converts a command's parameters with pydantic (0.29: typer._adapters), once the command is chosen
     code = "from schedlab.cli import main\nmain(['dst', '--help'])\nmain(['cluster', 'up', '--help'])\nmain(['trace', 'info', '--help'])"
     assert [m for m in loaded_after(code) if m != "pydantic"] == []
+
+
+def test_simulate_loads_only_what_the_simulator_needs(tmp_path) -> None:
+    # pandas (and the pyarrow it loads) only for --out's tables; never the services, plots or solvers
+    trace = tmp_path / "one.tr"
+    trace.write_text("0 1 10 10\n")
+    args = ["simulate", "-t", str(trace), "-w", "1000", "-q", "--summary-json", str(tmp_path / "s.json")]
+    loaded = loaded_after(f"from schedlab.cli import main\nassert main({args!r}) == 0")
+    assert [m for m in loaded if m not in SIMULATOR] == []
+    assert '"tasks": 1' in (tmp_path / "s.json").read_text()
