@@ -13,8 +13,6 @@ every command start without numpy, pandas, matplotlib or the simulator, which
 load only for the command that needs them.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import sys

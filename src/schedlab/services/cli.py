@@ -7,8 +7,6 @@ run inside their bodies, so the rest of the command line starts without
 aiohttp, aio-pika or the simulator.
 """
 
-from __future__ import annotations
-
 import json
 import sys
 from pathlib import Path

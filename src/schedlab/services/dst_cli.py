@@ -4,8 +4,6 @@ Beside the package, not in it: importing ``schedlab.services.dst`` loads the who
 ``schedlab`` command imports this module to build its help.
 """
 
-from __future__ import annotations
-
 import json
 import signal
 from typing import Annotated, Any

@@ -8,8 +8,6 @@ is cancelled (now or before) or its cancellation is durably requested, 3 when
 the job had already ended (nothing cancelled).
 """
 
-from __future__ import annotations
-
 import json
 import sys
 from pathlib import Path
