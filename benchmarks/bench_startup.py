@@ -46,8 +46,9 @@ CASES: dict[str, list[str]] = {
 }
 
 
-def run_once(case: str, tmp: Path, src: Path | None) -> dict:
-    """One process of ``case``: wall and CPU seconds (and, for simulate, the overhead beyond the simulation)."""
+def run_once(case: str, tmp: Path, src: Path | None) -> dict | None:
+    """One process of ``case``: wall and CPU seconds (and, for simulate, the overhead beyond the simulation);
+    None when it fails (an older revision may not have the command)."""
     env = dict(os.environ)
     if src is not None:
         env["PYTHONPATH"] = str(src)
@@ -56,7 +57,8 @@ def run_once(case: str, tmp: Path, src: Path | None) -> dict:
     cmd = [sys.executable, "-c", "pass"] if case == "python" else [sys.executable, "-c", CLI, *args]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+    if subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env).returncode != 0:
+        return None
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -82,9 +84,12 @@ def main() -> None:
         for name in names:
             runs, olds = [], []
             for _ in range(args.repeat):
-                if old_src is not None:  # old then new, pair by pair: both see the machine of that minute
+                if old_src is not None and None not in olds:  # old then new, pair by pair: both see the machine of that minute
                     olds.append(run_once(name, tmp, old_src))
-                runs.append(run_once(name, tmp, None))
+                new = run_once(name, tmp, None)
+                if new is None:
+                    sys.exit(f"{name}: the command failed ({' '.join(CASES[name])})")
+                runs.append(new)
             key = "overhead" if name == "simulate" else "wall"
             fig = statistics.median(r[key] for r in runs)
             line = (f"{name:14s} {key} {fig:6.3f} s (wall {statistics.median(r['wall'] for r in runs):.3f}, "
@@ -92,7 +97,9 @@ def main() -> None:
             if name in TARGETS:
                 line += f"  target {TARGETS[name]:g} s: {'met' if fig <= TARGETS[name] else 'MISSED'}"
             print(line, flush=True)
-            if olds:
+            if None in olds:
+                print(f"{'':14s} against {args.against}: the command fails there (not in that revision?)", flush=True)
+            elif olds:
                 old_fig = statistics.median(o[key] for o in olds)
                 ratios = [r["wall"] / o["wall"] for r, o in zip(runs, olds, strict=True)]
                 cpu_ratios = [r["cpu"] / o["cpu"] for r, o in zip(runs, olds, strict=True)]
