@@ -40,6 +40,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from schedlab.schedulers.megha import MEGHA_PAPER_COSTS
@@ -97,6 +98,15 @@ def run_once(trace: str, kw: dict, params: str, src: Path | None = None) -> dict
     return json.loads(out.stdout)
 
 
+def only(ap: argparse.ArgumentParser, given: str | None, known: Iterable[str], default: Iterable[str]) -> list[str]:
+    """The runs ``--only`` names (comma-separated; ``default`` without it), each checked against ``known``."""
+    names = given.split(",") if given else list(default)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        ap.error(f"--only: unknown run(s) {', '.join(unknown)} (choose from {', '.join(known)})")
+    return names
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
@@ -105,10 +115,7 @@ def main() -> None:
     ap.add_argument("--compat", default="none")
     ap.add_argument("--against", metavar="REV", help="also run git revision REV's code, alternating, and print the ratios")
     args = ap.parse_args()
-    names = args.only.split(",") if args.only else list(DEFAULT_RUNS)
-    unknown = [n for n in names if n not in RUNS]
-    if unknown:
-        ap.error(f"--only: unknown run(s) {', '.join(unknown)} (choose from {', '.join(RUNS)})")
+    names = only(ap, args.only, RUNS, DEFAULT_RUNS)
     base = {"worker_choice": args.worker_choice, "compat": args.compat}
     with tempfile.TemporaryDirectory(prefix="bench-megha-") as tmp:
         old_src = export(args.against, Path(tmp)) if args.against else None

@@ -10,10 +10,10 @@ exception by design: their store keeps every finished run, so they resume.
 
 Commands import what they run inside their bodies: ``schedlab --help`` and
 every command start without numpy, pandas, matplotlib or the simulator, which
-load only for the command that needs them.
+load only for the command that needs them; the other packages' sub-apps (the
+domains', the services') are mounted only for the whole help and their own
+commands (:func:`full_app`). ``tests/cli/test_startup.py`` keeps it so.
 """
-
-from __future__ import annotations
 
 import json
 import os
@@ -40,45 +40,28 @@ from schedlab.cliutil import (
     parse_key_values,
     summary_table,
 )
-from schedlab.edge.cli import app as _edge_app
 from schedlab.errors import InputError, InvariantError
-from schedlab.grid.cli import app as _grid_app
-from schedlab.locality.cli import app as _locality_app
-from schedlab.run_config import RunConfig, option_name
-from schedlab.services.cli import broker_app as _broker_app
-from schedlab.services.cli import chaos_cmd as _chaos_cmd
-from schedlab.services.cli import cluster_app as _cluster_app
-from schedlab.services.cli import serve_cmd as _serve_cmd
-from schedlab.services.cli import submit_cmd as _submit_cmd
-from schedlab.services.dst.cli import dst_cmd as _dst_cmd
-from schedlab.services.jobs_cli import job_app as _job_app
-from schedlab.services.jobs_cli import jobs_cmd as _jobs_cmd
+from schedlab.run_fields import default as run_default
+from schedlab.run_fields import describe, option_name
 
 try:  # recent typer vendors click; older releases depend on it
     from typer._click.exceptions import ClickException as _ClickException
 except ImportError:  # pragma: no cover
     from click import ClickException as _ClickException  # type: ignore[no-redef]
 
-app = typer.Typer(
-    name="schedlab",
-    help="Simulate and compare decentralized, federated and data-aware cluster schedulers.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+_SETTINGS: dict[str, Any] = {
+    "name": "schedlab",
+    "help": "Simulate and compare decentralized, federated and data-aware cluster schedulers.",
+    "no_args_is_help": True,
+    "add_completion": False,
+    "pretty_exceptions_enable": False,
+}
+# This module's own commands. The whole command (`app`, :func:`full_app`) adds the other packages' sub-apps —
+# the domains' and the services' — whose modules load only when a process needs them: `schedlab simulate` builds
+# this one alone, `schedlab --help` and their commands the whole (about 0.05 s apart).
+core_app = typer.Typer(**_SETTINGS)
 trace_app = typer.Typer(help="Inspect and generate job traces.", no_args_is_help=True)
-app.add_typer(trace_app, name="trace")
-app.add_typer(_edge_app, name="edge")
-app.add_typer(_locality_app, name="locality")
-app.add_typer(_grid_app, name="grid")
-app.add_typer(_cluster_app, name="cluster")
-app.add_typer(_broker_app, name="broker")
-app.command("serve")(_serve_cmd)
-app.command("submit")(_submit_cmd)
-app.command("chaos")(_chaos_cmd)
-app.command("jobs")(_jobs_cmd)
-app.add_typer(_job_app, name="job")
-app.command("dst")(_dst_cmd)
+core_app.add_typer(trace_app, name="trace")
 
 # Piped output gets a fixed, roomy width so tables are never cut to 80 columns.
 out = Console(width=None if sys.stdout.isatty() else 140)
@@ -142,13 +125,13 @@ class _Progress:
 # -- simulate -------------------------------------------------------------------------------------
 def _run_option(field: str, *decls: str, **kw: Any) -> Any:
     """A typer option for a RunConfig field: its flag and its description as help (the default is the field's)."""
-    return typer.Option(*(decls or (option_name(field),)), help=RunConfig.describe(field), **kw)
+    return typer.Option(*(decls or (option_name(field),)), help=describe(field), **kw)
 
 
-_D = RunConfig.default
+_D = run_default
 
 
-@app.command(cls=SchedulerParamsCommand, context_settings=FLAG_CONTEXT)
+@core_app.command(cls=SchedulerParamsCommand, context_settings=FLAG_CONTEXT)
 def simulate(
     ctx: typer.Context,
     scheduler: Annotated[str, _run_option("scheduler", "--scheduler", "-s")] = _D("scheduler"),
@@ -208,6 +191,7 @@ def simulate(
         "exact_durations": exact_durations,
     }
     # the simulation stack loads only when a run is asked for
+    from schedlab.run_config import RunConfig
     from schedlab.schedulers import registry
 
     flags = parse_flags(scheduler, ctx.args)
@@ -269,7 +253,7 @@ def _say_dropped(result: Any, fixes: dict[str, str]) -> None:
         err.print(line, highlight=False, soft_wrap=True)
 
 
-@app.command("schedulers")
+@core_app.command("schedulers")
 def list_schedulers() -> None:
     """List the schedulers that can be run, with their parameters."""
     from schedlab.schedulers import registry
@@ -577,7 +561,7 @@ def _sweep_summary(res: Any) -> int:
     return 1 if res.failed else 0
 
 
-@app.command("sweep")
+@core_app.command("sweep")
 def sweep_cmd(
     spec: Annotated[Path, typer.Argument(help="Experiment spec (YAML).")],
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Runs at once (default: the CPUs; Ray: the cluster's CPUs).")] = None,
@@ -604,7 +588,7 @@ def sweep_cmd(
         raise typer.Exit(rc)
 
 
-@app.command("compare")
+@core_app.command("compare")
 def compare_cmd(
     results: Annotated[Path, typer.Argument(help="Results folder of a sweep.")],
     baseline: Annotated[str | None, typer.Option("--baseline", "-b", help="Scheduler label to divide by (default: the spec's).")] = None,
@@ -630,7 +614,7 @@ def compare_cmd(
         err.print(f"note: {table.attrs['unfinished']} of {table.attrs['total']} runs not finished (rerun `schedlab sweep`)")
 
 
-@app.command("report")
+@core_app.command("report")
 def report_cmd(
     results: Annotated[Path, typer.Argument(help="Results folder of a sweep.")],
     out_dir: Annotated[Path | None, typer.Option("--out", help="Report folder (default RESULTS/report).", callback=output_dir)] = None,
@@ -657,7 +641,7 @@ def report_cmd(
     err.print(f"wrote {rep.markdown}, {rep.html.name} and {len(rep.images)} plot(s)", highlight=False)
 
 
-@app.command("dashboard")
+@core_app.command("dashboard")
 def dashboard_cmd(
     results: Annotated[list[Path] | None, typer.Option("--results", "-r", help="A results folder (sweep or reproduce); repeat for more.")] = None,
     summary: Annotated[list[Path] | None, typer.Option("--summary", help="A run's summary.json (or the folder simulate --out wrote); repeat for more.")] = None,
@@ -688,7 +672,7 @@ def dashboard_cmd(
     serve(catalog, host, port, url_token, announce, monitor)
 
 
-@app.command("reproduce")
+@core_app.command("reproduce")
 def reproduce_cmd(
     name: Annotated[str | None, typer.Argument(help="What to reproduce (see --list).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="A seconds-long check of the whole path (few jobs, small sizes, one seed), for CI: not a result.")] = False,
@@ -763,10 +747,50 @@ def reproduce_cmd(
 
 
 # -- entry point ---------------------------------------------------------------------------------
+_FULL: list[typer.Typer] = []
+
+
+def full_app() -> typer.Typer:
+    """The whole command: this module's commands and the other packages' sub-apps, in the order ``--help`` lists them."""
+    if _FULL:
+        return _FULL[0]
+    from schedlab.edge.cli import app as edge_app
+    from schedlab.grid.cli import app as grid_app
+    from schedlab.locality.cli import app as locality_app
+    from schedlab.services.cli import broker_app, chaos_cmd, cluster_app, serve_cmd, submit_cmd
+    from schedlab.services.dst_cli import dst_cmd
+    from schedlab.services.jobs_cli import job_app, jobs_cmd
+
+    whole = typer.Typer(**_SETTINGS)
+    for name, cmd in (("serve", serve_cmd), ("submit", submit_cmd), ("chaos", chaos_cmd), ("jobs", jobs_cmd), ("dst", dst_cmd)):
+        whole.command(name)(cmd)
+    whole.registered_commands += core_app.registered_commands
+    whole.registered_groups += core_app.registered_groups
+    for name, sub in (("edge", edge_app), ("locality", locality_app), ("grid", grid_app), ("cluster", cluster_app), ("broker", broker_app),
+                      ("job", job_app)):
+        whole.add_typer(sub, name=name)
+    _FULL.append(whole)
+    return whole
+
+
+def _core_names() -> set[str]:
+    commands = {c.name or typer.main.get_command_name(c.callback.__name__) for c in core_app.registered_commands if c.callback}
+    return commands | {g.name for g in core_app.registered_groups if g.name}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # the whole command, built on first use (tests drive it with typer's CliRunner)
+        return full_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; user errors become one line on stderr and exit code 2."""
+    args = sys.argv[1:] if argv is None else argv
+    # a command of this module, named first, needs none of the sub-apps (nor their imports) to run or show its help
+    which = core_app if args and args[0] in _core_names() else full_app()
     try:
-        rc = typer.main.get_command(app).main(args=argv, prog_name="schedlab", standalone_mode=False)
+        rc = typer.main.get_command(which).main(args=argv, prog_name="schedlab", standalone_mode=False)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

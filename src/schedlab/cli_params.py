@@ -26,7 +26,7 @@ from typer.core import TyperCommand
 
 from schedlab.cliutil import json_or_text
 from schedlab.errors import InputError
-from schedlab.run_config import option_name
+from schedlab.run_fields import option_name
 
 
 def _is_list(annotation: Any) -> bool:

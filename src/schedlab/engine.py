@@ -35,10 +35,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from schedlab.cluster.bitsets import ConstraintBitsets
 from schedlab.cluster.config import load_config
@@ -55,15 +54,16 @@ from schedlab.defaults import DEFAULT_CAPACITY, MULTI_RESOURCES
 from schedlab.dropped import DropReasons
 from schedlab.errors import InputError
 from schedlab.memory import BYTES_PER_WORKER, check_fits
-from schedlab.metrics.export import write_run
 from schedlab.metrics.recorder import Recorder
 from schedlab.metrics.summary import (
+    Columns,
     TaskRecords,
-    inconsistencies_frame,
-    jobs_frame,
+    frame,
+    inconsistencies_columns,
+    jobs_columns,
     metric_summary,
     task_summary,
-    utilization_frame,
+    utilization_columns,
 )
 from schedlab.run_config import RESOURCE_MODES, RunConfig
 from schedlab.schedulers import registry
@@ -83,6 +83,9 @@ from schedlab.workload.trace import (
     resolve_trace,
 )
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 class Result:
     """A finished run: ``summary`` (dict), ``tasks``, ``jobs``, ``utilization`` and ``inconsistencies`` (DataFrames), ``extra``.
@@ -93,23 +96,28 @@ class Result:
     ``tasks`` may be given as :class:`~schedlab.metrics.summary.TaskRecords`
     (a simulation's, read from its recorder and spill): the DataFrame is then
     built on first access, and :meth:`save` streams it without building it.
+    The other tables may be given as their columns
+    (:data:`~schedlab.metrics.summary.Columns`): each becomes a DataFrame on
+    first access, so a run whose tables nobody reads never loads pandas.
     """
 
     def __init__(
         self,
         summary: dict[str, Any],
         tasks: pd.DataFrame | TaskRecords,
-        jobs: pd.DataFrame,
-        utilization: pd.DataFrame,
+        jobs: pd.DataFrame | Columns,
+        utilization: pd.DataFrame | Columns,
         extra: dict[str, Any] | None = None,
-        inconsistencies: pd.DataFrame | None = None,
+        inconsistencies: pd.DataFrame | Columns | None = None,
     ) -> None:
         self.summary = summary
         self._tasks = tasks
-        self.jobs = jobs
-        self.utilization = utilization
+        self._tables: dict[str, pd.DataFrame | Columns] = {
+            "jobs": jobs,
+            "utilization": utilization,
+            "inconsistencies": inconsistencies if inconsistencies is not None else inconsistencies_columns(Recorder()),
+        }
         self.extra: dict[str, Any] = {} if extra is None else extra
-        self.inconsistencies = inconsistencies if inconsistencies is not None else inconsistencies_frame(Recorder())
 
     @property
     def tasks(self) -> pd.DataFrame:
@@ -117,12 +125,32 @@ class Result:
             self._tasks = self._tasks.frame()
         return self._tasks
 
+    def _table(self, name: str) -> pd.DataFrame:
+        table = self._tables[name]
+        if isinstance(table, dict):
+            table = self._tables[name] = frame(table)
+        return table
+
+    @property
+    def jobs(self) -> pd.DataFrame:
+        return self._table("jobs")
+
+    @property
+    def utilization(self) -> pd.DataFrame:
+        return self._table("utilization")
+
+    @property
+    def inconsistencies(self) -> pd.DataFrame:
+        return self._table("inconsistencies")
+
     def tables(self) -> dict[str, Any]:
         """The run's tables for :func:`~schedlab.metrics.export.write_run` (tasks streamed when not built yet)."""
         return {"tasks": self._tasks, "jobs": self.jobs, "utilization": self.utilization, "inconsistencies": self.inconsistencies}
 
     def save(self, out_dir: str | os.PathLike, formats: Iterable[str] = ("parquet",)) -> list[Path]:
         """Write tasks, jobs, utilization, inconsistencies (one file per format) and summary.json, each atomically."""
+        from schedlab.metrics.export import write_run
+
         return write_run(out_dir, self.tables(), self.summary, formats)
 
 
@@ -509,7 +537,7 @@ def run(
     )
     # what the tables do not carry, for checks that trust nothing but the run's own records
     extra = {"requests": tasks.request, "preempted_runs": list(recorder.preempted_runs), "dropped": preparer.drops}
-    return Result(summary, tdf, jdf, udf, extra, inconsistencies_frame(recorder))
+    return Result(summary, tdf, jdf, udf, extra, inconsistencies_columns(recorder))
 
 
 def summarize_run(
@@ -520,7 +548,7 @@ def summarize_run(
     workload_counters: dict[str, int],
     messages: dict[str, int],
     scheduler_counters: dict[str, int],
-) -> tuple[TaskRecords, pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+) -> tuple[TaskRecords, Columns, Columns, dict[str, Any]]:
     """Tables and summary of a finished run, simulated or real (the same schema for both).
 
     ``head`` gives the run's identification (scheduler, trace, seed); the
@@ -530,16 +558,16 @@ def summarize_run(
     holding its table.
     """
     task_part = task_summary(recorder)
-    jdf = jobs_frame(recorder)
+    jdf = jobs_columns(recorder)
     multi = not cluster.slot_mode
     req_arr = np.array(tasks.request, dtype=float) if multi and len(tasks) else None
-    udf = utilization_frame(recorder, cluster.total_capacity(), cluster.resources, req_arr)
+    udf = utilization_columns(recorder, cluster.total_capacity(), cluster.resources, req_arr)
     del req_arr
     counters: dict[str, int] = dict(workload_counters)
     counters.update(
         {
             "tasks_unfinished": task_part["tasks_unfinished"],
-            "jobs_incomplete": int(jdf["completion"].isna().sum()),
+            "jobs_incomplete": int(np.isnan(jdf["completion"]).sum()),
             "messages": sum(messages.values()),
         }
     )

@@ -5,7 +5,8 @@ way to ask for one speaks this model: ``schedlab simulate`` builds it from its
 options, :func:`schedlab.simulate` from its keyword arguments, an experiment
 spec from its workload × data center × scheduler × network entries, and the
 summary's ``config`` block is written from it. So a setting and its default
-live here once; the CLI's help text is the fields' descriptions.
+live here once (declared from :mod:`schedlab.run_fields`, where the CLI reads
+them without pydantic); the CLI's help text is the fields' descriptions.
 
 What a scheduler itself takes is not here: ``params`` is validated against
 the scheduler's own pydantic ``Params`` (:mod:`schedlab.schedulers.registry`),
@@ -24,18 +25,22 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from schedlab.defaults import (
-    DEFAULT_CAPACITY,
-    DEFAULT_LATENCY,
-    DEFAULT_REQUESTS,
-    MACHINE_MODELS,
-    PAPER_CONSTRAINT_SEED,
-)
+from schedlab import run_fields
+from schedlab.defaults import MACHINE_MODELS
 from schedlab.errors import InputError
+from schedlab.run_fields import option_name
 from schedlab.workload.trace import TraceConventions
 
 ResourceMode = Literal["slots", "multi"]
 RESOURCE_MODES: tuple[str, ...] = typing.get_args(ResourceMode)
+
+
+def run_field(name: str) -> Any:
+    """The pydantic field of a setting, from its default and help in :mod:`schedlab.run_fields`."""
+    value, text = run_fields.FIELDS[name]
+    if isinstance(value, dict):
+        return Field(default_factory=dict, description=text)
+    return Field(value, description=text)
 
 
 class RunConfig(BaseModel):
@@ -43,31 +48,22 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    scheduler: str = Field("ideal", description="Scheduler name (see `schedlab schedulers`).")
-    trace: str = Field(
-        "google",
-        description="google, syn_250, syn_500, syn_1000, or a trace file (a label when the jobs are given as a stream).",
-    )
-    workers: int | None = Field(None, description="Data-center size (default: the paper's size for a bundled trace, else 10000).")
-    seed: int = Field(0, description="Run seed: generated data center and schedulers' random choices.")
-    config: str | None = Field(None, description="Data-center config file (*_config_*.json) or 'reference' / 'reference-pigeon'.")
-    data_center_from: str | None = Field(
-        None,
-        description="Machines file (`schedlab trace machines`): the trace's own machines as the workers, with their capacities; "
-        "the trace's own constraints are matched against their attributes.",
-    )
-    params: dict[str, Any] = Field(default_factory=dict, description="The scheduler's own parameters (its Params model).")
-    constraints: bool = Field(True, description="Placement constraints (Sharma et al.) on tasks and workers.")
-    constraint_seed: int = Field(PAPER_CONSTRAINT_SEED, description=f"Seed of the task-constraint draws ({PAPER_CONSTRAINT_SEED} = the papers').")
-    machine_model: str = Field("independent", description=f"Generated machine constraints: {' or '.join(MACHINE_MODELS)}.")
-    resource_mode: ResourceMode = Field(
-        "slots", description="slots (one task per worker) or multi (64 cores, 16 GB per worker)."
-    )
-    capacity: tuple[float, ...] = Field(DEFAULT_CAPACITY, description="Multi mode: each worker's cores and memory (MB).")
-    requests: str = Field(DEFAULT_REQUESTS, description="Task resource requests in multi mode, e.g. fixed:1,256.")
-    latency: float = Field(DEFAULT_LATENCY, description="One-way network latency per message, seconds.")
-    processing_costs: dict[str, float] = Field(default_factory=dict, description="Processing cost at the receiver per message type, seconds.")
-    exact_durations: bool = Field(False, description="Keep fractional durations and equal arrival times (no truncation or dephasing).")
+    scheduler: str = run_field("scheduler")
+    trace: str = run_field("trace")
+    workers: int | None = run_field("workers")
+    seed: int = run_field("seed")
+    config: str | None = run_field("config")
+    data_center_from: str | None = run_field("data_center_from")
+    params: dict[str, Any] = run_field("params")
+    constraints: bool = run_field("constraints")
+    constraint_seed: int = run_field("constraint_seed")
+    machine_model: str = run_field("machine_model")
+    resource_mode: ResourceMode = run_field("resource_mode")
+    capacity: tuple[float, ...] = run_field("capacity")
+    requests: str = run_field("requests")
+    latency: float = run_field("latency")
+    processing_costs: dict[str, float] = run_field("processing_costs")
+    exact_durations: bool = run_field("exact_durations")
 
     @field_validator("seed", "constraint_seed", mode="before")
     @classmethod
@@ -113,12 +109,11 @@ class RunConfig(BaseModel):
     @classmethod
     def default(cls, name: str) -> Any:
         """A field's default (for options that show it)."""
-        f = cls.model_fields[name]
-        return f.get_default(call_default_factory=True)
+        return run_fields.default(name)
 
     @classmethod
     def describe(cls, name: str) -> str:
-        return cls.model_fields[name].description or ""
+        return run_fields.describe(name)
 
     def conventions(self) -> TraceConventions:
         """How trace values become simulated ones (the papers' simulators', unless ``exact_durations``)."""
@@ -149,11 +144,6 @@ def check_costs(costs: dict[str, float]) -> dict[str, float]:
         if not x >= 0:
             raise ValueError(f"cost of {k!r} must be >= 0, got {x}")
     return costs
-
-
-def option_name(field: str) -> str:
-    """The CLI option of a field: ``constraint_seed`` -> ``--constraint-seed``."""
-    return "--" + field.replace("_", "-")
 
 
 def input_error(e: ValidationError) -> InputError:

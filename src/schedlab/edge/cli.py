@@ -8,8 +8,6 @@ breaks a rule (for an algorithm, that can only be needing more than N nodes; any
 other violation is a bug and exits 3).
 """
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Annotated

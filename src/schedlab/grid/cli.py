@@ -13,8 +13,6 @@ Commands import the simulation inside their bodies, so the rest of the
 command line starts without it.
 """
 
-from __future__ import annotations
-
 import json
 import sys
 from pathlib import Path

@@ -6,8 +6,6 @@ paper's generator from ``--tasks --servers --cores --alpha --beta --theta
 --replicas --seed``.
 """
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Annotated

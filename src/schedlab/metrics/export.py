@@ -16,8 +16,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from schedlab.atomic import atomic_write, file_mode
 
 __all__ = ["TABLE_FORMATS", "atomic_write", "file_mode", "json_ready", "pipe_table", "write_json", "write_run", "write_table"]
@@ -64,7 +62,7 @@ def write_table(path: str | os.PathLike, df: Any, fmt: str = "parquet") -> Path:
     row group or CSV block per frame, never the whole table in memory."""
     if fmt not in TABLE_FORMATS:
         raise ValueError(f"unknown table format {fmt!r}")
-    if isinstance(df, pd.DataFrame):
+    if not hasattr(df, "frames"):  # a DataFrame (pandas is not imported here: write_json needs none of it)
         if fmt == "parquet":
             return atomic_write(path, lambda tmp: df.to_parquet(tmp, index=False))
         return atomic_write(path, lambda tmp: df.to_csv(tmp, index=False))

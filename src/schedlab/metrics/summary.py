@@ -27,13 +27,19 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from schedlab.defaults import SHORT_JOB_CUTOFF
 from schedlab.metrics.recorder import CHUNK, COMPONENTS, Recorder
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# A table as named numpy columns: what a run's summary is computed from, and what a DataFrame is built from only
+# when one is asked for (pandas, and the pyarrow it loads, cost a short run more than the run itself).
+Columns = dict[str, np.ndarray]
 
 STAT_KEYS = ("count", "mean", "p50", "p90", "p99", "p999", "p9999", "max")
 _PCTS = (50.0, 90.0, 99.0, 99.9, 99.99)
@@ -79,6 +85,8 @@ def tasks_frame(rec: Recorder, lo: int = 0, hi: int | None = None, masks: Any = 
     again = [t - lo for t, _w, _s, _e in rec.preempted_runs if lo <= t < hi]
     if again:
         starts += np.bincount(again, minlength=n)
+    import pandas as pd
+
     df = pd.DataFrame(
         {
             "task": np.arange(lo, hi, dtype=np.int64),
@@ -132,41 +140,56 @@ class TaskRecords:
             yield self.frame(lo, lo + rows)
 
 
+def frame(columns: Columns) -> pd.DataFrame:
+    """Named columns as a DataFrame (pandas loads here)."""
+    import pandas as pd
+
+    return pd.DataFrame(columns)
+
+
 def jobs_frame(rec: Recorder) -> pd.DataFrame:
     """One row per job: arrival, tasks, user, completion (when the scheduler learned it), JRT, ideal JRT, JRT delay,
     the trace's mean task duration and whether that makes the job short."""
+    return frame(jobs_columns(rec))
+
+
+def jobs_columns(rec: Recorder) -> Columns:
+    """:func:`jobs_frame`'s columns."""
     arrival = np.array(rec.j_arrival, dtype=float)
     done = np.array(rec.j_done, dtype=float)
     ideal = np.array(rec.j_ideal, dtype=float)
     mean = np.array(rec.j_mean, dtype=float)
     jrt = done - arrival
-    return pd.DataFrame(
-        {
-            "job": np.arange(rec.num_jobs, dtype=np.int64),
-            "arrival": arrival,
-            "tasks": np.array(rec.j_tasks, dtype=np.int64),
-            "user": np.array(rec.j_user, dtype=np.int64),
-            "completion": done,
-            "jrt": jrt,
-            "ideal_jrt": ideal,
-            "jrt_delay": jrt - ideal,
-            "mean_duration": mean,
-            "short": mean < SHORT_JOB_CUTOFF,
-        }
-    )
+    return {
+        "job": np.arange(rec.num_jobs, dtype=np.int64),
+        "arrival": arrival,
+        "tasks": np.array(rec.j_tasks, dtype=np.int64),
+        "user": np.array(rec.j_user, dtype=np.int64),
+        "completion": done,
+        "jrt": jrt,
+        "ideal_jrt": ideal,
+        "jrt_delay": jrt - ideal,
+        "mean_duration": mean,
+        "short": mean < SHORT_JOB_CUTOFF,
+    }
 
 
 def inconsistencies_frame(rec: Recorder) -> pd.DataFrame:
     """Inconsistencies over time: one row per (second, GM) with any — ``time`` (bin start, s), ``gm``, ``inconsistencies``
     (requests of that GM an LM rejected in that second), in time then GM order; seconds without any are absent."""
+    return frame(inconsistencies_columns(rec))
+
+
+def inconsistencies_columns(rec: Recorder) -> Columns:
+    """:func:`inconsistencies_frame`'s columns."""
     if not rec.inconsistency_bins:
-        return pd.DataFrame({"time": np.zeros(0), "gm": np.zeros(0, dtype=np.int64), "inconsistencies": np.zeros(0, dtype=np.int64)})
+        return {"time": np.zeros(0), "gm": np.zeros(0, dtype=np.int64), "inconsistencies": np.zeros(0, dtype=np.int64)}
     keys = sorted(rec.inconsistency_bins)
-    return pd.DataFrame({
+    return {
         "time": np.array([float(t) for t, _g in keys]),
         "gm": np.array([g for _t, g in keys], dtype=np.int64),
         "inconsistencies": np.array([rec.inconsistency_bins[k] for k in keys], dtype=np.int64),
-    })
+    }
 
 
 def _busy_integral(points: np.ndarray, starts: np.ndarray, ends: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
@@ -201,6 +224,13 @@ def utilization_frame(
     rec: Recorder, total_capacity: np.ndarray, resources: tuple[str, ...], requests: np.ndarray | None = None
 ) -> pd.DataFrame:
     """Per-second utilization of each resource (columns named after the resources), indexed by bin start."""
+    return frame(utilization_columns(rec, total_capacity, resources, requests))
+
+
+def utilization_columns(
+    rec: Recorder, total_capacity: np.ndarray, resources: tuple[str, ...], requests: np.ndarray | None = None
+) -> Columns:
+    """:func:`utilization_frame`'s columns."""
     start = rec.column("start")
     end = rec.column("end")
     ran = ~np.isnan(start) & ~np.isnan(end)
@@ -220,7 +250,7 @@ def utilization_frame(
     e = np.concatenate(e_list) if len(e_list) > 1 else e_list[0]
     del s_list, e_list
     if len(s) == 0:
-        return pd.DataFrame({"time": np.zeros(0), **{r: np.zeros(0) for r in resources}})
+        return {"time": np.zeros(0), **{r: np.zeros(0) for r in resources}}
     t0 = math.floor(min(np.array(rec.j_arrival, dtype=float).min(), s.min()))
     t1 = max(math.ceil(e.max()), t0 + 1)
     edges = np.arange(t0, t1 + 1, dtype=float)
@@ -229,12 +259,12 @@ def utilization_frame(
         busy = np.diff(_busy_integral(edges, s, e, None))
         for k, name in enumerate(resources):
             out[name] = busy / float(total_capacity[k])
-        return pd.DataFrame(out)
+        return out
     idx = np.concatenate(idx_list)
     for k, name in enumerate(resources):
         w = requests[idx, k].astype(float)
         out[name] = np.diff(_busy_integral(edges, s, e, w)) / float(total_capacity[k])
-    return pd.DataFrame(out)
+    return out
 
 
 def task_summary(rec: Recorder) -> dict[str, Any]:
@@ -274,23 +304,30 @@ def build_summary(tasks: pd.DataFrame, jobs: pd.DataFrame, utilization: pd.DataF
     return metric_summary(task_part, jobs, utilization, resources)
 
 
-def metric_summary(task_part: dict[str, Any], jobs: pd.DataFrame, utilization: pd.DataFrame, resources: tuple[str, ...]) -> dict[str, Any]:
-    """The metric part of the summary from the tasks' statistics (:func:`task_summary`), the jobs and utilization tables."""
-    done = jobs[jobs["completion"].notna()]
-    short = done["short"].to_numpy(dtype=bool)
-    delay = done["jrt_delay"].to_numpy(dtype=float)
+def metric_summary(
+    task_part: dict[str, Any], jobs: pd.DataFrame | Columns, utilization: pd.DataFrame | Columns, resources: tuple[str, ...]
+) -> dict[str, Any]:
+    """The metric part of the summary from the tasks' statistics (:func:`task_summary`), the jobs and utilization tables
+    (DataFrames or their :data:`Columns`)."""
+    done = ~np.isnan(np.asarray(jobs["completion"], dtype=float))
+    short = np.asarray(jobs["short"], dtype=bool)[done]
+    delay = np.asarray(jobs["jrt_delay"], dtype=float)[done]
     out: dict[str, Any] = {
         "jrt_delay": stats(delay),
         "jrt_delay_short": _class_stats(delay[short]),
         "jrt_delay_long": _class_stats(delay[~short]),
-        "jrt": stats(done["jrt"]),
-        "ideal_jrt": stats(done["ideal_jrt"]),
+        "jrt": stats(np.asarray(jobs["jrt"], dtype=float)[done]),
+        "ideal_jrt": stats(np.asarray(jobs["ideal_jrt"], dtype=float)[done]),
         "allocation_time": task_part["allocation_time"],
         "allocation_components": task_part["allocation_components"],
-        "utilization": utilization_stats(utilization[resources[0]].to_numpy() if len(utilization) else np.zeros(0)),
+        "utilization": utilization_stats(_series(utilization, resources[0])),
     }
     if len(resources) > 1:
-        out["utilization_by_resource"] = {
-            r: utilization_stats(utilization[r].to_numpy() if len(utilization) else np.zeros(0)) for r in resources
-        }
+        out["utilization_by_resource"] = {r: utilization_stats(_series(utilization, r)) for r in resources}
     return out
+
+
+def _series(table: pd.DataFrame | Columns, name: str) -> np.ndarray:
+    """A utilization column as an array (empty when the table has no rows)."""
+    rows = len(next(iter(table.values()), ())) if isinstance(table, dict) else len(table)
+    return np.asarray(table[name]) if rows else np.zeros(0)

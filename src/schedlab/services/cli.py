@@ -7,9 +7,6 @@ run inside their bodies, so the rest of the command line starts without
 aiohttp, aio-pika or the simulator.
 """
 
-from __future__ import annotations
-
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -107,6 +104,8 @@ def up_cmd(
 
     Example: schedlab cluster up demo.yaml && schedlab submit --cluster demo.yaml --trace google --max-jobs 50
     """
+    import asyncio
+
     from schedlab.services import supervise
 
     loaded = _load(path)
@@ -172,6 +171,8 @@ def status_cmd(
 
     Example: schedlab cluster status demo.yaml
     """
+    import asyncio
+
     from schedlab.services.remote import fetch_statuses
 
     loaded = _load(path)
@@ -229,6 +230,8 @@ def broker_up_cmd(
 
     Example: schedlab broker up --nodes 3 --dir /tmp/brokers   (then: brokers: [the URLs] in the cluster file)
     """
+    import asyncio
+
     from schedlab.services.brokercluster import BrokerCluster
 
     cluster = BrokerCluster.plan(dir.resolve(), nodes, host, base_port, dist_base)
@@ -252,6 +255,8 @@ def down_cmd(path: Annotated[Path, typer.Argument(help="Cluster file.")]) -> Non
 
     Example: schedlab cluster down demo.yaml
     """
+    import asyncio
+
     from schedlab.services import supervise
 
     loaded = _load(path)
@@ -273,6 +278,7 @@ def serve_cmd(
 
     Example: schedlab serve lm --cluster demo.yaml --id 0
     """
+    import asyncio
     import logging
 
     from schedlab.services.node import serve
@@ -330,6 +336,8 @@ def submit_cmd(
 
     Example: schedlab submit --cluster demo.yaml --trace google --max-jobs 40 --speedup 20000 --summary-json real.json
     """
+    import asyncio
+
     from schedlab.cliutil import summary_table
 
     if (trace is None) == (command is None):
@@ -449,6 +457,8 @@ def chaos_cmd(
 
     Example: schedlab chaos --cluster demo.yaml --trace google --max-jobs 200 --speedup 20 --kill worker,gm,lm --every 5s
     """
+    import asyncio
+
     from schedlab.services.chaos import check_roles, parse_fault, run_chaos
 
     faults = [parse_fault("partition", p) for p in partition or []] + [parse_fault("oneway", p) for p in partition_oneway or []]
@@ -611,6 +621,7 @@ def _duration(seconds: float) -> str:
 async def _replay(path: Path, trace: str, max_jobs: int | None, speedup: float, task: str, cpus: float, seed: int, constraints: bool,
                   embedded: bool, timeout: float | str | None, progress: Any = None) -> Any:
     """The replay, stopped (with its partial result) on SIGINT or SIGTERM."""
+    import asyncio
     import signal
 
     from schedlab.services.client import Client

@@ -8,9 +8,6 @@ is cancelled (now or before) or its cancellation is durably requested, 3 when
 the job had already ended (nothing cancelled).
 """
 
-from __future__ import annotations
-
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -21,7 +18,6 @@ from rich.console import Console
 from rich.table import Table
 
 from schedlab.errors import InputError
-from schedlab.services.clusterfile import load_cluster
 
 out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, soft_wrap=True)
@@ -37,6 +33,9 @@ def jobs_cmd(
 
     Example: schedlab jobs --cluster demo.yaml --state running
     """
+    import asyncio
+
+    from schedlab.services.clusterfile import load_cluster
     from schedlab.services.jobs import check_state, list_jobs
 
     check_state(state)
@@ -70,6 +69,9 @@ def job_status_cmd(
 
     Example: schedlab job status 1354873856 --cluster demo.yaml
     """
+    import asyncio
+
+    from schedlab.services.clusterfile import load_cluster
     from schedlab.services.jobs import list_jobs
 
     loaded = load_cluster(cluster)
@@ -90,6 +92,9 @@ def job_logs_cmd(
 
     Example: schedlab job logs 6962380443400273920 --cluster demo.yaml --task 0
     """
+    import asyncio
+
+    from schedlab.services.clusterfile import load_cluster
     from schedlab.services.jobs import job_logs
 
     loaded = load_cluster(cluster)
@@ -125,6 +130,9 @@ def job_cancel_cmd(
 
     Example: schedlab job cancel 1354873856 --cluster demo.yaml
     """
+    import asyncio
+
+    from schedlab.services.clusterfile import load_cluster
     from schedlab.services.jobs import cancel_job
 
     if wait < 0:

@@ -1,6 +1,8 @@
-"""``schedlab dst``: search fault schedules of a simulated Megha cluster (the services' own code) for violations."""
+"""``schedlab dst``: search fault schedules of a simulated Megha cluster (the services' own code) for violations.
 
-from __future__ import annotations
+Beside the package, not in it: importing ``schedlab.services.dst`` loads the whole services stack, and every
+``schedlab`` command imports this module to build its help.
+"""
 
 import json
 import signal
