@@ -105,7 +105,9 @@ RACES = [
     pytest.param(_fence_removed, "exactly_once", 400, id="first-send-time fence removed"),
     pytest.param(_ack_before_output, "completed", 400, id="acknowledgement before output"),
     pytest.param(_restart_on_every_answer, "completed", 400, id="InOrder restart on a second answer"),
-    pytest.param(_host_state_before_ends, "exactly_once", 800, id="HostState before ends are confirmed"),
+    # since takeovers no longer count lost what the hosts reported ended (Recovered.found), the race shows as
+    # tasks never done: the GM waits for an end the race let the new LM process drop
+    pytest.param(_host_state_before_ends, "completed", 800, id="HostState before ends are confirmed"),
 ]
 
 
