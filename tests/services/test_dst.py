@@ -148,6 +148,18 @@ def test_a_failing_schedule_shrinks_to_fewer_faults_that_still_fail(monkeypatch)
     assert again.violations == small.violations  # its printed form replays it
 
 
+# seeds of `--faults crash,broker,cut,oneway,loss,delay,pause` the search found (each fixed): 200336 (no pause in
+# its schedule) an LM's answer "completed" before the end's record was in the broker, the LM then killed;
+# 201043 a redelivered job's resolution requesting again a task whose loss was accepted meanwhile
+WITH_PAUSES = ("crash", "broker", "cut", "oneway", "loss", "delay", "pause")
+
+
+@pytest.mark.parametrize("seed", [200336, 201043])
+def test_what_the_search_with_pauses_found_stays_fixed(seed):
+    v = run(schedule_for(seed, SETUP, WITH_PAUSES), SETUP)
+    assert v.ok, v.violations
+
+
 # seed 72 of `--faults pause`: an LM frozen twice for 2-3 s, worker hosts and a GM frozen too
 FROZEN = ("pause:host3@1.115+0.299,pause:lm1@4.967+2.291,pause:host1@4.986+2.181,pause:gm0@7.888+0.523,"
           "pause:host0@8.786+4.079,pause:lm1@8.911+3.417")

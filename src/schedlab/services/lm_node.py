@@ -149,6 +149,7 @@ class LMNode(ServiceNode):
         relay.flush_records = publisher.flush
         holding = partial(holding_event, self.store) if fair else None
         self.lm_recovery = LMRecovery(rt, lm, relay.completed, holding)
+        self.lm_recovery.after_records = publisher.after
         mine = {h: list(plan.workers_of_host[h]) for h, owner in plan.hosts.items() if owner == self.id}
         monitor = self.monitor = HostMonitor(rt, lm, mine, plan.worker_lease)
         monitor.on_lost = self._lost

@@ -321,7 +321,9 @@ class DurableJobs:
                 self._report_again(t, now)
                 if self._completed(t):
                     done.append(t)
-            elif t in running:
+            elif t in running or t in self.placements.placed:
+                # running at an LM; or placed since the question — held again from an LM's state, or requested
+                # anew after a loss accepted meanwhile (found by the deterministic simulation, seed 201043)
                 self.tasks_found_running += 1
             else:
                 self.emit(run, (LOST, local, now, -1))  # a run it had, if any, ended with its worker or its GM
@@ -331,6 +333,7 @@ class DurableJobs:
         self.tasks_requested_again += len(again)
         if again:
             self.placements.losses_recorded(again)
+            self.gm.withdraw(again)  # a copy queued meanwhile (a loss accepted since the question) is not queued twice
             self.gm.submit(again)
 
     # -- completions --------------------------------------------------------------------------------
@@ -464,6 +467,10 @@ class LMRecovery:
         self.completed = completed
         self.holding = holding  # fair sharing: tid, p, pos -> its holdings event
         self.process: LMTakeover | None = None  # this LM process's start: when, and its incarnation
+        # after_records(fn): fn once the records emitted so far are in the broker (None: at once). An answer that
+        # a task completed waits for the end's record: had this LM died with it unsent, the GM would report the
+        # task done and the client never learn how it ended (found by the deterministic simulation, seed 200336)
+        self.after_records: Callable[[Callable[[], None]], None] | None = None
         self.recoveries = 0
         rt.add_handler(lm.address, Recover, self._on_recover)
         rt.add_handler(lm.address, Resolve, self._on_resolve)
@@ -476,7 +483,11 @@ class LMRecovery:
         running, completed = self.lm.running, self.completed
         done = [t for t in msg.tids if t in completed and t not in running]
         here = [t for t in msg.tids if t in running]
-        self.rt.send(self.lm.gm_addr[msg.gm], Resolved(self.lm.i, msg.ask, done, here))
+        answer = Resolved(self.lm.i, msg.ask, done, here)
+        if done and self.after_records is not None:
+            self.after_records(lambda: self.rt.send(self.lm.gm_addr[msg.gm], answer))
+        else:
+            self.rt.send(self.lm.gm_addr[msg.gm], answer)
 
     def counters(self) -> dict[str, int]:
         return {"gm_recoveries_served": self.recoveries}
