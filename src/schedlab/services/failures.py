@@ -47,7 +47,7 @@ declared down after one lease).
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -293,8 +293,8 @@ class GMPlacements:
         # unsent, the client would see the task start twice without a loss between (found by the deterministic
         # simulation, seed 114073: a GM cut from the broker, then killed)
         self.after_records: Callable[[Callable[[], None]], None] | None = None
-        self.unrecorded: dict[int, int] = {}  # tid -> its losses recorded and not yet in the broker
-        self.held: dict[int, int] = {}  # tid -> its requests held until then (never sent yet: not lost at a takeover)
+        self.unrecorded: Counter[int] = Counter()  # tid -> its losses recorded and not yet in the broker
+        self.held: Counter[int] = Counter()  # tid -> its requests held until then (never sent yet: not lost at a takeover)
         self.requests_held = 0
         self.dropped_completions = 0
         self.dropped_losses = 0
@@ -327,15 +327,11 @@ class GMPlacements:
         the broker (see ``after_records``)."""
         if self.after_records is None or not tids:
             return
-        unrecorded = self.unrecorded
-        for t in tids:
-            unrecorded[t] = unrecorded.get(t, 0) + 1
+        done = Counter(tids)
+        self.unrecorded += done
 
         def recorded() -> None:
-            for t in tids:
-                left = unrecorded.pop(t) - 1
-                if left:
-                    unrecorded[t] = left
+            self.unrecorded -= done  # (a Counter keeps only what is left)
 
         self.after_records(recorded)
 
@@ -351,15 +347,11 @@ class GMPlacements:
             # placed already (a redelivered job's resolution must not request it again), sent once the loss's
             # record is in the broker — stamped again then (found by the deterministic simulation, seed 101389)
             self.requests_held += 1
-            held = self.held
-            for tid, _p, _pos in msg.items:
-                held[tid] = held.get(tid, 0) + 1
+            mine = Counter(t for t, _p, _pos in msg.items)
+            self.held += mine
 
             def release() -> None:
-                for tid, _p, _pos in msg.items:
-                    left = held.pop(tid) - 1
-                    if left:
-                        held[tid] = left
+                self.held -= mine
                 self.rt.send(dst, msg)
 
             self.after_records(release)  # after the records' own callback (FIFO): the loss is recorded by then

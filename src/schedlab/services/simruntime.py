@@ -40,24 +40,6 @@ class SimTimer:
         self.ev[0] = None
 
 
-class PausableTask(SimTask):
-    """A coroutine of a process that can be paused: a wake-up during the pause resumes it at the pause's end."""
-
-    __slots__ = ("runtime",)
-
-    def __init__(self, runtime: SimServiceRuntime, coro: Coroutine[Any, Any, Any], on_error: Callable[[BaseException], None] | None,
-                 name: str) -> None:
-        self.runtime = runtime
-        super().__init__(runtime.kernel, coro, on_error, name)
-
-    def _resume(self, fut: SimFuture) -> None:
-        left = self.runtime.paused_for()
-        if left > 0:
-            self.kernel.call_later(left, self._resume, fut)
-            return
-        super()._resume(fut)
-
-
 class SimServiceRuntime(ServiceRuntime):
     """One simulated process's runtime on a shared kernel."""
 
@@ -99,7 +81,7 @@ class SimServiceRuntime(ServiceRuntime):
         handle.cancel()
 
     def sleep(self, delay: float) -> SimFuture:
-        return sleep(self.kernel, delay)  # the sleeping coroutine wakes through PausableTask: late if paused
+        return sleep(self.kernel, delay)  # the sleeping coroutine's wake-up waits out a pause (SimTask's hold)
 
     def event(self) -> SimEvent:
         return SimEvent()
@@ -111,7 +93,7 @@ class SimServiceRuntime(ServiceRuntime):
         return SimFuture()
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str = "") -> SimTask:
-        task = PausableTask(self, coro, lambda e: self.coroutine_failed(name, e), name)
+        task = SimTask(self.kernel, coro, lambda e: self.coroutine_failed(name, e), name, hold=self.paused_for)
         self._tasks.append(task)
         if len(self._tasks) > 64:
             self._tasks = [t for t in self._tasks if not t.done()]

@@ -86,15 +86,17 @@ class SimFuture:
 
 
 class SimTask:
-    """One coroutine stepped by kernel events; ``on_error(exc)`` hears of an exception that ends it."""
+    """One coroutine stepped by kernel events; ``on_error(exc)`` hears of an exception that ends it. ``hold()``, if
+    given, says for how many more seconds a wake-up must wait (a frozen process's coroutine runs late)."""
 
-    __slots__ = ("kernel", "coro", "on_error", "finished", "cancelled", "name")
+    __slots__ = ("kernel", "coro", "on_error", "finished", "cancelled", "name", "hold")
 
     def __init__(self, kernel: Kernel, coro: Coroutine[Any, Any, Any], on_error: Callable[[BaseException], None] | None = None,
-                 name: str = "") -> None:
+                 name: str = "", hold: Callable[[], float] | None = None) -> None:
         self.kernel = kernel
         self.coro = coro
         self.on_error = on_error
+        self.hold = hold
         self.finished = SimFuture()
         self.cancelled = False
         self.name = name
@@ -132,6 +134,11 @@ class SimTask:
         self.kernel.post(self.kernel.now, self._resume, fut)
 
     def _resume(self, fut: SimFuture) -> None:
+        if self.hold is not None:
+            left = self.hold()
+            if left > 0:
+                self.kernel.call_later(left, self._resume, fut)
+                return
         if fut._exc is not None:
             self._step(None, fut._exc)
         else:
