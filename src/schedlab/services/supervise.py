@@ -422,10 +422,20 @@ async def delete_cluster_queues(loaded: LoadedCluster) -> None:
 
             try:
                 names += [directory.queue(("run", run)) for run in await ledger_runs(loaded, link.connection)]
-            except StreamReadTimeout as e:  # the ledger stays: it is what names those streams for the next down
+            except Exception as e:  # the ledger stays: it is what names those streams for the next down
+                # a read out of time, or a broker refusing it — e.g. the node reached has no replica of the stream
+                # yet, after a member lost its data rejoined (found by the broker-node chaos test in CI)
                 runs_known = False
-                print(f"cluster {loaded.name}: {e.reason}; the job ledger and the runs' queues it names are kept "
+                reason = e.reason if isinstance(e, StreamReadTimeout) else f"cannot read the job ledger ({str(e).strip() or type(e).__name__})"
+                print(f"cluster {loaded.name}: {reason}; the job ledger and the runs' queues it names are kept "
                       "(cluster down again deletes them)", file=sys.stderr)
+                with contextlib.suppress(Exception):
+                    await link.close()
+                link = AmqpLink(loaded.brokers)  # the refused read closed the channel: delete on a fresh link
+                try:
+                    await link.connect(3.0)
+                except BrokerUnreachable:
+                    return
         if runs_known:
             names.append(ledger_queue(loaded.name))  # the job ledger (a stream)
         await link.delete_queues(names)
