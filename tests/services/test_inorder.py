@@ -94,3 +94,15 @@ def test_a_first_answer_restarts_the_link_and_drops_what_the_predecessor_was_sen
     io.restart_at("lm:0", "gm:0", (2, 7))  # the LM was taken over by its standby: a new incarnation
     io.accept("lm:0", "gm:0", (2, 7), lambda: got.append("standby's answer"))
     assert got == ["answer", 41, "standby's answer"] and counters["duplicates_dropped"] == 1
+
+
+def test_from_an_earlier_process_a_rejection_is_delivered_without_its_state():
+    # a standby elsewhere took over while a GM's request was on its way to the old LM process: the old one's
+    # rejection still says the request was not acted on (the GM requests the task again); its state is old news
+    kernel, io, counters = in_order(0.05)
+    got = []
+    io.accept("lm:0", "gm:0", (2, 1), lambda: got.append("news of the new process"))
+    io.accept("lm:0", "gm:0", (1, 9), lambda: got.append("rejection with state"), deliver_fact=lambda: got.append("rejection"))
+    io.accept("lm:0", "gm:0", (1, 10), lambda: got.append("state update"), superseded=True)
+    assert got == ["news of the new process", "rejection"]
+    assert counters["facts_of_earlier_process"] == 1 and counters["states_of_earlier_process_dropped"] == 1

@@ -159,10 +159,11 @@ def test_subnets_fit_the_hosts_and_stay_in_the_range():
 
 @pytest.fixture(scope="module")
 def testbed(can_netns, tmp_path_factory):
-    """A 2 GM x 2 LM x 4-host testbed cluster (10 ms one way between GMs and LMs), up for the module's tests."""
+    """A 2 GM x 2 LM x 4-host testbed cluster (10 ms one way between GMs and LMs), each LM with a standby on a host
+    of its own, up for the module's tests."""
     d = tmp_path_factory.mktemp("testbed")
     name = f"tb{secrets.token_hex(3)}"
-    text = render_cluster(name=name, gms=2, lms=2, workers=12, hosts_per_lm=2, heartbeat=0.2, netns=True)
+    text = render_cluster(name=name, gms=2, lms=2, workers=12, hosts_per_lm=2, heartbeat=0.2, netns=True, lm_standby=True)
     text = text.replace("  default: {delay: 0.5ms}", "  default: {delay: 0.2ms}\n  gm-lm: {delay: 10ms}")
     path = d / "cluster.yaml"
     path.write_text(text)
@@ -203,6 +204,48 @@ def test_a_replay_on_the_testbed_runs_every_task_exactly_once(testbed):
     assert result.summary["tasks"] == 90
     # a GM's launch request crosses a 10 ms link both ways
     assert result.summary["allocation_time"]["p50"] >= 0.02
+
+
+def test_an_lms_host_cut_off_from_everything_its_standby_elsewhere_serves_and_the_old_steps_down_when_healed(testbed):
+    """The host of the process serving LM 0 is cut from every other host: its lease goes with its heartbeat, the
+    standby on another host takes over, GMs and worker hosts fail over to its address. Healed, the old process
+    learns it was replaced and steps down, a standby again in its namespace. Every task completes once."""
+    loaded, path = testbed
+    tb = HostsOf(loaded, supervise.run_dir(path))
+    trace = [job(0.1 * i, [1.0, 0.3], [0, 0]) for i in range(150)]  # 15 s of arrivals
+
+    async def body():
+        from schedlab.services.testbed.faults import NetworkFaults
+
+        urls = loaded.spec.lms[0].urls
+        pids = [await supervise.serving_pid(u) for u in urls]
+        old = next(pid for pid in pids if pid is not None)
+        where = ("lm0", "lm0s")[pids.index(old)]
+        faults = NetworkFaults(tb)
+        async with RemoteCluster(loaded) as rc:
+            run = asyncio.create_task(replay(rc, trace, constraints=False, timeout=120))
+            await asyncio.sleep(1.0)
+            for other in ("gm", "host", "broker", "lm"):
+                faults.partition(f"{where}-{other}")
+            try:
+                deadline = time.monotonic() + 40
+                while not any(p not in (None, old) for p in [await supervise.serving_pid(u, timeout=0.5) for u in urls]):
+                    assert time.monotonic() < deadline, "no standby took over LM 0"
+                    await asyncio.sleep(0.2)
+            finally:
+                faults.heal()
+            result = await run
+        return old, result, {(st["role"], st["id"]): st for st in await fetch_statuses(loaded)}
+
+    old, result, statuses = asyncio.run(body())
+    assert_valid_schedule(result, loaded.cluster)
+    assert result.summary["tasks"] == 300
+    assert statuses["lm", 0]["standby_took_over"] is True
+    deadline = time.monotonic() + 20
+    while not any("steps down" in f.read_text(errors="replace") for f in supervise.run_dir(path).glob("lm-0*.log")):
+        assert time.monotonic() < deadline, "the old LM 0 process did not step down once healed"
+        time.sleep(0.2)
+    assert old in supervise.running_pids(path).values()  # a standby again, same pid
 
 
 def test_chaos_on_the_testbed_partitions_loses_and_delays_and_skews_without_losing_a_task(testbed, capsys, tmp_path):

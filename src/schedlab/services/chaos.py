@@ -18,8 +18,9 @@ LMs, unfinished jobs back from the durable queue, their tasks resolved by the
 LMs' truth — :mod:`~.recovery`; for each GM kill the report adds how long the
 restarted GM took to have every LM's state and what became of the jobs it got
 back, read from its status before the next kill), ``lm`` (the process serving
-an LM is SIGKILLed: with ``lm_standby`` its standby takes over and a new
-standby is started; without, the LM is restarted — either way the new process
+an LM is SIGKILLed: with a standby (``lm_standby``, or the LM's
+``standby:`` on a host of its own) the standby takes over and a new standby
+is started; without, the LM is restarted — either way the new process
 rebuilds the LM's state from its worker hosts, :mod:`~.recovery`; the report
 adds the rebuild and what it found) and ``broker`` (RabbitMQ
 stopped with ``rabbitmqctl stop_app`` and started again: every component
@@ -349,12 +350,16 @@ async def _kill_lm(loaded: LoadedCluster, cluster_file: str | os.PathLike, ident
     over (a new standby is started ``restart_after`` s after the kill; returns when the standby answered,
     seconds after the kill) or, without standbys, a restart (returns None)."""
 
-    url = loaded.spec.lms[ident].url
-    pid = await supervise.serving_pid(url)
+    urls = loaded.spec.lms[ident].urls  # with a standby elsewhere, either address may hold the active process
+    pid = None
+    for url in urls:
+        pid = await supervise.serving_pid(url)
+        if pid is not None:
+            break
     if pid is None:
-        raise InputError(f"lm {ident}", f"nothing answers at {url}")
+        raise InputError(f"lm {ident}", f"nothing answers at {' or '.join(urls)}")
     os.kill(pid, signal.SIGKILL)
-    if not loaded.spec.lm_standby:
+    if not loaded.spec.has_standby(ident):
         await asyncio.sleep(restart_after)
         await supervise.restart(loaded, cluster_file, "lm", ident, timeout=60)
         return None
@@ -365,7 +370,11 @@ async def _kill_lm(loaded: LoadedCluster, cluster_file: str | os.PathLike, ident
         if not spawned and time.monotonic() - t0 >= restart_after:
             supervise.spawn_standby(cluster_file, ident)
             spawned = True
-        now = await supervise.serving_pid(url, timeout=0.5)
+        now = None
+        for url in urls:
+            now = await supervise.serving_pid(url, timeout=0.5)
+            if now is not None and now != pid:
+                break
         if now is not None and now != pid:
             answered = time.monotonic() - t0
             break

@@ -151,7 +151,7 @@ def metrics_cmd(
         print(token)
         return
     spec = loaded.spec
-    urls = [e.url for e in (*spec.gms, *spec.lms)] + [loaded.hosts[h][1].url for h in sorted(loaded.hosts)]
+    urls = [g.url for g in spec.gms] + [u for lm in spec.lms for u in lm.urls] + [loaded.hosts[h][1].url for h in sorted(loaded.hosts)]
     targets = [u.split("://", 1)[1] for u in urls]
     print("scrape_configs:")
     print(f"  - job_name: schedlab-{loaded.name}")
@@ -192,7 +192,7 @@ def status_cmd(
             age = st.get("last_heartbeat_age")
             t.add_row(
                 name,
-                "up" + (f" (pid {st['pid']})" if st["role"] == "lm" and loaded.spec.lm_standby else ""),
+                "up" + (f" (pid {st['pid']})" if st["role"] == "lm" and loaded.spec.has_standby(st["id"]) else ""),
                 "" if st.get("uptime") is None else _duration(float(st["uptime"])),
                 str(st.get("waiting", "")),
                 str(st.get("running", "")),
@@ -208,7 +208,7 @@ def status_cmd(
 
             for name, url, up in asyncio.run(broker_nodes_up(loaded)):
                 out.print(f"broker node {name} ({safe_url(url)}): {'up' if up else '[red]down[/red]'}", highlight=False)
-        if loaded.spec.lm_standby:
+        if any(loaded.spec.has_standby(lm.id) for lm in loaded.spec.lms):
             from schedlab.services.supervise import running_pids
 
             serving = {st.get("pid") for st in statuses if st["role"] == "lm"}
@@ -273,6 +273,8 @@ def serve_cmd(
     ident: Annotated[int, typer.Option("--id", help="Which one (its id in the cluster file; 0 with 'all').")] = 0,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error.")] = "info",
     standby: Annotated[bool, typer.Option("--standby", help="An LM: wait until the active LM of this id is gone, then take over (same host).")] = False,
+    standby_host: Annotated[bool, typer.Option("--standby-host", help="An LM with a standby elsewhere: serve at its standby: address "
+                                                                      "(lms[N].standby in the cluster file).")] = False,
 ) -> None:
     """Run one component of a cluster in the foreground (for multi-host deployments).
 
@@ -291,8 +293,8 @@ def serve_cmd(
     loaded = _load(cluster, client=False)
     if role not in ("gm", "lm", "worker", "all"):
         raise InputError("role", f"unknown role {role!r} (choose from gm, lm, worker, all)")
-    if standby and role != "lm":
-        raise InputError("--standby", f"only an LM has a standby, not {role}")
+    if (standby or standby_host) and role != "lm":
+        raise InputError("--standby-host" if standby_host else "--standby", f"only an LM has a standby, not {role}")
 
     registered: list[Path | None] = []
 
@@ -303,7 +305,7 @@ def serve_cmd(
 
     async def main() -> None:
         await check_broker(loaded, timeout=30.0)  # patient: a busy machine starting many processes is slow to connect
-        await serve(loaded, role, ident, ready=ready, standby=standby)
+        await serve(loaded, role, ident, ready=ready, standby=standby, standby_host=standby_host)
 
     try:
         asyncio.run(main())

@@ -69,8 +69,9 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Endpoint(_Model):
-    id: int = Field(ge=0)
+class Listen(_Model):
+    """Where a process listens: host, port, and the testbed host (network namespace) it runs in."""
+
     host: str = "127.0.0.1"
     port: int = Field(ge=1, le=65535)
     # the network namespace this component runs in (a host of the testbed, :mod:`~.testbed`); None: this machine's
@@ -80,6 +81,10 @@ class Endpoint(_Model):
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
+
+
+class Endpoint(Listen):
+    id: int = Field(ge=0)
 
 
 class WorkerGroup(_Model):
@@ -123,6 +128,14 @@ class LMSpec(Endpoint):
     partitions: list[int] | None = None
     # where GMs reach this LM, if not at host:port (a proxy or another network; worker hosts use host:port)
     gm_url: str | None = Field(None, pattern=r"^https?://[^/\s]+$")
+    # a standby on a host of its own: cluster up starts it there; it takes over when the active LM dies, and GMs and
+    # worker hosts fail over between the two addresses (fenced by tokens, not by the port: :mod:`~.lm_node`)
+    standby: Listen | None = None
+
+    @property
+    def urls(self) -> list[str]:
+        """Where this LM may serve: its address, then its standby's (either may hold the active process)."""
+        return [self.url] + ([self.standby.url] if self.standby is not None else [])
 
 
 class TestbedBroker(_Model):
@@ -228,9 +241,14 @@ class ClusterSpec(_Model):
             raise ValueError("megha.gms / megha.lms must match the gms and lms listed")
         return self
 
-    def endpoints(self) -> list[tuple[str, Endpoint]]:
-        out: list[tuple[str, Endpoint]] = [(f"gm {g.id}", g) for g in self.gms]
+    def has_standby(self, lm: int) -> bool:
+        """Whether ``cluster up`` starts a standby for LM ``lm`` (on its host, or at its own ``standby:`` address)."""
+        return self.lm_standby or self.lms[lm].standby is not None
+
+    def endpoints(self) -> list[tuple[str, Listen]]:
+        out: list[tuple[str, Listen]] = [(f"gm {g.id}", g) for g in self.gms]
         out += [(f"lm {lm.id}", lm) for lm in self.lms]
+        out += [(f"lm {lm.id} standby", lm.standby) for lm in self.lms if lm.standby is not None]
         out += [(f"worker host {h.id}", h) for lm in self.lms for h in lm.hosts]
         return out
 
@@ -405,7 +423,7 @@ def render_cluster(
     multi = resources is not None and resources != ["slots"]
     if multi and (capacity is None or len(capacity) != len(resources or [])):
         raise InputError("--capacity", "give one capacity per resource")
-    last_port = base_port + gms + lms + lms * hosts_per_lm
+    last_port = base_port + gms + lms * (2 if lm_standby else 1) + lms * hosts_per_lm
     if not base_port >= 1 or last_port > 65535:
         raise InputError("--base-port", f"ports {base_port}..{last_port} are out of range")
     secret = secret or secrets.token_hex(16)
@@ -419,7 +437,7 @@ def render_cluster(
     broker_hosts: list[str] = []
     if netns:  # every component on a host of its own (:mod:`~.testbed`), each broker node too; one port for all
         try:
-            subnet = tba.allocate_subnet(name, broker_nodes + gms + lms + lms * hosts_per_lm)
+            subnet = tba.allocate_subnet(name, broker_nodes + gms + lms * (2 if lm_standby else 1) + lms * hosts_per_lm)
         except ValueError as e:
             raise InputError("--netns", str(e)) from None
         seq = itertools.count()
@@ -434,7 +452,8 @@ def render_cluster(
         f"secret: {secret}   # shared by every component; SCHEDLAB_CLUSTER_SECRET overrides",
         f"seed: {seed}                        # seeds the GMs' random worker choice",
         "worker_lease: 2.0                # seconds of silence before an LM declares a worker host down and relaunches its tasks",
-        f"lm_standby: {'true' if lm_standby else 'false'}                # true: cluster up starts a standby beside each LM, which takes over if it dies",
+        (f"lm_standby: {'true' if lm_standby and not netns else 'false'}                # true: cluster up starts a standby beside each LM, which takes over if it dies"
+         if not (netns and lm_standby) else "lm_standby: false               # each LM's standby: is a host of its own (below)"),
         "megha:                         # Megha's parameters (schedlab schedulers lists them)",
         f"  heartbeat: {heartbeat}             # seconds between LM state updates to the GMs",
         "  worker_choice: random",
@@ -468,6 +487,9 @@ def render_cluster(
         out.append(f"  - id: {i}")
         if addr is not None:
             out += [f"    host: {addr()}", f"    port: {base_port}", f"    netns: {tba.netns_name(name, f'lm{i}')}"]
+            if lm_standby:  # on a testbed the standby is a host of its own: fenced by tokens, not by the LM's port
+                out.append(f"    standby: {{host: {addr()}, port: {base_port}, netns: {tba.netns_name(name, f'lm{i}s')}}}"
+                           "   # a host of its own: takes over if the LM dies")
         else:
             out.append(f"    host: {host}")
             out.append(f"    port: {port}")

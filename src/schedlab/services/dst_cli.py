@@ -30,7 +30,12 @@ def dst_cmd(
                                                          "when named).")] =
         "crash,broker,cut,oneway,loss,delay",
     jobs: Annotated[int, typer.Option("--jobs", help="Jobs of the workload (1 to 4 tasks each).")] = 50,
+    first_jobs: Annotated[int | None, typer.Option("--first-jobs", help="With --seed: run only the workload's first N jobs "
+                                                                        "(a shrunk schedule prints it).")] = None,
     standby: Annotated[bool | None, typer.Option("--standby/--no-standby", help="LM standbys (default: drawn per seed).")] = None,
+    elsewhere: Annotated[bool | None, typer.Option("--standby-elsewhere/--standby-here",
+                                                   help="Each standby on a host of its own (fenced by tokens; implies --standby) "
+                                                        "or on its LM's host (fenced by the port) (default: drawn per seed).")] = None,
     workers_per_host: Annotated[int, typer.Option("--workers-per-host", help="Workers of each of the 4 worker hosts.")] = 4,
     processes: Annotated[int, typer.Option("--processes", "-j", help="Processes to run schedules in (0: one per core).")] = 0,
     shrink: Annotated[bool, typer.Option("--shrink/--no-shrink", help="Shrink the first failing schedule to a minimal one.")] = True,
@@ -64,18 +69,24 @@ def dst_cmd(
     if schedule is not None and seed is None:
         raise InputError("--schedule", "replays one schedule: give its --seed too")
     setup = Setup(jobs=jobs, workers_per_host=workers_per_host)
+    if first_jobs is not None and not 1 <= first_jobs <= jobs:
+        raise InputError("--first-jobs", f"must be 1..{jobs} (--jobs), got {first_jobs}")
+    if standby is False and elsewhere:
+        raise InputError("--standby-elsewhere", "needs standbys (drop --no-standby)")
+    forced = (standby, elsewhere)  # what the command fixes instead of drawing it per seed (None: drawn)
 
     if seed is not None:  # one schedule, replayed
         s = schedule_for(seed, setup, kinds)
-        s = Schedule(seed, tuple(parse_schedule(schedule)) if schedule is not None else s.faults, jobs,
-                     s.standby if standby is None else standby)
+        s = Schedule(seed, tuple(parse_schedule(schedule)) if schedule is not None else s.faults, first_jobs or jobs, s.standby,
+                     s.elsewhere)
+        s = s.with_standbys(*forced)
         if verbose:
             logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
         else:
             logging.getLogger("schedlab.services").setLevel(logging.CRITICAL)
         v = run(s, setup)
         if as_json:
-            out.print_json(json.dumps({"seed": seed, "schedule": schedule_text(list(s.faults)), "standby": s.standby, "ok": v.ok,
+            out.print_json(json.dumps({"seed": seed, "schedule": schedule_text(list(s.faults)), "standby": s.standby, "elsewhere": s.elsewhere, "ok": v.ok,
                                        "violations": v.violations, "sim_time": round(v.sim_time, 3), "events": v.events}))
         else:
             _print_verdict(v, setup)
@@ -109,8 +120,8 @@ def dst_cmd(
             seeds_iter = range(start, start + seeds)
             stop["searching"] = True
             try:
-                summary = search(seeds_iter, setup, kinds, workers, tick) if standby is None else _search_forced(
-                    seeds_iter, setup, kinds, standby, tick)
+                summary = search(seeds_iter, setup, kinds, workers, tick) if forced == (None, None) else _search_forced(
+                    seeds_iter, setup, kinds, forced, tick)
             finally:
                 stop["searching"] = False
     finally:
@@ -140,9 +151,8 @@ def dst_cmd(
         raise typer.Exit(130)
 
 
-def _search_forced(seeds: Any, setup: Any, kinds: tuple[str, ...], standby: bool, tick: Any) -> Any:
-    """A search with standbys forced on or off (one process: the pool draws each seed's own)."""
-    import dataclasses
+def _search_forced(seeds: Any, setup: Any, kinds: tuple[str, ...], forced: tuple[bool | None, bool | None], tick: Any) -> Any:
+    """A search with standbys forced on or off, here or elsewhere (one process: the pool draws each seed's own)."""
     import time
 
     from schedlab.services.dst.search import Summary, run, schedule_for
@@ -153,7 +163,7 @@ def _search_forced(seeds: Any, setup: Any, kinds: tuple[str, ...], standby: bool
     t0 = time.perf_counter()
     try:
         for sd in seeds:
-            v = run(dataclasses.replace(schedule_for(sd, setup, kinds), standby=standby), setup)
+            v = run(schedule_for(sd, setup, kinds).with_standbys(*forced), setup)
             summary.add(v)
             tick(v)
     except KeyboardInterrupt:
@@ -167,7 +177,7 @@ def _print_verdict(v: Any, setup: Any) -> None:
 
     s = v.schedule
     out.print(f"seed {s.seed}: {len(s.faults)} fault(s) ({schedule_text(list(s.faults)) or 'none'}), "
-              f"{'standbys' if s.standby else 'no standbys'}, {s.jobs} jobs; {v.sim_time:.1f} s simulated, {v.events} events",
+              f"{('standbys elsewhere' if s.elsewhere else 'standbys') if s.standby else 'no standbys'}, {s.jobs} jobs; {v.sim_time:.1f} s simulated, {v.events} events",
               highlight=False, markup=False)
     if v.ok:
         out.print("every invariant holds", highlight=False)

@@ -465,6 +465,17 @@ class GMPlacements:
         self.losses_recorded(lost)
         return lost
 
+    def placed_under_older(self, lm: int, incarnation: int, keep: set[int]) -> list[tuple[int, int, int]]:
+        """This GM's requests to LM ``lm`` standing now (``(tid, p, pos)``), placed while it knew only a process of
+        that LM older than ``incarnation``, except the tasks in ``keep``."""
+        lm_of, where, under = self.gm.layout.lm_of, self.gm.layout.where, self.placed_under
+        out = []
+        for tid, w in self.placed.items():
+            p, pos = where[w]
+            if lm_of[p] == lm and under.get(tid, 0) < incarnation and tid not in keep and tid not in self.held:
+                out.append((tid, p, pos))
+        return out
+
     def verify_ends(self, group: list[tuple[int, int]], runs: list[tuple[float, float, dict]],
                     launches: list[int] | None = None) -> list[tuple[int, int]]:
         """Ends an LM could not vouch for (:class:`~.messages.VerifyEnds`): those of tasks this GM placed on

@@ -104,6 +104,10 @@ class GMNode(ServiceNode):
         frontend = GMFrontend(self.id, rt, gm, self.store)
         self.placements = GMPlacements(rt, gm, publisher.emit)
         self.placements.after_records = publisher.after
+        # each request names the LM process this GM knows of: an older one (its standby elsewhere took over) that
+        # gets it learns it was replaced and refuses it unread
+        incarnations = self.placements.incarnations
+        self.router.incarnation_of = lambda dst: incarnations.get(dst[1]) if dst[0] == "lm" else None
         if p.shares is not None:
             self.fair = GMFairness(rt, [gm], p, plan.layout, plan.cluster, self.store)
         rt.after_delivery(TasksFinished, lambda _dst, msg: self.store.forget(t for t, _w in msg.group))

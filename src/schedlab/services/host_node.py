@@ -25,7 +25,7 @@ from typing import Any
 
 from schedlab.schedulers.megha.gm import lm_address
 from schedlab.services.failures import HostBeacon
-from schedlab.services.messages import CancelRuns, HostReport, HostState
+from schedlab.services.messages import CancelRuns, HostFinished, HostReport, HostState
 from schedlab.services.nodes import (
     NodeEnv,
     PortTaken,
@@ -78,6 +78,9 @@ class HostNode(ServiceNode):
         # as soon as a link heals, not after a long timeout of a beacon lost in the cut — found by the simulation)
         self.router.tries["lm"] = (every, 1)
         rt.add_handler(self.address, HostState, self._host_state)
+        # what it sends its LM names the LM process it answered last: an older process learns it was replaced
+        rt.before_send(HostFinished, self._stamp_end)
+        self.router.incarnation_of = lambda dst: self.lm_incarnation if dst[0] == "lm" else None
         for cls in (LaunchBatch, LaunchTask):
             rt.before_delivery(cls, self._launching)
             rt.after_delivery(cls, self._launched)
@@ -97,6 +100,10 @@ class HostNode(ServiceNode):
             self.host.stop()
         if self.publisher is not None and self.publisher.pending:
             self.publisher.flush()
+
+    def _stamp_end(self, _dst: Any, msg: HostFinished) -> HostFinished:
+        msg.lm_incarnation = self.lm_incarnation or 0
+        return msg
 
     def _host_state(self, msg: HostState) -> None:
         """An LM process taking over asks what this host runs; launches from any other LM process are refused."""
@@ -132,6 +139,10 @@ class HostNode(ServiceNode):
     def screen(self, src: Any, msg: Any, meta: tuple, signed_at: float) -> tuple[str, str] | None:
         inc, bid, _sent, until = meta
         assert self.beacon is not None
+        if isinstance(msg, HostState) and self.lm_incarnation is not None and msg.incarnation < self.lm_incarnation:
+            # a late question of an LM process replaced since (a standby elsewhere took over): answering it would
+            # hand this host back to that process
+            return "stale question", f"from an LM process that has been replaced ({msg.incarnation}, now {self.lm_incarnation})"
         if bid is not None and bid in self.launch_ids:
             return None  # a retry of a launch taken already: answered as taken (admit leaves it out), never refused —
             # the LM would hand back a task that runs here (found by the deterministic simulation)

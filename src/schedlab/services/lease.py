@@ -17,6 +17,12 @@ be implemented using an active-standby configuration". Here:
   gives the lease back and waits again, and the active takes it again. So at
   most one process ever acts as LM *i*, and the standby must run where LM
   *i*'s address points (the same host, or behind a floating address).
+* **A standby elsewhere** (its own host and address: ``standby:`` in the
+  cluster file) has no port to fence it. There the lease decides who serves,
+  and the fencing tokens below fence the rest: a holder that finds its lease
+  held by another process steps down (:func:`keep` with ``on_taken``), and
+  so does one that reads a newer token in what GMs and worker hosts send it;
+  worker hosts refuse an older process's launches (:mod:`~.lm_node`).
 * **On a RabbitMQ cluster** (several brokers) the lease queue stays what it
   is — exclusive queues cannot be quorum queues, and live on the member the
   holder's connection reached. If that member dies, the holder's lease
@@ -50,10 +56,15 @@ from collections.abc import Callable
 from typing import Any
 
 import aio_pika
+from aiormq.exceptions import ChannelLockedResource
 
 log = logging.getLogger("schedlab.services.lease")
 
 POLL = 0.2  # seconds between a standby's tries
+# the lease connection's AMQP heartbeat (seconds): RabbitMQ drops a connection after two missed beats, so a holder
+# whose host vanished or whose process froze loses the lease within about 6 s (the broker's default, 60 s, would
+# keep a standby elsewhere waiting a minute); a live holder whose lease dropped takes it again (keep)
+LEASE_HEARTBEAT = 3
 RENEW_EVERY = 50  # failed tries on one connection before it is replaced (see Lease.try_acquire)
 
 
@@ -76,6 +87,7 @@ class Lease:
         self._at = 0  # the broker of the latest connection
         self.connection: Any = None
         self.channel: Any = None
+        self.taken = False  # the latest try failed because another process holds the lease (not: the broker away)
         self._failed = 0
 
     @property
@@ -89,7 +101,8 @@ class Lease:
                 self.connection = await self._connect()
             channel = await self.connection.channel()
             await channel.declare_queue(self.name, exclusive=True, auto_delete=True)
-        except Exception:  # held by another connection (RESOURCE_LOCKED), or the broker is away
+        except Exception as e:  # held by another connection (RESOURCE_LOCKED), or the broker is away
+            self.taken = isinstance(e, ChannelLockedResource)
             # each refused try leaves a closed channel's remains on the connection (about 3 KB, measured: a
             # standby polling for minutes grew by megabytes); a fresh connection now and then keeps it flat
             self._failed += 1
@@ -97,6 +110,7 @@ class Lease:
                 await self.release()
             return False
         self.channel = channel
+        self.taken = False
         return True
 
     async def token(self) -> int | None:
@@ -133,7 +147,7 @@ class Lease:
             at = (start + k) % n
             try:
                 with quiet_amqp_logs():
-                    connection = await aio_pika.connect(self.urls[at], timeout=3.0 if n == 1 else 1.0)
+                    connection = await aio_pika.connect(self.urls[at], timeout=3.0 if n == 1 else 1.0, heartbeat=LEASE_HEARTBEAT)
             except Exception as e:
                 error = e
                 continue
@@ -157,15 +171,21 @@ class Lease:
 
 
 
-async def keep(lease: Any, rt: Any, stop: Any) -> None:
+async def keep(lease: Any, rt: Any, stop: Any, on_taken: Callable[[], None] | None = None) -> None:
     """The active LM's side: take the lease again whenever it was lost (a broker restart), until ``stop`` is set.
 
-    ``rt`` is the LM's runtime (:class:`~.runtime.ServiceRuntime`), ``stop`` one of its events.
+    ``rt`` is the LM's runtime (:class:`~.runtime.ServiceRuntime`), ``stop`` one of its events. With
+    ``on_taken`` (an LM whose standby serves at another address: no port fences it) the lease is checked
+    every :data:`POLL` seconds, and found held by another process it calls ``on_taken`` — this process
+    steps down — and returns.
     """
     while not stop.is_set():
         if not lease.held and not await lease.try_acquire():
+            if on_taken is not None and lease.taken:
+                on_taken()
+                return
             await lease.release()
-        await rt.wait(stop, 1.0)
+        await rt.wait(stop, POLL if on_taken is not None else 1.0)
 
 
 def bind(host: str, port: int) -> socket.socket | None:

@@ -116,6 +116,7 @@ class LaunchLinks:
         self.doubt_again = 0  # in doubt, found nowhere: requested again
         self.pending: dict[int, tuple[int, float | None]] = {}  # tid -> (LM, stamp) of its request in doubt, not settled yet
         recovery.in_doubt = self.doubtful
+        recovery.doubt = self.doubt_at_takeover
 
     def undelivered(self, dst: Any, msgs: list[Any], outcome: str) -> None:
         """The transport's report: ``msgs`` to ``dst`` got no answer — ``unsent`` (never left: certainly not
@@ -137,16 +138,23 @@ class LaunchLinks:
                 self.gm.launch_failed(items)
             return
         i = dst[1]
-        self.in_doubt += len(items)
-        if outcome == "stale":
-            self.stale += len(items)
-        stamps = [self.placements.sent_at.get(t) for t, _p, _pos in items]  # a newer request for a task settles it
         if outcome == "unreachable" and i not in self.gm.suspended:
             self.suspensions += 1
             log.warning("GM %d: LM %d does not answer; %d task(s) in doubt, no new task goes there until it answers",
                         self.gm.g, i, len(items))
             self.gm.suspend_lm(i)
             self.recovery.ask_again(i)
+        # a task requested anew, elsewhere, since this request left (its LM took over without it, say) is settled
+        # by that request: its doubt would shield the new one from a later takeover's losses, and settle nothing
+        # (found by the deterministic simulation, a standby elsewhere taking over after a broker restart)
+        placed, order = self.placements.placed, self.order
+        items = [it for it in items if placed.get(it[0], order[it[1]][it[2]]) == order[it[1]][it[2]]]
+        if not items:
+            return
+        self.in_doubt += len(items)
+        if outcome == "stale":
+            self.stale += len(items)
+        stamps = [self.placements.sent_at.get(t) for t, _p, _pos in items]  # a newer request for a task settles it
         for (t, _p, _pos), stamp in zip(items, stamps, strict=True):
             self.pending[t] = (i, stamp)
         self.rt.call_later(REQUEST_FRESH + FENCE_MARGIN, self.questions.ask,
@@ -174,6 +182,10 @@ class LaunchLinks:
             self.placements.losses_recorded([tid for tid, _p, _pos in again])  # requested again once recorded
             self.placements.forget(again)
             self.gm.launch_failed(again)
+
+    def doubt_at_takeover(self, lm: int, items: list[tuple[int, int, int]]) -> None:
+        """Requests placed under an LM's old process and not found by its new one: in doubt (``stale``)."""
+        self.undelivered(lm_address(lm), [LaunchRequest(self.gm.g, items)], "stale")
 
     def doubtful(self, lm: int) -> set[int]:
         """The tasks whose current request, to LM ``lm``, is in doubt (a request superseded since is not)."""

@@ -17,6 +17,18 @@ simulator's :class:`~schedlab.schedulers.megha.lm.LocalMaster`:
   less than :data:`~.links.REQUEST_FRESH` seconds ago and after it took over
   (:mod:`~.links`); a request delivered twice (an HTTP retry after a lost
   reply) launches its tasks once.
+* **A standby on another host** (``standby:`` in the cluster file) cannot be
+  fenced by the LM's port. Every process of LM *i* has a larger incarnation
+  (a fencing token, :mod:`~.lease`), and what reaches an LM names the newest
+  one its sender knows: requests of GMs and beacons of worker hosts (stamped
+  by their routers), task ends (``HostFinished.lm_incarnation``: the process
+  the host answered last). A process that reads a newer incarnation than its
+  own, or finds its lease held by another process, **steps down**: it stops
+  at once, as if killed (nothing acknowledged, nothing more sent), and waits
+  as a standby. Worker hosts keep the newest incarnation that asked them and
+  refuse launches and questions of older ones. A process taking over waits
+  :data:`STEP_DOWN_GRACE` before it acts, for the one it replaces to notice
+  the lease is gone.
 """
 
 from __future__ import annotations
@@ -38,7 +50,7 @@ from schedlab.services.failures import CompletionRelay, HostMonitor
 from schedlab.services.fairness import HostWorkers, holding_event
 from schedlab.services.lease import POLL, keep, wait_to_serve
 from schedlab.services.links import REQUEST_FRESH, REQUEST_TIMEOUT, REQUEST_TRIES
-from schedlab.services.messages import CancelRuns, KillTask, Recover, Resolve
+from schedlab.services.messages import CancelRuns, HostFinished, KillTask, Recover, Resolve
 from schedlab.services.nodes import NodeEnv, PortTaken, RecordsPublisher, ServiceNode, host_address
 from schedlab.services.records import EventObserver
 from schedlab.services.recovery import LMRecovery, LMTakeover
@@ -49,6 +61,10 @@ from schedlab.services.transport import STALE_REQUEST
 from schedlab.services.wire import Frame, WireError
 from schedlab.sim.runtime import Component
 from schedlab.workers.protocol import POOL_ADDRESS, LaunchBatch, LaunchTask, TasksFinished
+
+# seconds a process taking over LM i waits before it acts, when its standby serves elsewhere: the process it replaces
+# checks its lease every POLL seconds and steps down when another holds it (a frozen process is fenced by the tokens)
+STEP_DOWN_GRACE = 3 * POLL
 
 
 class WorkerRouter(Component):
@@ -124,6 +140,8 @@ class LMNode(ServiceNode):
         self._numbered: dict[int, int] = {}  # GM -> messages numbered to it at the last heartbeat
         self.request_sent: dict[int, float] = {}  # tid -> when the request that launched its run was first sent
         self.launches_handed_back = 0
+        self.launches_dropped = 0  # launches on their way to hosts whose tasks were vacated meanwhile
+        self.replaced_by: str | None = None  # why this process stepped down (a newer one serves as this LM)
 
     def build(self) -> None:
         from schedlab.services.assembly import build_lm
@@ -137,6 +155,9 @@ class LMNode(ServiceNode):
         lm = self.lm = self.component = build_lm(self.id, rt, plan, self.store, EventObserver(self.timer.emit), workers)
         WorkerRouter(rt, plan.host_of_worker)
         rt.after_delivery(TasksFinished, self._ended)
+        rt.before_delivery(HostFinished, self._screen_ends)
+        rt.before_delivery(LaunchBatch, self._still_running)
+        rt.before_delivery(LaunchTask, self._still_running)
         rt.after_delivery(LaunchRequest, lambda _dst, msg: self._accepted(msg))
         rt.before_delivery(LaunchRequest, self._screen_launches)
         rt.before_send(LaunchRejected, self._stamp_rejection)
@@ -171,18 +192,31 @@ class LMNode(ServiceNode):
 
     async def start(self) -> None:
         env, rt = self.env, self.rt
-        if self.standby:  # wait for the active LM to die: its lease, then its port
+        if self.standby or env.step_down is not None:  # wait for the active LM to die: its lease, then its port
             self.lease = await wait_to_serve(env.lease(env.lease_queue), env.bind, rt)
         else:
             if not env.bind():
                 raise PortTaken(self)
             self.lease = env.lease(env.lease_queue)
             await self.lease.try_acquire()  # held elsewhere: a standby trying its luck; serving anyway, the port is ours
+        on_taken = None
+        if env.step_down is not None:  # from now on, a lease found held by another process makes this one step down
+            on_taken = lambda: self.step_down("its lease is held by another process")  # noqa: E731
+            rt.spawn(keep(self.lease, rt, self._stop, on_taken), "lease")
         # this process's incarnation is a fencing token: every later LM i process has a larger one, so a GM tells
         # what an earlier process sent (still in its queue) from news (found by the deterministic simulation)
         while (token := await self.lease.token()) is None:
             await rt.sleep(POLL)
         self.router.incarnation = token
+        if env.step_down is not None:  # the process it replaces may still run elsewhere: it steps down within POLL
+            await rt.sleep(STEP_DOWN_GRACE)
+            # frozen, say, since it took the lease, or the broker restarted meanwhile: another may serve by now
+            # (found by the deterministic simulation) — it serves only with the lease in hand
+            while not self.lease.held and not await self.lease.try_acquire():
+                if self.lease.taken:
+                    self.step_down("its lease was taken while it started")
+                    return
+                await rt.sleep(POLL)
         await self.broker.connect()
         self.build()
         assert self.takeover is not None and self.relay is not None
@@ -194,9 +228,45 @@ class LMNode(ServiceNode):
         self.relay.takeover = False
         self.takeover.announce()
         self._heartbeat_timer = rt.call_later(self.plan.params.heartbeat, self._heartbeat)
-        rt.spawn(keep(self.lease, rt, self._stop), "lease")
+        if on_taken is None:
+            rt.spawn(keep(self.lease, rt, self._stop), "lease")
         self.serving = True
         self.started_at = rt.now()
+
+    def step_down(self, why: str) -> None:
+        """A newer process serves as this LM (a standby elsewhere took over): stop at once, as if killed."""
+        if self.replaced_by is not None or self.env.step_down is None:
+            return
+        self.replaced_by = why
+        self._stop.set()
+        self.env.step_down(why)
+
+    def _newer(self, incarnation: int | None) -> bool:
+        """``incarnation`` (named by a sender) is a newer process of this LM: this one steps down."""
+        if incarnation is None or incarnation <= self.router.incarnation or self.env.step_down is None:
+            return False
+        self.step_down(f"a sender knows a newer process of LM {self.id} ({incarnation}; this one is {self.router.incarnation})")
+        return True
+
+    def _still_running(self, _dst: Any, msg: Any) -> Any:
+        """A launch on its way to the worker hosts leaves out tasks vacated since the LM decided it: a host
+        found restarted in between had its tasks counted lost, and would otherwise start this one too, which
+        its GM is requesting again (found by the deterministic simulation, seed 11960 with pauses)."""
+        lm = self.lm
+        assert lm is not None
+        running, order = lm.running, self.plan.layout.order
+        if isinstance(msg, LaunchTask):
+            e = running.get(msg.tid)
+            return msg if e is not None and order[e[0]][e[1]] == msg.worker else None
+        items = [(t, w) for t, w in msg.items if (e := running.get(t)) is not None and order[e[0]][e[1]] == w]
+        if len(items) == len(msg.items):
+            return msg
+        self.launches_dropped += len(msg.items) - len(items)
+        return LaunchBatch(items, msg.reply_to) if items else None
+
+    def _screen_ends(self, _dst: Any, msg: HostFinished) -> HostFinished | None:
+        """Ends from a host that answered a newer process of this LM are that process's to relay."""
+        return None if self._newer(msg.lm_incarnation) else msg
 
     async def stop(self) -> None:
         self._stop.set()
@@ -254,6 +324,8 @@ class LMNode(ServiceNode):
                 raise WireError(f"unknown GM {msg.gm}" if bad is None else f"unknown worker {bad} (not on LM {self.id}'s hosts)")
 
     def screen(self, src: Any, msg: Any, meta: tuple, signed_at: float) -> tuple[str, str] | None:
+        if self._newer(meta[0]):
+            return STALE_REQUEST, f"meant for a newer process of LM {self.id} ({meta[0]}): this one steps down"
         if not isinstance(msg, LaunchRequest | PreemptRequest):
             return None
         # the fence (links): act only on a request first sent less than REQUEST_FRESH ago, and after this
@@ -430,7 +502,7 @@ class LMNode(ServiceNode):
             return out
         out.update({"running": len(lm.running), "heartbeats": self.heartbeats, **lm.counters(),
                     "duplicate_requests": self.duplicate_requests, "launches_handed_back": self.launches_handed_back,
-                    "launches_in_doubt": len(self.in_doubt)})
+                    "launches_in_doubt": len(self.in_doubt), "launches_of_vacated_tasks": self.launches_dropped})
         if self.workers is not None:
             out.update(self.workers.counters())
         if self.monitor is not None:
@@ -440,6 +512,8 @@ class LMNode(ServiceNode):
             out["completions_dropped"] = self.relay.dropped
             out["ends_sent_to_verify"] = self.relay.verify_sent
         out["standby_took_over"] = self.standby
+        if self.replaced_by is not None:
+            out["stepped_down"] = self.replaced_by
         if self.takeover is not None:
             out.update(self.takeover.counters())
         if self.lm_recovery is not None:

@@ -11,7 +11,11 @@ GMs' queues and collects the run's records, as
 
 Addresses: a node's HTTP address is ``mem://<kind>/<id>`` and its host is
 named after it (``gm:0``, ``lm:1``, ``host:3``); a standby LM runs on its LM's
-host. Queues are named as in a real cluster (``<name>.gm.0``, ``<name>.submit.0``).
+host, or — ``standby_elsewhere`` — on a host of its own (``lm:1/b``, at
+``mem://lm/1/b``): LM *i* then has two hosts, each process of it runs on the
+one no other live process of it holds, and GMs and worker hosts fail over
+between the two addresses. Queues are named as in a real cluster
+(``<name>.gm.0``, ``<name>.submit.0``).
 """
 
 from __future__ import annotations
@@ -40,12 +44,20 @@ def url_of(addr: Any) -> str:
     return f"mem://{addr[0]}/{addr[1]}"
 
 
+def standby_url(lm: int) -> str:
+    """The address of LM ``lm``'s second host (``standby_elsewhere``)."""
+    return f"mem://lm/{lm}/b"
+
+
 class MemCluster:
     """Every node of ``plan`` as a process on one in-memory network and broker."""
 
     def __init__(self, plan: Plan, net: MemNet, runtime: RuntimeFactory, rng: random.Random | None = None,
-                 wire: str = "objects") -> None:
+                 wire: str = "objects", standby_elsewhere: bool = False) -> None:
         self.plan = plan
+        self.standby_elsewhere = standby_elsewhere
+        self.slot_of: dict[int, int] = {}  # id of an LM process -> which of its LM's two hosts it runs on (0, 1)
+        self.stepped_down = 0
         self.net = net
         self.broker = MemBroker(net)
         self.runtime = runtime
@@ -61,6 +73,7 @@ class MemCluster:
             net.host_of_url[url_of(gm_address(g))] = f"gm:{g}"
         for i in range(plan.num_lms):
             net.host_of_url[url_of(lm_address(i))] = f"lm:{i}"
+            net.host_of_url[standby_url(i)] = f"lm:{i}/b"
         for h in plan.hosts:
             net.host_of_url[url_of(host_address(h))] = f"host:{h}"
 
@@ -68,16 +81,28 @@ class MemCluster:
     def queue(self, addr: Any) -> str:
         return f"{self.plan.name}.{addr[0]}.{addr[1]}" if isinstance(addr, tuple) else f"{self.plan.name}.{addr}"
 
-    def _url(self, addr: Any) -> str | None:
+    def _url(self, addr: Any) -> str | tuple[str, ...] | None:
         if isinstance(addr, tuple) and addr[0] in ("gm", "lm", "host"):
+            if addr[0] == "lm" and self.standby_elsewhere:
+                return (url_of(addr), standby_url(addr[1]))
             return url_of(addr)
         return None
+
+    def _free_slot(self, ident: int) -> int:
+        """The host of LM ``ident`` no live process of it runs on (0 when both are free)."""
+        held = {self.slot_of.get(id(p)) for p in (self.procs.get(("lm", ident)), self.standbys.get(ident, (None,))[0])
+                if p is not None and p.alive}
+        return 0 if 0 not in held else 1
 
     # -- processes ----------------------------------------------------------------------------------
     def spawn(self, role: str, ident: int, standby: bool = False) -> tuple[MemProcess, ServiceNode]:
         """A new process of ``role`` ``ident`` (a standby LM waits for the active one to go); it starts at once."""
         addr = ADDRESS[role](ident)
         host = address_str(addr)
+        url = url_of(addr)
+        slot = self._free_slot(ident) if role == "lm" and self.standby_elsewhere else 0
+        if slot:
+            host, url = f"{host}/b", standby_url(ident)
         name = f"{host}{'~standby' if standby else ''}#{self.started}"
         self.started += 1
         store = TaskStore()
@@ -85,10 +110,11 @@ class MemCluster:
         router = Router(addr, wire, self._url, self.queue, None, None, self.rng.getrandbits(31))
         rt = self.runtime(router, name)
         proc = MemProcess(name, host, rt)
+        if role == "lm":
+            self.slot_of[id(proc)] = slot
         router.http = MemHttp(self.net, proc)
         link = MemLink(self.broker, proc, wire.unpack if self.wire != "objects" else None)
         router.broker = link
-        url = url_of(addr)
         holder: list[ServiceNode] = []
 
         def bind() -> bool:
@@ -96,7 +122,8 @@ class MemCluster:
 
         env = NodeEnv(self.plan, rt, router, store, link, self.queue, bind,
                       lambda qname: MemLease(self.broker, proc, qname), lambda: self.rng.getrandbits(31),
-                      standby=standby, lease_queue=lease_queue(self.plan.name, ident))
+                      standby=standby, lease_queue=lease_queue(self.plan.name, ident),
+                      step_down=(lambda _why: self._step_down(ident, proc)) if role == "lm" and self.standby_elsewhere else None)
         node = build_node(role, env, ident)
         holder.append(node)
         if standby:
@@ -116,11 +143,30 @@ class MemCluster:
             self.failed_starts.append((role, ident, f"{type(e).__name__}: {e}"))
             self.net.crash(proc)
             return
+        if not proc.alive:  # it stepped down while it started (a newer process serves)
+            return
         if standby:  # the standby took over: it is LM ``ident`` now
             if self.standbys.get(ident, (None,))[0] is proc:
                 del self.standbys[ident]
             self._replace(role, ident, proc, node)
         self.net.serving(url)
+
+    def _step_down(self, ident: int, proc: MemProcess) -> None:
+        """A process of LM ``ident`` learnt that a newer one serves: it stops as if killed, and a standby starts
+        on its host once the newer one has taken over."""
+        if not proc.alive:
+            return
+        self.stepped_down += 1
+        self.net.crash(proc)
+        self.net.clock.post(0.0, self._standby_again, ident)
+
+    def _standby_again(self, ident: int) -> None:
+        sb = self.standbys.get(ident)
+        if sb is not None and sb[0].alive:
+            if getattr(sb[1], "lease", None) is not None:  # taking over: its place as the standby is not free yet
+                self.net.clock.post(0.5, self._standby_again, ident)
+            return  # (or a standby waits already)
+        self.spawn("lm", ident, standby=True)
 
     def _replace(self, role: str, ident: int, proc: MemProcess, node: ServiceNode) -> None:
         old = self.nodes.get((role, ident))
@@ -177,6 +223,8 @@ class MemCluster:
             src = self.net.counters if key == "net" else self.broker.counters
             for k, v in src.items():
                 out[f"{key}_{k}"] = v
+        if self.standby_elsewhere:
+            out["lm_stepped_down"] = self.stepped_down
         return out
 
 

@@ -730,6 +730,7 @@ class MemLease:
         self.proc = proc
         self.name = name
         self.conn: MemConnection | None = None
+        self.taken = False  # the latest try failed because another connection holds the lease
 
     @property
     def held(self) -> bool:
@@ -747,8 +748,10 @@ class MemLease:
             if self.conn is None or not self.conn.open:
                 self.conn = self.broker.connect(self.proc)
         except BrokerUnreachable:
+            self.taken = False
             return False
-        return self.broker.declare(self.name, durable=False, exclusive=self.conn) is not None
+        self.taken = self.broker.declare(self.name, durable=False, exclusive=self.conn) is None
+        return not self.taken
 
     async def token(self) -> int | None:
         """A fencing token (see :meth:`~.lease.Lease.token`): the count of a durable queue after one more message."""

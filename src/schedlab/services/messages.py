@@ -95,6 +95,9 @@ class HostFinished:
     reply_to: tuple
     runs: list[tuple[float, float, dict]] = field(default_factory=list)
     launches: list[int] = field(default_factory=list)  # the id of the launch that started each run (0: unknown)
+    # the incarnation of the LM process the host answered last (0: none yet): an older LM process that reads it
+    # learns it was replaced, and leaves the end to the newer one (the fence of an LM whose standby is elsewhere)
+    lm_incarnation: int = 0
 
 
 @dataclass(slots=True)

@@ -114,12 +114,17 @@ class Directory:
     def __init__(self, loaded: LoadedCluster, role: str | None = None) -> None:
         spec = loaded.spec
         self.name = spec.name
-        # a GM reaches an LM at its gm_url when the cluster file gives one (a proxy, another network)
-        self.urls: dict[Address, str] = {("lm", lm.id): (lm.gm_url if role == "gm" and lm.gm_url else lm.url) for lm in spec.lms}
+        # a GM reaches an LM at its gm_url when the cluster file gives one (a proxy, another network); an LM with a
+        # standby elsewhere at either of its two addresses (the router fails over: transport)
+        self.urls: dict[Address, str | tuple[str, ...]] = {
+            ("lm", lm.id): (lm.gm_url if role == "gm" and lm.gm_url else lm.url) for lm in spec.lms}
+        for lm in spec.lms:
+            if lm.standby is not None:
+                self.urls[("lm", lm.id)] = (str(self.urls[("lm", lm.id)]), lm.standby.url)
         self.urls.update({("host", h.id): h.url for _lm, h in spec.hosts()})
         self.urls.update({("gm", g.id): g.url for g in spec.gms})
 
-    def url(self, dst: Address) -> str | None:
+    def url(self, dst: Address) -> str | tuple[str, ...] | None:
         return self.urls.get(dst)
 
     def queue(self, dst: Address) -> str:
@@ -163,8 +168,12 @@ class AmqpLink(AcksAfterOutput):
     """
 
     def __init__(self, url: str | Sequence[str], signer: Signer | None = None, verifier: Verifier | None = None,
-                 on_refused: Callable[[AuthError], None] | None = None, *, quorum: bool = False) -> None:
+                 on_refused: Callable[[AuthError], None] | None = None, *, quorum: bool = False,
+                 heartbeat: int | None = None) -> None:
         self.urls = [url] if isinstance(url, str) else list(url)
+        # the AMQP heartbeat asked for (None: the broker's, 60 s); an LM whose standby serves elsewhere asks the
+        # lease's, so that the broker gives back what a frozen or vanished process holds as soon as its lease goes
+        self.heartbeat = heartbeat
         if not self.urls:
             raise ValueError("no broker URL")
         self.url = self.urls[0]  # the broker of the current connection
@@ -215,7 +224,8 @@ class AmqpLink(AcksAfterOutput):
             url = self.urls[(first + k) % len(self.urls)]
             try:
                 with quiet_amqp_logs():  # aio-pika logs a failed attempt itself; the caller reports it in one line instead
-                    connection = await asyncio.wait_for(aio_pika.connect(url, timeout=timeout), timeout)
+                    asked = url if self.heartbeat is None else f"{url}{'&' if '?' in url else '?'}heartbeat={self.heartbeat}"
+                    connection = await asyncio.wait_for(aio_pika.connect(asked, timeout=timeout), timeout)
             except TimeoutError:
                 problems.append((url, f"cannot connect: no answer within {timeout:g} s"))
                 continue

@@ -35,6 +35,7 @@ import logging
 import os
 import secrets
 import signal
+import sys
 from typing import Any
 
 from aiohttp import web
@@ -44,8 +45,8 @@ from schedlab.schedulers.megha.gm import gm_address, lm_address
 from schedlab.services.assembly import build_node, parse_params
 from schedlab.services.auth import TIME, AuthError, Signer, Verifier, metrics_token
 from schedlab.services.clock import WallClock, clock_file
-from schedlab.services.clusterfile import LoadedCluster, require_secret
-from schedlab.services.lease import Lease, bind, lease_queue
+from schedlab.services.clusterfile import Listen, LoadedCluster, require_secret
+from schedlab.services.lease import LEASE_HEARTBEAT, Lease, bind, lease_queue
 from schedlab.services.net import AioHttpPort, AmqpFrames, AmqpLink, Directory
 from schedlab.services.nodes import (
     ROLES,
@@ -68,7 +69,7 @@ class ProcessNode:
     """One GM, LM or worker host process: its node on aiohttp, RabbitMQ and a socket of its own."""
 
     def __init__(self, loaded: LoadedCluster, role: str, ident: int, standby: bool = False,
-                 local: dict[str, Any] | None = None) -> None:
+                 local: dict[str, Any] | None = None, standby_host: bool = False) -> None:
         if role not in ROLES:
             raise InputError("role", f"unknown role {role!r} (choose from {', '.join(ROLES)})")
         spec = loaded.spec
@@ -80,11 +81,18 @@ class ProcessNode:
         self.role = role
         self.id = ident
         self.standby = standby
+        self.standby_host = standby_host
         self.params = parse_params(loaded.megha_params())
+        self.endpoint: Listen
         if role == "gm":
             self.endpoint = spec.gms[ident]
         elif role == "lm":
             self.endpoint = spec.lms[ident]
+            if standby_host:
+                elsewhere = spec.lms[ident].standby
+                if elsewhere is None:
+                    raise InputError("--standby-host", f"lms[{ident}] has no standby: entry in {loaded.source}")
+                self.endpoint = elsewhere
         else:
             self.endpoint = loaded.hosts[ident][1]
         self.address = {"gm": gm_address, "lm": lm_address, "worker": host_address}[role](ident)
@@ -105,8 +113,9 @@ class ProcessNode:
         self.verifier = Verifier(secret, clock)
         self.metrics_token = metrics_token(secret)  # /metrics: a bearer token derived from the secret
         self.signer = Signer(secret, identity, clock)
+        elsewhere = self.role == "lm" and self.local is None and loaded.spec.lms[self.id].standby is not None
         self.amqp = AmqpLink(loaded.brokers, Signer(secret, identity, clock), Verifier(secret, clock), self._refused_message,
-                             quorum=loaded.quorum)
+                             quorum=loaded.quorum, heartbeat=LEASE_HEARTBEAT if elsewhere else None)
         store = TaskStore()
         codec = Codec(store)
         directory = Directory(loaded, self.role)
@@ -120,6 +129,8 @@ class ProcessNode:
         env = NodeEnv(Plan.from_loaded(loaded, self.params), rt, router, store, broker, directory.queue, self._bind,
                       lambda name: Lease(loaded.brokers, name, quorum=loaded.quorum), lambda: secrets.randbits(31), standby=self.standby,
                       lease_queue=lease_queue(loaded.name, self.id))
+        if elsewhere:
+            env.step_down = self._step_down  # no port fences an LM whose standby serves elsewhere (lm_node)
         node = self.node = build_node(self.role, env, self.id)
         if self.role == "gm":  # the job ledger (:mod:`~.ledger`): each job this GM finishes, appended
             from schedlab.services.ledger import ended_record, ledger_queue
@@ -151,6 +162,18 @@ class ProcessNode:
         except WireError as e:
             return 400, node.refusals.refuse(reason_key(e.reason), e.reason) + "\n"
         return await node.handle_request(frames, self.rt.now())
+
+    def _step_down(self, why: str) -> None:
+        """A newer process serves as this LM: stop at once, as if killed — nothing acknowledged or sent after
+        this (the broker gives back what this process had not acknowledged) — and start again in its place, on
+        the same host and port, as a standby (the same pid: ``cluster down`` and the pid files still find it)."""
+        log.warning("LM %d (pid %d) steps down: %s; waiting as a standby from now on", self.id, os.getpid(), why)
+        for handler in logging.getLogger().handlers:
+            with contextlib.suppress(Exception):
+                handler.flush()
+        argv = [sys.executable, "-m", "schedlab", "serve", "lm", "--cluster", str(self.loaded.source), "--id", str(self.id),
+                "--standby", *(["--standby-host"] if self.standby_host else [])]
+        os.execv(sys.executable, argv)  # the sockets are not inherited: peers see them close as after a kill
 
     def _bind(self) -> bool:
         """The fence: this process's port, bound before anything else (None while another process listens)."""
@@ -266,11 +289,12 @@ class ProcessNode:
         return out
 
 
-async def serve(loaded: LoadedCluster, role: str, ident: int, ready: Any = None, standby: bool = False) -> None:
+async def serve(loaded: LoadedCluster, role: str, ident: int, ready: Any = None, standby: bool = False,
+                standby_host: bool = False) -> None:
     """Run one node — or, with ``role="all"``, every node of the file in this process — until SIGTERM/SIGINT.
 
     ``ready(process)`` is called once each listens. ``standby`` (an LM): wait until the active LM is gone, then
-    take over (:mod:`~.lease`).
+    take over (:mod:`~.lease`); ``standby_host``: at the LM's ``standby:`` address (a host of its own).
     """
     if role == "all":
         spec = loaded.spec
@@ -280,7 +304,7 @@ async def serve(loaded: LoadedCluster, role: str, ident: int, ready: Any = None,
         nodes += [ProcessNode(loaded, "lm", lm.id, local=local) for lm in spec.lms]
         nodes += [ProcessNode(loaded, "gm", g.id, local=local) for g in spec.gms]
     else:
-        nodes = [ProcessNode(loaded, role, ident, standby=standby)]
+        nodes = [ProcessNode(loaded, role, ident, standby=standby, standby_host=standby_host)]
     stop = asyncio.Event()
     started: list[ProcessNode] = []
     try:

@@ -169,6 +169,9 @@ class NodeEnv:
     incarnation: Callable[[], int]  # a fresh random incarnation (a worker host's, per process)
     standby: bool = False  # an LM: wait for the active one to go, then take over
     lease_queue: str = ""  # an LM: its lease's queue
+    # an LM whose standby serves at another address (no port fences the two): what the process does once it learns
+    # that a newer process serves as this LM — it stops at once, as if killed, and waits as a standby (:mod:`~.lease`)
+    step_down: Callable[[str], None] | None = None
 
 
 class Refusals:

@@ -91,6 +91,8 @@ class GMRecovery:
         self._done = rt.event()
         self._timer: Any = None
         self.in_doubt: Callable[[int], set[int]] = lambda _lm: set()  # tasks whose request to an LM is in doubt (links)
+        # doubt(lm, items): requests that may have reached an LM's old process, settled as in doubt (links)
+        self.doubt: Callable[[int, list[tuple[int, int, int]]], None] | None = None
         self.lost_at_takeovers = 0
         self.takeovers_seen = 0
         rt.add_handler(gm.address, Recovered, self._on_recovered)
@@ -135,8 +137,14 @@ class GMRecovery:
             # a task the process found at its start, running or lately ended, is not lost, though not running
             # now: its end may still be in this GM's queue behind this message, which may be an HTTP answer
             # (found by the deterministic simulation, seeds 104129 and 105420)
-            lost = self.placements.lost_at_takeover(msg.lm, {t for t, _p, _pos in msg.running}, msg.since,
-                                                    self.in_doubt(msg.lm) | set(msg.found))
+            keep = {t for t, _p, _pos in msg.running} | self.in_doubt(msg.lm) | set(msg.found)
+            lost = self.placements.lost_at_takeover(msg.lm, keep, msg.since, set())
+            # requested since the process started, but under an older one: with a standby elsewhere the request
+            # may have reached the old process, which may have answered and been fenced off by the hosts — in
+            # doubt, settled by asking this one once the request is too old to act on (found by the simulation)
+            late = self.placements.placed_under_older(msg.lm, msg.incarnation, keep)
+            if late and before is not None and self.doubt is not None:
+                self.doubt(msg.lm, late)
             self.lost_at_takeovers += len(lost)
             if lost:
                 log.warning("GM %d: LM %d took over without %d of this GM's task(s): requested again", self.gm.g, msg.lm, len(lost))

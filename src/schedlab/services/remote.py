@@ -172,15 +172,24 @@ async def fetch_statuses(loaded: LoadedCluster, timeout: float = 3.0, session: a
     if session is None:
         async with aiohttp.ClientSession() as own:
             return await fetch_statuses(loaded, timeout, own, path, roles)
-    nodes = [("gm", g.id, g.url) for g in loaded.spec.gms] + [("lm", lm.id, lm.url) for lm in loaded.spec.lms]
-    nodes += [("worker", h.id, h.url) for _lm, h in loaded.spec.hosts()]
+    # an LM with a standby elsewhere serves at either of its addresses: the first that answers
+    nodes: list[tuple[str, int, list[str]]] = [("gm", g.id, [g.url]) for g in loaded.spec.gms]
+    nodes += [("lm", lm.id, lm.urls) for lm in loaded.spec.lms]
+    nodes += [("worker", h.id, [h.url]) for _lm, h in loaded.spec.hosts()]
     nodes = [n for n in nodes if n[0] in roles]
     secret = loaded.secret
     signer = None if not secret else Signer(secret, "client")
     verifier = None if not secret else Verifier(secret)
     limit = aiohttp.ClientTimeout(total=timeout)
 
-    async def one(role: str, ident: int, url: str) -> dict[str, Any]:
+    async def one(role: str, ident: int, urls: list[str]) -> dict[str, Any]:
+        for url in urls[:-1]:
+            got = await at(role, ident, url)
+            if "error" not in got:
+                return got
+        return await at(role, ident, urls[-1])
+
+    async def at(role: str, ident: int, url: str) -> dict[str, Any]:
         try:
             async with session.get(url + path, headers=None if signer is None else signer.headers(b""), timeout=limit) as resp:
                 body = await resp.read()

@@ -75,11 +75,17 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    # a zombie child of ours counts as gone
+    # a zombie counts as gone: a child of ours is reaped here; another's (its parent, an init that does not reap,
+    # as in some containers, keeps it) is read from /proc
     try:
         done, _status = os.waitpid(pid, os.WNOHANG)
         return done == 0
     except ChildProcessError:
+        pass
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
         return True
 
 
@@ -232,14 +238,15 @@ async def up(loaded: LoadedCluster, cluster_file: str | os.PathLike, timeout: fl
                 wave.append(Proc(role, ident, ep.url, pid, log))
         procs += wave
         await _wait_healthy(loaded, cluster_file, wave, max(1.0, deadline - time.monotonic()))
-    if loaded.spec.lm_standby and not embedded:
+    if not embedded:
         for lm in loaded.spec.lms:
-            spawn_standby(cluster_file, lm.id)
+            if loaded.spec.has_standby(lm.id):
+                spawn_standby(cluster_file, lm.id)
     return procs
 
 
 def _spawn(cluster_file: str | os.PathLike, role: str, ident: int, name: str | None = None, standby: bool = False,
-           netns: str | None = None) -> tuple[int, Path]:
+           netns: str | None = None, standby_host: bool = False) -> tuple[int, Path]:
     """Start ``schedlab serve ROLE --id IDENT`` in the background (inside ``netns``, a testbed's host, if given:
     ``ip netns exec`` keeps the pid); its pid file and log in the run folder."""
     d = run_dir(cluster_file)
@@ -249,7 +256,7 @@ def _spawn(cluster_file: str | os.PathLike, role: str, ident: int, name: str | N
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     with open(log, "ab") as out:
         child = subprocess.Popen(
-            [*(["ip", "netns", "exec", netns] if netns else []), sys.executable, "-m", "schedlab", "serve", role, "--cluster", str(cluster_file), "--id", str(ident), *(["--standby"] if standby else [])],
+            [*(["ip", "netns", "exec", netns] if netns else []), sys.executable, "-m", "schedlab", "serve", role, "--cluster", str(cluster_file), "--id", str(ident), *(["--standby"] if standby else []), *(["--standby-host"] if standby_host else [])],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env,
         )
     (d / f"{name}.pid").write_text(f"{child.pid}\n")
@@ -287,7 +294,8 @@ def spawn_standby(cluster_file: str | os.PathLike, lm: int) -> int:
     """Start a standby for LM ``lm`` (it waits for the active one to die, then takes over); returns its pid.
 
     An LM has two process slots, ``lm-N`` and ``lm-N-standby``; after a takeover either may hold the active
-    one (``/v1/health`` says which pid serves), and a new standby takes the slot of the process that died.
+    one (``/v1/health`` says which pid serves), and a new standby takes the slot of the process that died. With
+    a ``standby:`` address (a host of its own) the slot ``lm-N-standby`` runs there and ``lm-N`` on the LM's host.
     """
     d = run_dir(cluster_file)
     live = running_pids(cluster_file)
@@ -297,8 +305,10 @@ def spawn_standby(cluster_file: str | os.PathLike, lm: int) -> int:
     (d / f"{name}.pid").unlink(missing_ok=True)
     from schedlab.services.clusterfile import load_cluster
 
-    netns = load_cluster(cluster_file).spec.lms[lm].netns  # the standby runs on its LM's host
-    pid, _log = _spawn(cluster_file, "lm", lm, name=name, standby=True, netns=netns)
+    spec = load_cluster(cluster_file).spec.lms[lm]
+    elsewhere = spec.standby is not None and name.endswith("-standby")
+    netns = spec.standby.netns if elsewhere and spec.standby is not None else spec.netns
+    pid, _log = _spawn(cluster_file, "lm", lm, name=name, standby=True, netns=netns, standby_host=elsewhere)
     return pid
 
 

@@ -56,8 +56,10 @@ import logging
 import secrets
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, NamedTuple, Protocol
 
+from schedlab.schedulers.megha.messages import StateUpdate
 from schedlab.services.runtime import Address, ServiceRuntime
 from schedlab.services.tasks import TaskStore
 from schedlab.services.wire import NAMED_TASKS, Codec, Frame, WireError, address_str
@@ -191,13 +193,17 @@ class InOrder:
         self.on_gap: Callable[[Any, Any], None] | None = None
 
     def accept(self, src: Any, dst: Any, seq: tuple[int, int] | None, deliver: Callable[[], None], superseded: bool = False,
-               fact: bool = False) -> None:
+               fact: bool = False, deliver_fact: Callable[[], None] | None = None) -> None:
         """Deliver in order. ``superseded``: the message is a state that a later one replaces (a state update) —
         if its gap was skipped already, it is dropped, not delivered late: applied after what came since, an
         old state would overwrite newer news, and the snapshot the skipped gap asked for covers it. ``fact``: the
         message tells of an event no snapshot repeats (a task's end or loss) — one numbered before the link
         restarted (sent while the receiver's predecessor was gone) is delivered all the same, not dropped with the
-        predecessor's states; its receiver takes it twice without harm (both found by the deterministic simulation)."""
+        predecessor's states; its receiver takes it twice without harm (both found by the deterministic simulation).
+        ``deliver_fact``: the message carries a fact and a state (a rejection and the LM's state piggybacked on it):
+        out of order, only its fact is delivered, by this."""
+        if deliver_fact is not None:
+            fact = True
         if seq is None:
             deliver()
             return
@@ -210,7 +216,7 @@ class InOrder:
             # deterministic simulation: a restarted GM applied a takeover notice meant for its predecessor)
             if fact:
                 self.counters["facts_of_earlier_process"] += 1
-                deliver()
+                (deliver_fact or deliver)()
             else:
                 self.counters["states_of_earlier_process_dropped"] += 1
             return
@@ -231,7 +237,7 @@ class InOrder:
                 self._late(src, dst)
             elif fact:  # sent before the link restarted, or a repeat: the receiver judges it
                 self.counters["facts_before_restart"] += 1
-                deliver()
+                (deliver_fact or deliver)()
                 self._late(src, dst)
             else:  # delivered already (the broker redelivers what was not acknowledged when a link dropped)
                 self.counters["duplicates_dropped"] += 1
@@ -335,7 +341,7 @@ class Router:
     and ``broker`` are the ports (a client without HTTP peers passes none).
     """
 
-    def __init__(self, identity: Address, wire: Wire, urls: Callable[[Address], str | None], queue: Callable[[Address], str],
+    def __init__(self, identity: Address, wire: Wire, urls: Callable[[Address], str | tuple[str, ...] | None], queue: Callable[[Address], str],
                  http: HttpPort | None, broker: BrokerPort | None, incarnation: int | None = None) -> None:
         self.identity = identity
         self.src: str = address_str(identity) if isinstance(identity, tuple) else str(identity)
@@ -345,7 +351,8 @@ class Router:
         self.http = http
         self.broker = broker
         self.rt: ServiceRuntime | None = None
-        # an LM: the current incarnation of a destination that is one of its worker hosts (Any: it looks inside addresses)
+        # the incarnation of a destination's process the sender knows (an LM: of its worker hosts; a GM or a worker
+        # host: of an LM), stamped on each request (Any: it looks inside addresses)
         self.incarnation_of: Callable[[Any], int | None] | None = None
         # a GM: told of requests that got no answer — on_undelivered(dst, messages, outcome) (:mod:`~.links`)
         self.on_undelivered: Callable[[Address, list[Any], str], None] | None = None
@@ -364,6 +371,10 @@ class Router:
         self.local: dict[Address, ServiceRuntime] = {}
         self.capture: _Capture | None = None
         self._http_out: dict[str, list[tuple[Any, Any, Address]]] = defaultdict(list)  # url -> (packed, message, dst)
+        # a destination served at one of several addresses (an LM and its standby elsewhere): its first url -> all
+        # of them, and the index of the one tried now (the next after one that refused or did not answer)
+        self._alternates: dict[str, tuple[str, ...]] = {}
+        self._at: dict[str, int] = {}
         self._senders: dict[str, Any] = {}
         self._wake: dict[str, Any] = {}
         self.counters: dict[str, int] = defaultdict(int)
@@ -407,6 +418,9 @@ class Router:
             url = self.urls(dst)
             if url is None:
                 raise KeyError(f"no HTTP endpoint for {dst!r}")
+            if isinstance(url, tuple):
+                self._alternates[url[0]] = url
+                url = url[0]
             meta: dict[str, Any] = {}
             if self.sent_of is not None and name in ("LaunchRequest", "PreemptRequest"):
                 meta["sent"] = self.sent_of(msg)
@@ -494,8 +508,9 @@ class Router:
         delay = 0.05
         for attempt in range(tries):
             try:
-                status, payload = await self.http.post(url, packed, timeout)
+                status, payload = await self.http.post(self._target(url), packed, timeout)
             except Unreachable as e:
+                self._next_target(url)
                 self.counters["http_retries"] += 1
                 if attempt == tries - 1:
                     self.counters["http_lost"] += n
@@ -512,6 +527,7 @@ class Router:
                 log.error("%s: reply refused (%s)", url, payload)
                 return [], "reply refused"
             if status == 409:  # fenced: refused unread (too old for the peer, or meant for another process)
+                self._next_target(url)
                 self.counters["http_stale"] += n
                 return [], "stale"
             # refused by the peer: a bug or a mismatch of cluster files; retrying cannot help
@@ -519,6 +535,18 @@ class Router:
             log.error("%s refused %d message(s): %d %s", url, n, status, str(payload)[:200])
             return [], "refused"
         return [], "unreachable"
+
+    def _target(self, url: str) -> str:
+        """Where a request for ``url`` goes now: ``url``, or the alternate address tried now."""
+        alternates = self._alternates.get(url)
+        return url if alternates is None else alternates[self._at.get(url, 0)]
+
+    def _next_target(self, url: str) -> None:
+        """The address tried now refused or did not answer: the next request for ``url`` tries the next one."""
+        alternates = self._alternates.get(url)
+        if alternates is not None:
+            self._at[url] = (self._at.get(url, 0) + 1) % len(alternates)
+            self.counters["http_failovers"] += 1
 
     def _deliver_reply(self, packed: Any) -> None:
         try:
@@ -534,14 +562,22 @@ class Router:
             return
         if seq is not None and msg.__class__.__name__ == "Recovered" and self.restarting():
             self.in_order.restart_at(src, dst, seq)
-        name = msg.__class__.__name__
-        self.in_order.accept(src, dst, seq, lambda: rt.deliver(dst, msg), name in STATES, name in FACTS)
+        self._accept(src, dst, seq, msg, rt)
 
     def receive(self, src: Any, dst: Any, msg: Any, seq: tuple[int, int] | None) -> None:
         """A message that came in from the broker, for a component of this process."""
         rt = self.local[dst]
+        self._accept(src, dst, seq, msg, rt)
+
+    def _accept(self, src: Any, dst: Any, seq: tuple[int, int] | None, msg: Any, rt: ServiceRuntime) -> None:
         name = msg.__class__.__name__
-        self.in_order.accept(src, dst, seq, lambda: rt.deliver(dst, msg), name in STATES, name in FACTS)
+        as_fact = None
+        if name == "LaunchRejected":
+            # from an LM process replaced since (a standby elsewhere took over while a GM's request was on its
+            # way to the old one), a rejection still says the request was not acted on — the GM requests the task
+            # again if nothing newer stands; the state piggybacked on it is old news (found by the simulation)
+            as_fact = lambda: rt.deliver(dst, replace(msg, update=StateUpdate(msg.lm, False)))  # noqa: E731
+        self.in_order.accept(src, dst, seq, lambda: rt.deliver(dst, msg), name in STATES, name in FACTS, as_fact)
 
     # -- HTTP server side -----------------------------------------------------------------------
     def handle_frames(self, frames: list[Frame]) -> list[Any]:

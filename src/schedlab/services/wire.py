@@ -253,6 +253,7 @@ class HostFinishedW(_Body):
     reply_to: list[str] = Field(max_length=16)
     runs: list[tuple[float, float, dict[str, Any]]] = Field(max_length=MAX_ITEMS)
     launches: list[int] = Field(default_factory=list, max_length=MAX_ITEMS)
+    lm_incarnation: int = Field(default=0, ge=0)
 
 
 class RecoverW(_Body):
@@ -469,9 +470,10 @@ SCHEMAS["HostAlive"] = (HostAliveW, lambda m: {"host": m.host, "incarnation": m.
                         lambda w: HostAlive(w.host, w.incarnation, [tuple(x) for x in w.running], w.at, list(w.launches)))
 SCHEMAS["HostFinished"] = (
     HostFinishedW,
-    lambda m: {"group": m.group, "reply_to": [address_str(a) for a in m.reply_to], "runs": m.runs, "launches": m.launches},
+    lambda m: {"group": m.group, "reply_to": [address_str(a) for a in m.reply_to], "runs": m.runs, "launches": m.launches,
+               "lm_incarnation": m.lm_incarnation},
     lambda w: HostFinished([tuple(g) for g in w.group], tuple(parse_address(a) for a in w.reply_to), [tuple(r) for r in w.runs],
-                           list(w.launches)),
+                           list(w.launches), w.lm_incarnation),
 )
 SCHEMAS["Recover"] = (RecoverW, lambda m: {"gm": m.gm}, lambda w: Recover(w.gm))
 SCHEMAS["Recovered"] = (

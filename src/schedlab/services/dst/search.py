@@ -2,7 +2,8 @@
 
 ``schedlab dst --seeds N`` runs schedules ``start .. start+N-1``
 (:func:`search`): for each seed, a workload, a fault schedule and whether the
-LMs have standbys are drawn (:func:`schedule_for`), the cluster runs it
+LMs have standbys — on their LM's host, or on hosts of their own — are drawn
+(:func:`schedule_for`), the cluster runs it
 (:mod:`.world`) and :mod:`.invariants` judges it. A failing schedule is
 printed with the command that replays it bit for bit, then **shrunk**
 (:func:`shrink`): faults are taken out one at a time and the workload cut to
@@ -38,11 +39,20 @@ class Schedule:
     faults: tuple[Fault, ...]
     jobs: int
     standby: bool
+    elsewhere: bool = False  # each standby on a host of its own (no port fences it: the fencing tokens do)
+
+    def with_standbys(self, standby: bool | None, elsewhere: bool | None) -> Schedule:
+        """This schedule with its standbys fixed instead of drawn (None: as drawn); standbys elsewhere are standbys."""
+        on = (self.standby if standby is None else standby) or bool(elsewhere)
+        return replace(self, standby=on, elsewhere=on and (self.elsewhere if elsewhere is None else elsewhere))
 
     def command(self, setup: Setup) -> str:
         """The command line that replays this schedule bit for bit."""
-        parts = ["schedlab dst", f"--seed {self.seed}", f"--jobs {self.jobs}", "--standby" if self.standby else "--no-standby",
-                 f"--schedule '{schedule_text(list(self.faults))}'"]
+        # the workload is drawn for setup.jobs jobs (their arrivals spread over its window), then cut to the first
+        # self.jobs (a shrunk schedule): both are needed to replay it
+        cut = [f"--first-jobs {self.jobs}"] if self.jobs != setup.jobs else []
+        parts = ["schedlab dst", f"--seed {self.seed}", f"--jobs {setup.jobs}", *cut, "--standby" if self.standby else "--no-standby",
+                 *(["--standby-elsewhere"] if self.elsewhere else []), f"--schedule '{schedule_text(list(self.faults))}'"]
         if setup.workers_per_host != Setup.workers_per_host:
             parts.append(f"--workers-per-host {setup.workers_per_host}")
         return " ".join(parts)
@@ -104,22 +114,24 @@ def plan_of(setup: Setup) -> Plan:
 
 
 def schedule_for(seed: int, setup: Setup, kinds: tuple[str, ...] = KINDS) -> Schedule:
-    """The schedule seed ``seed`` draws: standbys or not, then 1 to 6 faults."""
+    """The schedule seed ``seed`` draws: standbys or not, then 1 to 6 faults; standbys here or elsewhere."""
     rng = random.Random(f"{seed}:schedule")
     standby = rng.random() < 0.5
+    # from a stream of its own, so the faults each seed drew before standbys could be elsewhere stay the same
+    elsewhere = standby and random.Random(f"{seed}:standby-host").random() < 0.5
     plan = plan_of(setup)
     hosts_of_lm: dict[int, list[int]] = {}
     for h, lm in plan.hosts.items():
         hosts_of_lm.setdefault(lm, []).append(h)
     faults = draw_schedule(rng, plan.num_gms, plan.num_lms, hosts_of_lm, kinds)
-    return Schedule(seed, tuple(faults), setup.jobs, standby)
+    return Schedule(seed, tuple(faults), setup.jobs, standby, elsewhere)
 
 
 def run(schedule: Schedule, setup: Setup) -> Verdict:
     """Run one schedule and judge it."""
     plan = plan_of(setup)
     jobs = draw_jobs(random.Random(f"{schedule.seed}:workload"), setup)[: schedule.jobs]
-    obs = World(schedule.seed, list(schedule.faults), setup, plan, schedule.standby, jobs).run()
+    obs = World(schedule.seed, list(schedule.faults), setup, plan, schedule.standby, jobs, schedule.elsewhere).run()
     return Verdict(schedule, check(obs), obs.sim_time, obs.events)
 
 

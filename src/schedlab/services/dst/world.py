@@ -35,7 +35,7 @@ from schedlab.services.clusterfile import (
 from schedlab.services.dst.faults import Fault
 from schedlab.services.memcluster import MemClient, MemCluster
 from schedlab.services.memnet import BROKER, KernelClock, MemNet
-from schedlab.services.messages import SubmitJob
+from schedlab.services.messages import SubmitJob, submit_address
 from schedlab.services.nodes import Plan
 from schedlab.services.records import RunRecords
 from schedlab.services.simruntime import EPOCH, SimServiceRuntime
@@ -150,6 +150,11 @@ class SimClient:
             delay = EPOCH + job.arrival - rt.now()
             if delay > 0:
                 await rt.sleep(delay)
+            # as after `cluster up`: a job goes to a submission queue its GM has declared (one published before
+            # would be dropped as unroutable — with standbys elsewhere, LMs and so GMs start later)
+            mem = self.client.cluster
+            while mem.queue(submit_address(k % self.gms)) not in mem.broker.queues:
+                await rt.sleep(SUPERVISE_EVERY)
             gjid, gtids = records.add_job(rt.now() - EPOCH, job.durations, job.masks, None, sum(job.durations) / len(job.durations), k)
             self.client.submit(SubmitJob(gjid, gtids, job.durations, job.masks, None, None, 0), k % self.gms)
             self.submitted += 1
@@ -158,7 +163,8 @@ class SimClient:
 class World:
     """One schedule's simulated cluster, from the first job to the verdict."""
 
-    def __init__(self, seed: int, faults: list[Fault], setup: Setup, plan: Plan, standby: bool, jobs: list[Job]) -> None:
+    def __init__(self, seed: int, faults: list[Fault], setup: Setup, plan: Plan, standby: bool, jobs: list[Job],
+                 elsewhere: bool = False) -> None:
         self.seed = seed
         self.faults = faults
         self.setup = setup
@@ -168,7 +174,7 @@ class World:
         self.kernel = Kernel()
         self.runtimes: list[SimServiceRuntime] = []
         net = self.net = MemNet(KernelClock(self.kernel), setup.latency, random.Random(f"{seed}:net"))
-        self.mem = MemCluster(plan, net, self._runtime, random.Random(f"{seed}:incarnations"))
+        self.mem = MemCluster(plan, net, self._runtime, random.Random(f"{seed}:incarnations"), standby_elsewhere=elsewhere)
         self.down: dict[tuple[str, int], float] = {}  # (role, id) -> until when a fault keeps it down
 
     def _runtime(self, router: Router, name: str) -> SimServiceRuntime:

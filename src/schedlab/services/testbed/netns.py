@@ -102,6 +102,7 @@ class Testbed:
         named = [(broker_host_name(k, len(brokers)), b.netns, b.host) for k, b in enumerate(brokers)]
         named += [(f"gm{g.id}", g.netns, g.host) for g in spec.gms]
         named += [(f"lm{lm.id}", lm.netns, lm.host) for lm in spec.lms]
+        named += [(f"lm{lm.id}s", lm.standby.netns, lm.standby.host) for lm in spec.lms if lm.standby is not None]
         named += [(f"h{h.id}", h.netns, h.host) for _lm, h in spec.hosts()]
         self.hosts = [Host(n, ns, addr, veth_name(self.cluster, i)) for i, (n, ns, addr) in enumerate(named)]
         self.by_name = {h.name: h for h in self.hosts}
