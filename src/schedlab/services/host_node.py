@@ -65,6 +65,7 @@ class HostNode(ServiceNode):
         self.lm_incarnation: int | None = None  # the LM process it takes launches from (once one asked)
         self.launch_ids = RecentIds()  # launches it took (an HTTP retry of one is not run again)
         self._launch_of_msg: dict[int, int] = {}  # id of a launch message being admitted -> its launch id
+        self._sent_of_msg: dict[int, float] = {}  # ... -> the first send time of the GM's request it carries out
 
     def build(self) -> None:
         rt, plan = self.rt, self.plan
@@ -112,8 +113,9 @@ class HostNode(ServiceNode):
         host = self.host
         running = [(tid, w, gm_of(reply_to)) for tid, (w, reply_to, _h) in host.active.items()]
         launches = [host.launch_of.get(tid, 0) for tid, _w, _g in running]
-        ended = [(tid, gm_of(reply_to)) for tid, reply_to in host.recent_ends]
-        self.rt.send(lm_address(msg.lm), HostReport(self.id, self.beacon.incarnation, running, launches, ended))
+        sent = [host.sent_of.get(tid, 0.0) for tid, _w, _g in running]
+        ended = [(tid, gm_of(reply_to), at) for tid, reply_to, at in host.recent_ends]
+        self.rt.send(lm_address(msg.lm), HostReport(self.id, self.beacon.incarnation, running, launches, ended, sent))
 
     # -- requests -------------------------------------------------------------------------------
     def check(self, dst: Any, msg: Any, tasks: Any) -> None:
@@ -167,17 +169,21 @@ class HostNode(ServiceNode):
             if bid is not None:
                 self.launch_ids.add(bid)
                 self._launch_of_msg[id(frame[2])] = bid
+            if frame[5][2]:
+                self._sent_of_msg[id(frame[2])] = frame[5][2]
             fresh.append(frame)
         return fresh
 
     def _launching(self, _dst: Any, msg: Any) -> Any:
         assert self.host is not None
         self.host.current_launch = self._launch_of_msg.pop(id(msg), 0)
+        self.host.current_sent = self._sent_of_msg.pop(id(msg), 0.0)
         return msg
 
     def _launched(self, _dst: Any, msg: Any) -> None:
         assert self.host is not None
         self.host.current_launch = 0
+        self.host.current_sent = 0.0
 
     def after_request(self, frames: list[Frame]) -> Coroutine[Any, Any, Response | None] | None:
         if not any(isinstance(f[2], HostState) for f in frames):

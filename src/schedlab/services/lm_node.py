@@ -179,6 +179,7 @@ class LMNode(ServiceNode):
         router.incarnation_of = lambda dst: monitor.incarnation.get(dst[1]) if dst[0] == "host" else None
         router.until_of = lambda dst: monitor.deadline(dst[1]) if dst[0] == "host" else None
         router.on_launch = self._launched
+        router.sent_of = self._request_sent
         router.tries["host"] = (REQUEST_TIMEOUT, REQUEST_TRIES)
         self.takeover = LMTakeover(rt, lm, monitor, monitor.positions, router.incarnation, holding)
         self.lm_recovery.process = self.takeover
@@ -419,6 +420,11 @@ class LMNode(ServiceNode):
         items = msg.items if isinstance(msg, LaunchBatch) else [(msg.tid, msg.worker)]
         for tid, _w in items:
             self.launch_of[tid] = launch
+
+    def _request_sent(self, msg: Any) -> float:
+        """The first send time of the GM's request a launch carries out (0: unknown, a preemption's)."""
+        tid = msg.items[0][0] if isinstance(msg, LaunchBatch) else msg.tid
+        return self.request_sent.get(tid, 0.0)
 
     def _vouch(self, tid: int, launch: int) -> bool:
         mine = self.launch_of.get(tid)

@@ -124,8 +124,12 @@ class Recovered:
     incarnation: int = 0
     # the GM's tasks the process found on its hosts when it took over, running or lately ended
     # (:class:`HostReport`): not lost at the takeover, whatever ``running`` says now — their ends, relayed by
-    # this process or its predecessor, may still be on their way to the GM behind this message
+    # this process or its predecessor, may still be on their way to the GM behind this message — if they are the
+    # ends of the runs of the GM's current requests: ``found_sent[k]``, the first send time of the request that
+    # started ``found[k]``'s run (the GM's own stamp, echoed; 0: unknown). A run of an earlier request (lost, and
+    # its end dropped) protects nothing (found by the deterministic simulation, seed 3614)
     found: list[int] = field(default_factory=list)
+    found_sent: list[float] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -165,7 +169,10 @@ class HostReport:
     incarnation: int
     running: list[tuple[int, int, int]] = field(default_factory=list)
     launches: list[int] = field(default_factory=list)  # the id of the launch that started each (0: unknown)
-    ended: list[tuple[int, int]] = field(default_factory=list)  # (tid, gm) of the runs it ended lately, newest last
+    # (tid, gm, sent) of the runs it ended lately, newest last; sent: the first send time of the GM's request that
+    # started the run (its LM passed it on with the launch; 0: unknown)
+    ended: list[tuple[int, int, float]] = field(default_factory=list)
+    sent: list[float] = field(default_factory=list)  # the same for each running task
 
 
 @dataclass(slots=True)

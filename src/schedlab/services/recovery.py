@@ -137,7 +137,10 @@ class GMRecovery:
             # a task the process found at its start, running or lately ended, is not lost, though not running
             # now: its end may still be in this GM's queue behind this message, which may be an HTTP answer
             # (found by the deterministic simulation, seeds 104129 and 105420)
-            keep = {t for t, _p, _pos in msg.running} | self.in_doubt(msg.lm) | set(msg.found)
+            sent_at = self.placements.sent_at
+            found = {t for t, s in zip(msg.found, msg.found_sent or [0.0] * len(msg.found), strict=True)
+                     if not s or s == sent_at.get(t)}  # the run of this GM's current request (see Recovered)
+            keep = {t for t, _p, _pos in msg.running} | self.in_doubt(msg.lm) | found
             lost = self.placements.lost_at_takeover(msg.lm, keep, msg.since, set())
             # requested since the process started, but under an older one: with a standby elsewhere the request
             # may have reached the old process, which may have answered and been fenced off by the hosts — in
@@ -460,7 +463,9 @@ def recovered(lm: LocalMaster, gm: int, holding: Any = None, process: LMTakeover
     holdings = [] if holding is None else [holding(t, p, pos) for t, (p, pos, _g) in lm.running.items()]
     if process is None:
         return Recovered(lm.i, update, running, holdings)
-    return Recovered(lm.i, update, running, holdings, process.started, process.incarnation, sorted(process.found.get(gm, ())))
+    found = sorted(process.found.get(gm, {}).items())
+    return Recovered(lm.i, update, running, holdings, process.started, process.incarnation, [t for t, _s in found],
+                     [s for _t, s in found])
 
 
 class LMRecovery:
@@ -539,7 +544,9 @@ class LMTakeover:
         self.rebuilt_in: float | None = None
         self._answered = rt.event()
         self.launch_of: dict[int, int] | None = None  # the LM's launch ids of its tasks: those of adopted runs are added
-        self.found: dict[int, set[int]] = {}  # gm -> its tasks the hosts reported running or lately ended
+        # gm -> {tid: sent} of its tasks the hosts reported running or lately ended (sent: the first send time of the
+        # GM's request that started the run; 0: unknown)
+        self.found: dict[int, dict[int, float]] = {}
         rt.add_handler(lm.address, HostReport, self._on_report)
 
     async def rebuild(self, wait: float) -> None:
@@ -570,10 +577,10 @@ class LMTakeover:
                     self.launch_of[tid] = launch
         self.adopted += len(running)
         found = self.found
-        for tid, _w, gm in msg.running:
-            found.setdefault(gm, set()).add(tid)
-        for tid, gm in msg.ended:
-            found.setdefault(gm, set()).add(tid)
+        for tid, gm, sent in msg.ended:  # newest last: of two runs ended, the later
+            found.setdefault(gm, {})[tid] = sent
+        for (tid, _w, gm), sent in zip(msg.running, msg.sent or [0.0] * len(msg.running), strict=True):
+            found.setdefault(gm, {})[tid] = sent  # (and one running over one ended)
         self.monitor.heard(h, msg.incarnation)
         self._answered.set()
 

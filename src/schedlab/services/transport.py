@@ -356,7 +356,8 @@ class Router:
         self.incarnation_of: Callable[[Any], int | None] | None = None
         # a GM: told of requests that got no answer — on_undelivered(dst, messages, outcome) (:mod:`~.links`)
         self.on_undelivered: Callable[[Address, list[Any], str], None] | None = None
-        # a GM: the time its request was first sent (stamped on it; every retry carries it)
+        # a GM: the time its request was first sent (stamped on it; every retry carries it); an LM: that of the GM's
+        # request a launch carries out (the worker host keeps it with the run, for an LM taking over: recovery)
         self.sent_of: Callable[[Any], float] | None = None
         # an LM: told the id of each launch it sends to a worker host (on_launch(message, id))
         self.on_launch: Callable[[Any, int], None] | None = None
@@ -422,7 +423,7 @@ class Router:
                 self._alternates[url[0]] = url
                 url = url[0]
             meta: dict[str, Any] = {}
-            if self.sent_of is not None and name in ("LaunchRequest", "PreemptRequest"):
+            if self.sent_of is not None and name in ("LaunchRequest", "PreemptRequest", "LaunchBatch", "LaunchTask"):
                 meta["sent"] = self.sent_of(msg)
             if self.incarnation_of is not None:
                 inc = self.incarnation_of(dst)

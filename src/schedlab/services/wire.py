@@ -269,6 +269,7 @@ class RecoveredW(_Body):
     since: float = Field(0.0, ge=0)
     incarnation: int = Field(0, ge=0)
     found: list[int] = Field(default_factory=list, max_length=MAX_ITEMS)
+    found_sent: list[float] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
 class HostStateW(_Body):
@@ -281,7 +282,8 @@ class HostReportW(_Body):
     incarnation: int = Field(ge=0)
     running: list[tuple[int, int, int]] = Field(default_factory=list, max_length=MAX_ITEMS)
     launches: list[int] = Field(default_factory=list, max_length=MAX_ITEMS)
-    ended: list[tuple[int, int]] = Field(default_factory=list, max_length=MAX_ITEMS)
+    ended: list[tuple[int, int, float]] = Field(default_factory=list, max_length=MAX_ITEMS)
+    sent: list[float] = Field(default_factory=list, max_length=MAX_ITEMS)
     tasks: list[TaskWire] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
@@ -480,16 +482,16 @@ SCHEMAS["Recovered"] = (
     RecoveredW,
     lambda m: {"lm": m.lm, "update": _update_body(m.update), "running": m.running,
                "holdings": _holdings_body(HoldingsReport(m.lm, m.holdings))["events"], "since": m.since,
-               "incarnation": m.incarnation, "found": m.found},
+               "incarnation": m.incarnation, "found": m.found, "found_sent": m.found_sent},
     lambda w: Recovered(w.lm, _update_msg(w.update), [tuple(r) for r in w.running],
                         _holdings_msg(HoldingsReportW(lm=w.lm, events=w.holdings)).events, w.since, w.incarnation,
-                        list(w.found)),
+                        list(w.found), list(w.found_sent)),
 )
 SCHEMAS["HostState"] = (HostStateW, lambda m: {"lm": m.lm, "incarnation": m.incarnation}, lambda w: HostState(w.lm, w.incarnation))
 SCHEMAS["HostReport"] = (HostReportW, lambda m: {"host": m.host, "incarnation": m.incarnation, "running": m.running, "launches": m.launches,
-                                                 "ended": m.ended},
+                                                 "ended": m.ended, "sent": m.sent},
                          lambda w: HostReport(w.host, w.incarnation, [tuple(r) for r in w.running], list(w.launches),
-                                              [tuple(e) for e in w.ended]))
+                                              [tuple(e) for e in w.ended], list(w.sent)))
 SCHEMAS["VerifyEnds"] = (VerifyEndsW, lambda m: {"group": m.group, "runs": m.runs, "launches": m.launches},
                          lambda w: VerifyEnds([tuple(g) for g in w.group], [tuple(r) for r in w.runs], list(w.launches)))
 SCHEMAS["Marker"] = (MarkerW, lambda m: {"token": m.token}, lambda w: Marker(w.token))

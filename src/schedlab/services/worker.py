@@ -75,7 +75,9 @@ class WorkerHost(Component):
         self.launch_of: dict[int, int] = {}  # tid -> the id of the launch that started its run (a host process: its LM's)
         # (tid, reply_to) of the last runs ended here through an LM (bounded): told to an LM process taking over,
         # whose GMs then wait for those ends rather than count the tasks lost (:class:`~.messages.HostReport`)
-        self.recent_ends: deque[tuple[int, tuple]] = deque(maxlen=ENDS_KEPT)
+        self.recent_ends: deque[tuple[int, tuple, float]] = deque(maxlen=ENDS_KEPT)  # (tid, reply_to, request sent)
+        self.sent_of: dict[int, float] = {}  # tid -> the first send time of the GM's request that started its run
+        self.current_sent = 0.0  # set by the host process while a launch is delivered (0: unknown)
         self.current_launch = 0  # set by the host process while a launch is delivered (0: unknown)
         self._outbox: dict[tuple, list[tuple]] = {}  # reply_to -> (tid, worker, started, ended, outcome, launch id)
         self._flush_scheduled = False
@@ -166,6 +168,8 @@ class WorkerHost(Component):
             self._single.add(tid)
         if self.current_launch:
             self.launch_of[tid] = self.current_launch
+        if self.current_sent:
+            self.sent_of[tid] = self.current_sent
 
     async def _execute(self, tid: int, spec: Any, batch: bool) -> None:
         """Run the task; a command that fails runs again on this worker, up to ``spec.retries`` more times (its
@@ -196,6 +200,7 @@ class WorkerHost(Component):
         if outcome.get("status", "ok") != "ok":
             self.failed += 1
         launch = self.launch_of.pop(tid, 0)
+        sent = self.sent_of.pop(tid, 0.0)
         started = self.started_at.pop(tid, 0.0)
         now = self.rt.now()
         if self.forget_finished:
@@ -207,7 +212,7 @@ class WorkerHost(Component):
                 self.rt.send(addr, TaskFinished(tid, worker))
             return
         # the LM that launched it records the end and tells the GM (HostFinished): one witness
-        self.recent_ends.append((tid, reply_to))
+        self.recent_ends.append((tid, reply_to, sent))
         self._outbox.setdefault(reply_to, []).append((tid, worker, started, now, outcome, launch))
         if not self._flush_scheduled:
             self._flush_scheduled = True
@@ -277,6 +282,7 @@ class WorkerHost(Component):
         self._single.discard(tid)
         self.started_at.pop(tid, None)
         self.launch_of.pop(tid, None)
+        self.sent_of.pop(tid, None)
         return True
 
     def stop(self) -> None:
