@@ -121,8 +121,10 @@ RACES = [
 # already requested again; 101389 and 102222 what that fix's first form broke (a request held back, its task not
 # placed meanwhile, requested a second time by a redelivered job's resolution); 107658 a doubt settled for a
 # task never stamped (a handler error); 3614 a task whose earlier run's end (dropped: that run was lost) a host
-# reported at an LM takeover, taken for the end of its current run, which had never started
-LONG_SEARCH_FINDS = [3543, 3614, 15588, 16958, 19126, 101389, 102222, 104129, 105420, 107658, 108345, 110246, 111692, 114073]
+# reported at an LM takeover, taken for the end of its current run, which had never started; 307230 what that
+# fix's first form broke (a task held again from an LM's state has no request stamp at the GM: still protected)
+LONG_SEARCH_FINDS = [3543, 3614, 15588, 16958, 19126, 101389, 102222, 104129, 105420, 107658, 108345, 110246, 111692, 114073,
+                     307230]
 
 
 @pytest.mark.parametrize("seed", LONG_SEARCH_FINDS)

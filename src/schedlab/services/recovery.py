@@ -138,8 +138,10 @@ class GMRecovery:
             # now: its end may still be in this GM's queue behind this message, which may be an HTTP answer
             # (found by the deterministic simulation, seeds 104129 and 105420)
             sent_at = self.placements.sent_at
+            # the run of this GM's current request (see Recovered); either stamp unknown (0: a task held again from
+            # an LM's state has none here) protects it, as before stamps (found by the simulation, seed 307230)
             found = {t for t, s in zip(msg.found, msg.found_sent or [0.0] * len(msg.found), strict=True)
-                     if not s or s == sent_at.get(t)}  # the run of this GM's current request (see Recovered)
+                     if not s or not sent_at.get(t) or s == sent_at.get(t)}
             keep = {t for t, _p, _pos in msg.running} | self.in_doubt(msg.lm) | found
             lost = self.placements.lost_at_takeover(msg.lm, keep, msg.since, set())
             # requested since the process started, but under an older one: with a standby elsewhere the request
