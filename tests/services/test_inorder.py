@@ -106,3 +106,25 @@ def test_from_an_earlier_process_a_rejection_is_delivered_without_its_state():
     io.accept("lm:0", "gm:0", (1, 10), lambda: got.append("state update"), superseded=True)
     assert got == ["news of the new process", "rejection"]
     assert counters["facts_of_earlier_process"] == 1 and counters["states_of_earlier_process_dropped"] == 1
+
+
+def test_nothing_is_acknowledged_while_the_ordered_link_holds_a_message_back():
+    # acknowledgements are cumulative: one for a later message would cover the one held behind a gap, and a GM
+    # killed before delivering it would lose it for good (dst seed 309328)
+    from schedlab.services.acks import Acknowledger
+
+    kernel, io, _counters = in_order(0.05)
+    acked = []
+    acks = Acknowledger(acked.append, lambda fn: fn(), lambda d, fn, *a: kernel.call_later(d, fn, *a))
+    acks.every = 0.01
+    acks.holding = io.holding
+    got = []
+    io.accept("lm:0", "gm:0", (1, 1), lambda: got.append(1))
+    acks.handled("m1")
+    io.accept("lm:0", "gm:0", (1, 3), lambda: got.append(3))  # #2 not here yet: held
+    acks.handled("m3")
+    kernel.run(until=kernel.now + 0.03)
+    assert got == [1] and acked == []
+    io.accept("lm:0", "gm:0", (1, 2), lambda: got.append(2))  # the gap closes: both delivered, then acknowledged
+    kernel.run(until=kernel.now + 0.03)
+    assert got == [1, 2, 3] and acked == ["m3"]

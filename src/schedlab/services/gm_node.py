@@ -98,6 +98,7 @@ class GMNode(ServiceNode):
         env, rt, plan, p = self.env, self.rt, self.plan, self.plan.params
         publisher = self.publisher = RecordsPublisher(rt, self.broker)
         self.broker.at_flush = publisher.at_flush  # a consumed message is acknowledged once its output reached the broker
+        self.broker.holding = self.router.in_order.holding  # ... and not while the ordered link holds one back
         store = self.store
         self.timer = ComponentTimer(publisher.emit, store.arrival.get, store)  # spans of allocation time, for /metrics
         gm = self.gm = self.component = build_gm(self.id, rt, plan, self.store, EventObserver(self.timer.emit))

@@ -674,6 +674,14 @@ class AmqpFrames:
         self.amqp.at_flush = fn
 
     @property
+    def holding(self) -> Callable[[], bool] | None:
+        return self.amqp.holding
+
+    @holding.setter
+    def holding(self, fn: Callable[[], bool] | None) -> None:
+        self.amqp.holding = fn
+
+    @property
     def publish_errors(self) -> int:
         return self.amqp.publish_errors
 

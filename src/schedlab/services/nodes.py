@@ -130,6 +130,7 @@ class BrokerLink(Protocol):
     """A service's link to the broker (:class:`~.net.AmqpFrames` for real, :class:`~.memnet.MemLink` in memory)."""
 
     at_flush: Callable[[Callable[[], None]], None] | None
+    holding: Callable[[], bool] | None  # received messages held back, not delivered yet: acknowledge nothing
 
     @property
     def publish_errors(self) -> int: ...

@@ -192,6 +192,10 @@ class InOrder:
         # broker when it restarted: those are not persistent), so the receiver should ask for the sender's state
         self.on_gap: Callable[[Any, Any], None] | None = None
 
+    def holding(self) -> bool:
+        """Whether a message received waits for a gap to close (not delivered yet)."""
+        return any(st[2] for st in self.links.values())
+
     def accept(self, src: Any, dst: Any, seq: tuple[int, int] | None, deliver: Callable[[], None], superseded: bool = False,
                fact: bool = False, deliver_fact: Callable[[], None] | None = None) -> None:
         """Deliver in order. ``superseded``: the message is a state that a later one replaces (a state update) —
