@@ -658,28 +658,14 @@ class AioHttpPort:
             self.session = None
 
 
-class AmqpFrames:
-    """A service's broker port on a real RabbitMQ connection: envelopes published as JSON, bodies consumed as frames."""
+class AmqpFrames(AcksAfterOutput):
+    """A service's broker port on a real RabbitMQ connection: envelopes published as JSON, bodies consumed as frames.
+    Its consumed messages are its link's, acknowledged by the link's :class:`~.acks.Acknowledger`."""
 
     def __init__(self, amqp: AmqpLink, codec: Codec) -> None:
         self.amqp = amqp
         self.codec = codec
-
-    @property
-    def at_flush(self) -> Callable[[Callable[[], None]], None] | None:
-        return self.amqp.at_flush
-
-    @at_flush.setter
-    def at_flush(self, fn: Callable[[Callable[[], None]], None] | None) -> None:
-        self.amqp.at_flush = fn
-
-    @property
-    def holding(self) -> Callable[[], bool] | None:
-        return self.amqp.holding
-
-    @holding.setter
-    def holding(self, fn: Callable[[], bool] | None) -> None:
-        self.amqp.holding = fn
+        self.acks = amqp.acks
 
     @property
     def publish_errors(self) -> int:
