@@ -242,6 +242,12 @@ def test_bad_options_are_one_line_and_exit_2(capsys):
     assert "--schedule: replays one schedule: give its --seed too" in capsys.readouterr().err
     assert main(["dst", "--seed", "1", "--schedule", "crash:gm0"]) == 2
     assert "is not kind:target@start+duration" in capsys.readouterr().err
+    assert main(["dst", "--first-jobs", "3"]) == 2
+    assert "--first-jobs: cuts one replayed schedule: give its --seed too" in capsys.readouterr().err
+    assert main(["dst", "--seed", "1", "--first-jobs", "80"]) == 2
+    assert "--first-jobs: must be 1..50 (--jobs), got 80" in capsys.readouterr().err
+    assert main(["dst", "--seed", "1", "--no-standby", "--standby-elsewhere"]) == 2
+    assert "--standby-elsewhere: needs standbys" in capsys.readouterr().err
 
 
 def test_one_seed_prints_its_verdict_and_a_failing_one_exits_1(monkeypatch, capsys):

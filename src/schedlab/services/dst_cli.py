@@ -69,6 +69,8 @@ def dst_cmd(
     if schedule is not None and seed is None:
         raise InputError("--schedule", "replays one schedule: give its --seed too")
     setup = Setup(jobs=jobs, workers_per_host=workers_per_host)
+    if first_jobs is not None and seed is None:
+        raise InputError("--first-jobs", "cuts one replayed schedule: give its --seed too")
     if first_jobs is not None and not 1 <= first_jobs <= jobs:
         raise InputError("--first-jobs", f"must be 1..{jobs} (--jobs), got {first_jobs}")
     if standby is False and elsewhere:
