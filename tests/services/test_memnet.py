@@ -42,6 +42,42 @@ def spawn(p, coro):
     return SimTask(p.rt.kernel, coro)
 
 
+class Node:
+    """What memnet reads of a node serving HTTP: it answers every request with ``answer(frames)``."""
+
+    serving = True
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    def handle(self, frames, signed_at):
+        return self.answer(frames)
+
+    class router:  # noqa: N801 - what memnet reads of a node
+        class wire:  # noqa: N801
+            unpack = staticmethod(lambda p: p)
+
+
+def http_world(client):
+    """A kernel, a network, a client process and the process at LM 0's host (``mem://lm/0``, not bound yet)."""
+    k, net, _broker = world()
+    net.host_of_url["mem://lm/0"] = "lm:0"
+    return k, net, proc(k, client), proc(k, "lm:0")
+
+
+def asker(net, client, answers, timeout):
+    """A coroutine factory: post ``x`` to LM 0's address from ``client``, appending the answer or why not."""
+    http = MemHttp(net, client)
+
+    async def ask(x):
+        try:
+            answers.append(await http.post("mem://lm/0", [x], timeout))
+        except Unreachable as e:
+            answers.append(f"unreachable: {e}")
+
+    return ask
+
+
 def test_unacknowledged_messages_come_back_marked_redelivered_when_their_consumer_dies():
     k, net, broker = world()
     a, b, c = proc(k, "a"), proc(k, "b"), proc(k, "c")
@@ -114,35 +150,15 @@ def test_a_lease_is_exclusive_and_lost_with_its_holders_process():
 
 
 def test_http_reaches_whoever_holds_the_address_and_a_cut_link_times_out():
-    k, net, _broker = world()
-    net.host_of_url["mem://lm/0"] = "lm:0"
-    client = proc(k, "gm:0")
-    server = proc(k, "lm:0")
-
-    class Node:
-        serving = True
-
-        def handle(self, frames, signed_at):
-            return 200, [f"ok {frames[0]}"]
-
-        class router:  # noqa: N801 - what memnet reads of a node
-            class wire:  # noqa: N801
-                unpack = staticmethod(lambda p: p)
-
-    http = MemHttp(net, client)
+    k, net, client, server = http_world("gm:0")
     answers = []
-
-    async def ask(x):
-        try:
-            answers.append(await http.post("mem://lm/0", [x], 0.5))
-        except Unreachable as e:
-            answers.append(f"unreachable: {e}")
+    ask = asker(net, client, answers, 0.5)
 
     spawn(client, ask("refused"))
     k.run(until=0.1)
     assert answers[-1].startswith("unreachable: connection refused")
-    assert net.bind("mem://lm/0", server, Node())
-    assert not net.bind("mem://lm/0", proc(k, "standby", "lm:0"), Node())  # the fence: one process serves there
+    assert net.bind("mem://lm/0", server, Node(lambda f: (200, [f"ok {f[0]}"])))
+    assert not net.bind("mem://lm/0", proc(k, "standby", "lm:0"), Node(lambda f: (200, [])))  # the fence: one process serves there
     spawn(client, ask("a"))
     k.run(until=0.2)
     assert answers[-1] == (200, ["ok a"])
@@ -150,3 +166,28 @@ def test_http_reaches_whoever_holds_the_address_and_a_cut_link_times_out():
     spawn(client, ask("b"))
     k.run(until=1.0)
     assert answers[-1].startswith("unreachable: no answer within 0.5 s")
+
+
+def test_a_request_waiting_in_a_frozen_process_dies_with_it_and_never_reaches_its_successor():
+    # found by the deterministic simulation (seed 409161): a beacon of a host's earlier incarnation, waiting in a
+    # frozen LM's socket, was read by the LM's next process after the frozen one was killed
+    k, net, client, frozen = http_world("host:1")
+    seen = []
+
+    def answer(name):
+        return lambda frames: (seen.append((name, frames[0])), (200, ["ok"]))[1]
+
+    assert net.bind("mem://lm/0", frozen, Node(answer("first")))
+    answers = []
+    ask = asker(net, client, answers, 5.0)
+
+    frozen.rt.pause(2.0)
+    spawn(client, ask("old beacon"))
+    k.run(until=1.0)
+    assert seen == [] and answers == []  # it waits in the frozen process's socket
+    net.crash(frozen)
+    assert net.bind("mem://lm/0", proc(k, "lm:0 again", "lm:0"), Node(answer("next")))
+    k.run(until=3.0)
+    assert seen == []  # the next process at the address never reads it
+    assert answers == ["unreachable: connection reset"]
+    assert net.counters["reset_connections"] == 1

@@ -288,6 +288,8 @@ class GMPlacements:
         self.withdrawn = 0
         self.stale_rejections = 0
         self.on_orphans: Callable[[list[int]], None] | None = None  # completions of tasks this process does not know
+        # ends to verify of tasks this process knows no placement of: (tid, worker, (started, ended, outcome))
+        self.on_unjudged: Callable[[list[tuple[int, int, tuple]]], None] | None = None
         # after_records(fn): fn once the records emitted so far are in the broker (None: at once). A task whose
         # run this GM recorded lost is requested again only then: had the GM died with the ``lost`` record
         # unsent, the client would see the task start twice without a loss between (found by the deterministic
@@ -309,10 +311,17 @@ class GMPlacements:
         self.order = order
 
     def adopt(self, running: list[tuple[int, int, int]]) -> None:
-        """Tasks an LM runs for this GM, learned after a restart (:mod:`~.recovery`)."""
-        order = self.order
+        """Tasks an LM runs for this GM, learned after a restart (:mod:`~.recovery`).
+
+        A task this process placed there itself keeps its request's stamps: an LM's answer can come late, after
+        the restarted GM requested the task again onto the same worker, and a loss notice of the earlier run,
+        later still, must not end the current one (found by the deterministic simulation, seed 314505)."""
+        order, placed = self.order, self.placed
         for tid, p, pos in running:
-            self.placed[tid] = order[p][pos]
+            worker = order[p][pos]
+            if placed.get(tid) == worker:
+                continue
+            placed[tid] = worker
             self.sent_at[tid] = 0.0
             self.placed_under[tid] = 0
 
@@ -483,8 +492,12 @@ class GMPlacements:
 
         A run launched by an LM process earlier than the one this GM knew of when it placed the task (a launch
         id carries its LM process's incarnation) is an earlier run's: its task, counted lost at a takeover, was
-        requested again onto the same worker (found by the deterministic simulation, seed 3543)."""
+        requested again onto the same worker (found by the deterministic simulation, seed 3543).
+
+        An end of a task this process knows nothing of (it restarted, and the task's job has not come back
+        yet) cannot be judged here: it goes to ``on_unjudged``, which keeps it until the job's resolution can."""
         accepted = []
+        unjudged = []
         under = self.placed_under
         for (tid, w), (started, ended, outcome), launch in zip(group, runs, launches or [0] * len(group), strict=True):
             if self.placed.get(tid) == w and (not launch or launch >> 32 >= under.get(tid, 0)):
@@ -498,8 +511,12 @@ class GMPlacements:
                 self.ends_repeated += 1
                 run, local = split_id(tid)
                 self.emit(run, (FINISHED, local, ended, {**outcome, "worker": w, "started_at": started}))
+            elif tid not in self.placed and tid not in self.recent and self.on_unjudged is not None:
+                unjudged.append((tid, w, (started, ended, outcome)))
             else:
                 self.dropped_completions += 1
+        if unjudged and self.on_unjudged is not None:
+            self.on_unjudged(unjudged)
         return accepted
 
     def counters(self) -> dict[str, int]:

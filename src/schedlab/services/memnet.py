@@ -126,7 +126,7 @@ class MemNet:
         self.backlog: dict[str, list[tuple]] = {}  # url -> requests that arrived before its node served
         self.faults: dict[tuple[str, str], LinkFault] = {}
         self.pipes: dict[tuple[str, str], list[Pipe]] = {}
-        self.counters: dict[str, int] = {"requests": 0, "requests_lost": 0, "responses_lost": 0, "refused_connections": 0,
+        self.counters: dict[str, int] = {"requests": 0, "requests_lost": 0, "responses_lost": 0, "refused_connections": 0, "reset_connections": 0,
                                          "stale_signatures": 0}
 
     # -- faults -----------------------------------------------------------------------------
@@ -192,8 +192,16 @@ class MemNet:
             return
         self.clock.post(d, self._arrive, sender, url, dst, packed, fut, sender.rt.now())
 
-    def _arrive(self, sender: MemProcess, url: str, dst: str, packed: list[Any], fut: Any, signed_at: float) -> None:
+    def _arrive(self, sender: MemProcess, url: str, dst: str, packed: list[Any], fut: Any, signed_at: float,
+                waited_in: MemProcess | None = None) -> None:
         held = self.endpoints.get(url)
+        if waited_in is not None and (held is None or held[0] is not waited_in):
+            # it waited in a frozen process's socket, and that process died: the connection was reset (a process
+            # started since at that address never reads it — found by the deterministic simulation, seed 409161:
+            # a beacon of a host's earlier incarnation, read by its LM's next process, declared the host restarted)
+            self.counters["reset_connections"] += 1
+            self._respond(dst, sender, fut, Unreachable("connection reset"))
+            return
         if held is None or not held[0].alive:
             self.counters["refused_connections"] += 1
             self._respond(dst, sender, fut, Unreachable("connection refused"))
@@ -201,7 +209,7 @@ class MemNet:
         proc, node = held
         left = paused_for(proc)
         if left > 0:  # a frozen process: the request waits in its socket until it runs again
-            self.clock.post(left, self._arrive, sender, url, dst, packed, fut, signed_at)
+            self.clock.post(left, self._arrive, sender, url, dst, packed, fut, signed_at, proc)
             return
         if not node.serving:  # bound, not answering yet: the connection waits in the listen backlog
             self.backlog.setdefault(url, []).append((sender, url, dst, packed, fut, signed_at))

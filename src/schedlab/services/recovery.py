@@ -64,7 +64,7 @@ from schedlab.services.messages import (
     SubmitJob,
     VerifyEnds,
 )
-from schedlab.services.records import LOST, RECOVERED_REPORT, REPORTED, Emit
+from schedlab.services.records import FINISHED, LOST, RECOVERED_REPORT, REPORTED, Emit
 from schedlab.services.runtime import ServiceRuntime
 from schedlab.services.tasks import RecentIds, TaskStore, split_id
 from schedlab.workers.protocol import TasksFinished
@@ -209,6 +209,16 @@ class DurableJobs:
     so a GM that does not know the task — it restarted, and the task's job is
     still in its queue, or only in the log — keeps it as done rather than
     dropping it.
+
+    **Ends to verify of unknown tasks** (``to_judge``): an end an LM could not
+    vouch for (:class:`~.messages.VerifyEnds`: its process that launched the run
+    died with the end unpublished) is judged against the GM's placement, which a
+    restarted GM does not know until the task's job comes back and every LM has
+    answered about it. Such an end is kept until then: if no LM runs the task
+    and none completed it, the run that ended is the task's last, and its end
+    completes it — running it again would run it twice (found by the
+    deterministic simulation, seed 417684). Kept ends of tasks whose job does not
+    come back (acknowledged already) are dropped once the queue is drained.
     """
 
     def __init__(self, rt: ServiceRuntime, gm: GlobalMaster, frontend: Any, placements: GMPlacements, store: TaskStore,
@@ -234,6 +244,9 @@ class DurableJobs:
         self.log_keys: dict[int, list[int]] = {}  # tid -> keys of the log messages waiting for it
         self._log_key = 0
         self.jobs_drained = False  # every job waiting in the queue at the start has been delivered
+        self.resolving: set[int] = set()  # tasks of jobs delivered again, asked about, not answered for yet
+        self.to_judge: dict[int, tuple[int, tuple]] = {}  # tid -> (worker, run) of an end to verify (see the class)
+        self.tasks_found_ended = 0
         self.jobs_resolved = 0
         self.tasks_found_running = 0
         self.tasks_found_completed = 0
@@ -248,6 +261,7 @@ class DurableJobs:
         self.on_open: Callable[[int, bool], None] | None = None
         rt.after_delivery(TasksFinished, self._finished)
         placements.on_orphans = self.orphan_completions
+        placements.on_unjudged = self.unjudged_ends
 
     # -- the queue ----------------------------------------------------------------------------------
     def on_job(self, msg: SubmitJob, redelivered: bool, message: Any) -> None:
@@ -283,6 +297,7 @@ class DurableJobs:
         ask = [t for t in msg.tids if t not in placed and t in self.job_of]
         self.tasks_found_running += sum(1 for t in msg.tids if t in placed)
         if ask:
+            self.resolving.update(ask)
             self.questions.ask(set(range(self.num_lms)), ask, lambda completed, running: self._resolved(ask, completed, running))
         if self.on_open is not None:
             self.on_open(jid, False)
@@ -325,8 +340,11 @@ class DurableJobs:
         now = self.rt.now()
         again = []
         done = []
+        resolving, to_judge = self.resolving, self.to_judge
         for t in tids:
             run, local = split_id(t)
+            resolving.discard(t)
+            ended = to_judge.pop(t, None)
             if t not in self.job_of:
                 continue  # settled meanwhile (an end that came from the queue)
             if t in completed:
@@ -338,6 +356,13 @@ class DurableJobs:
                 # running at an LM; or placed since the question — held again from an LM's state, or requested
                 # anew after a loss accepted meanwhile (found by the deterministic simulation, seed 201043)
                 self.tasks_found_running += 1
+            elif ended is not None:  # its last run ended, and no LM could vouch for the end (see the class)
+                worker, (started, end, outcome) = ended
+                self.tasks_found_ended += 1
+                self.emit(run, (FINISHED, local, end, {**outcome, "worker": worker, "started_at": started}))
+                self._report_again(t, now)
+                if self._completed(t):
+                    done.append(t)
             else:
                 self.emit(run, (LOST, local, now, -1))  # a run it had, if any, ended with its worker or its GM
                 again.append(t)
@@ -378,6 +403,13 @@ class DurableJobs:
         self.orphans += len(done)
         if done:
             self._log(done)
+
+    def unjudged_ends(self, ends: list[tuple[int, int, tuple]]) -> None:
+        """Ends to verify of tasks this GM process knows no placement of (see the class): kept while the task's
+        job is being resolved, or may still come back; dropped otherwise (an end of a finished job's task)."""
+        for tid, worker, run in ends:
+            if tid in self.resolving or (not self.jobs_drained and tid not in self.job_of):
+                self.to_judge[tid] = (worker, run)
 
     def _completed(self, tid: int) -> bool:
         """The task of an open job completed (True), or it was not one (False)."""
@@ -446,6 +478,8 @@ class DurableJobs:
         """Every job that waited in the queue at the start has been delivered: what the log names of jobs that did
         not come back belongs to jobs acknowledged already."""
         self.jobs_drained = True
+        for t in [t for t in self.to_judge if t not in self.resolving]:
+            del self.to_judge[t]
         for t in [t for t in self.unknown if t not in self.logged]:
             self.done_before.discard(t)
             self._settle(t)
@@ -453,6 +487,7 @@ class DurableJobs:
     def counters(self) -> dict[str, int]:
         return {"jobs_open": len(self.open), "jobs_resolved": self.jobs_resolved, "tasks_found_running": self.tasks_found_running,
                 "tasks_found_completed": self.tasks_found_completed, "tasks_found_in_log": self.tasks_found_in_log,
+                "tasks_found_ended": self.tasks_found_ended,
                 "tasks_requested_again": self.tasks_requested_again, "jobs_delivered_again": self.deliveries_again,
                 "completions_of_unknown_tasks": self.orphans, "log_messages_held": len(self.log_entries)}
 
