@@ -58,6 +58,16 @@ class Node:
             unpack = staticmethod(lambda p: p)
 
 
+def linked_pair(latency=0.001):
+    """A kernel, network and broker, and two processes' broker links, connected: ``(k, net, broker, pub, sub)``."""
+    k, net, broker = world(latency)
+    pub, sub = MemLink(broker, proc(k, "a")), MemLink(broker, proc(k, "b"))
+    spawn(pub.proc, pub.connect())
+    spawn(sub.proc, sub.connect())
+    k.run(until=10 * latency)
+    return k, net, broker, pub, sub
+
+
 def http_world(client):
     """A kernel, a network, a client process and the process at LM 0's host (``mem://lm/0``, not bound yet)."""
     k, net, _broker = world()
@@ -101,14 +111,9 @@ def test_unacknowledged_messages_come_back_marked_redelivered_when_their_consume
 
 
 def test_a_broker_restart_keeps_persistent_messages_of_durable_queues_and_links_reconnect_and_resend():
-    k, net, broker = world()
-    a, b = proc(k, "a"), proc(k, "b")
-    pub, sub = MemLink(broker, a), MemLink(broker, b)
+    k, net, broker, pub, sub = linked_pair()
     got = []
-    spawn(a, pub.connect())
-    spawn(b, sub.connect())
-    k.run(until=0.01)
-    spawn(b, sub.consume("q", got.append, None))
+    spawn(sub.proc, sub.consume("q", got.append, None))
     k.run(until=0.02)
     broker.stop()
     pub.publish("q", "kept", persistent=True)  # no connection: held by the publisher
@@ -191,3 +196,25 @@ def test_a_request_waiting_in_a_frozen_process_dies_with_it_and_never_reaches_it
     assert seen == []  # the next process at the address never reads it
     assert answers == ["unreachable: connection reset"]
     assert net.counters["reset_connections"] == 1
+
+
+def test_a_fenced_publish_leaves_only_once_everything_before_it_is_confirmed_and_what_follows_waits_behind_it():
+    k, _net, _broker, pub, sub = linked_pair(latency=0.01)
+    got = []
+    spawn(sub.proc, sub.consume("records", lambda f: got.append(("records", f, k.now)), None))
+    spawn(sub.proc, sub.consume("gm", lambda f: got.append(("gm", f, k.now)), None))
+    k.run(until=0.2)
+    start = k.now
+    pub.publish("records", "r1", persistent=True)
+    pub.publish("records", "r2", persistent=True)
+    pub.publish("gm", "ends", persistent=True, fence=True)  # proof of r1 and r2: held for their confirm
+    pub.publish("records", "r3", persistent=True)  # behind the fenced one
+    confirmed = []
+    pub.when_published(lambda: confirmed.append(k.now))
+    assert [e[2] for e in pub.unconfirmed] == ["r1", "r2"] and [e[0][2] for e in pub.fenced] == ["ends", "r3"]
+    k.run(until=start + 1.0)
+    assert [f for _q, f, _t in got] == ["r1", "r2", "ends", "r3"]
+    arrived = {f: t for _q, f, t in got}
+    # the records travel together; the fenced message leaves once their confirm is back: a round trip later
+    assert arrived["r1"] == arrived["r2"] and arrived["ends"] - arrived["r2"] >= 2 * 0.01 - 1e-9
+    assert confirmed and confirmed[0] >= arrived["r3"] and not pub.unconfirmed and not pub.fenced

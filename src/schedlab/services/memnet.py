@@ -558,6 +558,8 @@ class MemLink(AcksAfterOutput):
         self.publish_errors = 0
         self.failovers = 0  # the in-memory broker is one node: there is no other to move to
         self.unconfirmed: deque[tuple[int, str, Any, bool]] = deque()
+        # publishes held behind a fenced one (sent only once everything before it is confirmed), with their fence
+        self.fenced: deque[tuple[tuple[int, str, Any, bool], bool]] = deque()
         self._seq = 0
         self._waiters: deque[tuple[int, Callable[[], None]]] = deque()
         self.subscriptions: list[tuple] = []  # (kind, queue, callback...) restored after a reconnection
@@ -589,9 +591,17 @@ class MemLink(AcksAfterOutput):
             self._transmit(conn, entry)
 
     # -- publishing -----------------------------------------------------------------------------
-    def publish(self, queue: str, packed: Any, persistent: bool = False) -> None:
+    def publish(self, queue: str, packed: Any, persistent: bool = False, fence: bool = False) -> None:
+        """Sent at once and confirmed later, as the real link's pipeline does; a ``fence``d message (and whatever
+        follows it) only once everything before it is confirmed."""
         self._seq += 1
         entry = (self._seq, queue, packed, persistent)
+        if self.fenced or (fence and self.unconfirmed):
+            self.fenced.append((entry, fence))
+            return
+        self._send(entry)
+
+    def _send(self, entry: tuple[int, str, Any, bool]) -> None:
         self.unconfirmed.append(entry)
         if self.conn is not None:
             self._transmit(self.conn, entry)
@@ -620,14 +630,17 @@ class MemLink(AcksAfterOutput):
             return
         while self.unconfirmed and self.unconfirmed[0][0] <= seq:
             self.unconfirmed.popleft()
-        done = self.unconfirmed[0][0] if self.unconfirmed else self._seq + 1
+        fenced = self.fenced
+        while fenced and not (fenced[0][1] and self.unconfirmed):
+            self._send(fenced.popleft()[0])
+        done = self.unconfirmed[0][0] if self.unconfirmed else fenced[0][0][0] if fenced else self._seq + 1
         while self._waiters and self._waiters[0][0] < done:
             _s, fn = self._waiters.popleft()
             self.proc.rt.guarded(fn)
 
     def when_published(self, fn: Callable[[], None]) -> None:
         """``fn()`` once everything published so far is confirmed by the broker."""
-        if not self.unconfirmed:
+        if not self.unconfirmed and not self.fenced:
             self.proc.rt.call_soon(fn)
         else:
             self._waiters.append((self._seq, fn))

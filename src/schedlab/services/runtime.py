@@ -270,3 +270,4 @@ class AsyncRuntime(ServiceRuntime):
         """Cancel every coroutine spawned here that still runs."""
         for t in list(self._tasks):
             t.cancel()
+

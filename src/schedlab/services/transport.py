@@ -79,6 +79,11 @@ ORDERED_LINKS = frozenset({("lm", "gm")})  # (sender kind, receiver kind) delive
 # superseded by the next one. Everything else (jobs, completions, losses, holdings, records) is
 # persistent in durable queues.
 TRANSIENT_TYPES = frozenset({"StateUpdate", "HostAlive"})
+# Broker messages whose consumer takes them as proof that what their sender published before is in the broker:
+# an LM's relayed ends after those ends' run records, a GM's completion log after its records (found by the
+# deterministic simulation, seed 15588). They leave only once everything published before is confirmed — the
+# publisher pipelines the rest, and within a pipeline a quorum queue may refuse one message and take a later one.
+FENCED_TYPES = frozenset({"TasksFinished", "Done"})
 # LM -> GM messages that tell of events no snapshot repeats: delivered even if numbered before a restart of the link
 FACTS = frozenset({"TasksFinished", "TaskLost", "TaskPreempted", "VerifyEnds"})
 # LM -> GM messages that tell a state a later one replaces: one that comes after its gap was skipped is dropped
@@ -100,7 +105,7 @@ class HttpPort(Protocol):
 
 
 class BrokerPort(Protocol):
-    def publish(self, queue: str, packed: Any, persistent: bool = False) -> None: ...
+    def publish(self, queue: str, packed: Any, persistent: bool = False, fence: bool = False) -> None: ...
 
 
 # -- wires: how a message is packed -----------------------------------------------------------------
@@ -449,7 +454,7 @@ class Router:
         if self.broker is None:
             raise KeyError(f"{name} to {dst!r} needs the broker, and this process has none")
         self.broker.publish(self.queue(dst), self.wire.pack(self.identity, dst, msg, self._seq(dst), None),
-                            name not in TRANSIENT_TYPES)
+                            name not in TRANSIENT_TYPES, name in FENCED_TYPES)
 
     # -- HTTP client ------------------------------------------------------------------------------
     def _kick(self, url: str) -> None:
