@@ -757,12 +757,20 @@ def full_app() -> typer.Typer:
     from schedlab.edge.cli import app as edge_app
     from schedlab.grid.cli import app as grid_app
     from schedlab.locality.cli import app as locality_app
-    from schedlab.services.cli import broker_app, chaos_cmd, cluster_app, serve_cmd, submit_cmd
+    from schedlab.services.cli import (
+        broker_app,
+        calibrate_cmd,
+        chaos_cmd,
+        cluster_app,
+        serve_cmd,
+        submit_cmd,
+    )
     from schedlab.services.dst_cli import dst_cmd
     from schedlab.services.jobs_cli import job_app, jobs_cmd
 
     whole = typer.Typer(**_SETTINGS)
-    for name, cmd in (("serve", serve_cmd), ("submit", submit_cmd), ("chaos", chaos_cmd), ("jobs", jobs_cmd), ("dst", dst_cmd)):
+    for name, cmd in (("serve", serve_cmd), ("submit", submit_cmd), ("chaos", chaos_cmd), ("calibrate", calibrate_cmd), ("jobs", jobs_cmd),
+                      ("dst", dst_cmd)):
         whole.command(name)(cmd)
     whole.registered_commands += core_app.registered_commands
     whole.registered_groups += core_app.registered_groups

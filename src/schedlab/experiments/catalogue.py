@@ -100,6 +100,8 @@ _GRID = "Bursty grid scheduling"
 _FUNCTIONS = (
     Reproduction("megha-prototype", "services", _MEGHA, "Fig. 12: a real local cluster beside the simulator (allocation time, execution delay)",
                  "reports/services/megha-prototype", "schedlab.services.prototype:reproduce"),
+    Reproduction("megha-twin", "services", _MEGHA, "Figs. 7, 12: the simulator calibrated on a real cluster's measured costs, predicting its allocation times",
+                 "reports/twin", "schedlab.services.twin:reproduce"),
     Reproduction("megha-jrt-delay", "data center", _AWARE, "Section 6: Megha's JRT delay on syn_250/500/1000 and Google, random vs min-constraints, both profiles",
                  "reports/megha/reproduction.json", "schedlab.experiments.catalogue:_megha_jrt_delay", parallel=True, store="megha-jrt-delay"),
     Reproduction("megha-overheads", "data center", _MEGHA, "Figs. 6, 8-11 at a scale of minutes: allocation time against GM/LM counts and data-center size, fair sharing",

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from schedlab.schedulers.megha.gm import GlobalMaster, gm_address
-from schedlab.schedulers.megha.messages import StateUpdate
+from schedlab.schedulers.megha.messages import LaunchRejected, StateUpdate
 from schedlab.services.cancel import JobCancels
 from schedlab.services.failures import GMPlacements
 from schedlab.services.fairness import GMFairness
@@ -70,6 +70,18 @@ class GMFrontend(Component):
             self.gm.submit(tids)
 
 
+def update_entries(gm: Any, msg: StateUpdate) -> int:
+    """How many worker entries a GM folds from a state update — the unit the simulator charges
+    ``update_cost_per_worker`` by (a snapshot: every worker of its partitions; a delta: those it changes)."""
+    if msg.bits:
+        if msg.snapshot:
+            return sum(gm.layout.index[p].size for p in msg.bits)
+        return sum((free | busy).bit_count() for free, busy in msg.bits.values())
+    if msg.free:
+        return sum(len(changes) for changes in msg.free.values())
+    return sum(len(busy) + len(avail) for busy, avail in msg.lists.values())
+
+
 class GMNode(ServiceNode):
     """One Global Master process."""
 
@@ -113,6 +125,9 @@ class GMNode(ServiceNode):
             self.fair = GMFairness(rt, [gm], p, plan.layout, plan.cluster, self.store)
         rt.after_delivery(TasksFinished, lambda _dst, msg: self.store.forget(t for t, _w in msg.group))
         rt.after_delivery(StateUpdate, lambda _dst, msg: self.last_update.__setitem__(msg.lm, rt.now()))
+        # the steps the simulator charges, measured where this runtime measures (:mod:`~.stepcosts`)
+        rt.time_step(StateUpdate, "update_per_worker", lambda msg: update_entries(gm, msg))
+        rt.time_step(LaunchRejected, "gm_match", lambda msg: len(msg.items))
         broker = self.broker
         questions = Questions(rt, gm)
         log = log_address(self.id)
@@ -208,7 +223,7 @@ class GMNode(ServiceNode):
             self.refusals.refuse("not for this service", f"{msg.__class__.__name__} for {dst!r} on a submission queue")
             self.broker.ack(handle)
             return
-        self.rt.guarded(self.jobs.on_job, msg, redelivered, handle)
+        self.rt.timed("gm_match", len(msg.tids), self.jobs.on_job, msg, redelivered, handle)
 
     def status(self) -> dict[str, Any]:
         out = super().status()

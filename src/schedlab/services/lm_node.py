@@ -160,6 +160,7 @@ class LMNode(ServiceNode):
         rt.before_delivery(LaunchTask, self._still_running)
         rt.after_delivery(LaunchRequest, lambda _dst, msg: self._accepted(msg))
         rt.before_delivery(LaunchRequest, self._screen_launches)
+        rt.time_step(LaunchRequest, "lm_verify", lambda msg: len(msg.items))  # measured where the runtime measures
         rt.before_send(LaunchRejected, self._stamp_rejection)
         rt.before_send(TaskLost, self._stamp_loss)
         rt.add_handler(lm.address, RejectAgain, self._reject_again)

@@ -34,6 +34,7 @@ from schedlab.services.acks import Acknowledger, AcksAfterOutput
 from schedlab.services.auth import AuthError, Signer, Verifier
 from schedlab.services.clusterfile import LoadedCluster
 from schedlab.services.runtime import Address
+from schedlab.services.stepcosts import StepCosts
 from schedlab.services.transport import REPLY_REFUSED, Frame, Unreachable
 from schedlab.services.wire import Codec, WireError
 
@@ -194,6 +195,8 @@ class AmqpLink(AcksAfterOutput):
         self._telling: asyncio.Task | None = None
         self._out: asyncio.Queue[tuple[str, bytes, Any] | None] = asyncio.Queue()
         self._in_flight = 0  # publishes taken from _out and not confirmed yet
+        self.step_clock: Callable[[], float] | None = None  # set where messages' handling is measured (stepcosts)
+        self.checked_in = 0.0  # seconds the last message's authentication took (with a step_clock)
         self._publisher: asyncio.Task | None = None
         self.published = 0
         self.publish_errors = 0  # messages given up (only when closing during an outage)
@@ -405,11 +408,23 @@ class AmqpLink(AcksAfterOutput):
         task.add_done_callback(_log_ack_failure)
 
     def _authentic(self, message: Any) -> bytes | None:
-        """The message's body if it is authentic (always, without a verifier), else None (reported)."""
+        """The message's body if it is authentic (always, without a verifier), else None (reported). With a
+        ``step_clock``, the time the check took is left in ``checked_in`` for the message's decoder to count."""
         if self.verifier is None:
             return message.body
+        clock = self.step_clock
+        if clock is None:
+            return self._checked(message)
+        t0 = clock()
+        body = self._checked(message)
+        self.checked_in = clock() - t0
+        return body
+
+    def _checked(self, message: Any) -> bytes | None:
+        verifier = self.verifier
+        assert verifier is not None  # _authentic's caller checked
         try:
-            return self.verifier.unframe(message.body, fresh=not message.redelivered)[1]
+            return verifier.unframe(message.body, fresh=not message.redelivered)[1]
         except AuthError as e:
             if e.reason == "stale":
                 # authentic (the signature is checked first), its time off by more than the window: its sender's
@@ -418,7 +433,7 @@ class AmqpLink(AcksAfterOutput):
                 # message dropped here would be a task never reported (found on the testbed, a GM's clock 45 s off)
                 if self.on_refused is not None:
                     self.on_refused(AuthError("skewed", f"{e.detail}; taken (a broker message)", e.sender))
-                return self.verifier.unframe(message.body, fresh=False)[1]
+                return verifier.unframe(message.body, fresh=False)[1]
             if self.on_refused is not None:
                 self.on_refused(e)
             return None
@@ -745,6 +760,7 @@ class AmqpFrames(AcksAfterOutput):
         self.amqp = amqp
         self.codec = codec
         self.acks = amqp.acks
+        self.steps: StepCosts | None = None  # a GM's or LM's: each message's handling is measured (stepcosts)
 
     @property
     def publish_errors(self) -> int:
@@ -768,8 +784,16 @@ class AmqpFrames(AcksAfterOutput):
 
     def _opener(self, on_frame: Callable[..., None], on_bad: Callable[[str], None]) -> Callable[..., None]:
         def on_body(body: bytes, *rest: Any) -> None:
+            steps = self.steps
             try:
-                frame = self.codec.decode_frame(body)
+                if steps is None:
+                    frame = self.codec.decode_frame(body)
+                else:  # a message's handling step: its authentication and its decoding (stepcosts)
+                    clock = time.perf_counter
+                    t0 = clock()
+                    frame = self.codec.decode_frame(body)
+                    steps.observe("message", clock() - t0 + self.amqp.checked_in)
+                    self.amqp.checked_in = 0.0
             except WireError as e:
                 on_bad(e.reason)
                 if rest:  # a held message (a job): not retried

@@ -36,6 +36,7 @@ import os
 import secrets
 import signal
 import sys
+import time
 from typing import Any
 
 from aiohttp import web
@@ -125,6 +126,9 @@ class ProcessNode:
         router.broker = broker
         rt = AsyncRuntime(router, loaded.spec.seed, clock=clock)
         self.rt = rt
+        if self.role in ("gm", "lm"):  # the processing steps the simulator charges (stepcosts): messages too
+            broker.steps = rt.steps
+            self.amqp.step_clock = time.perf_counter
         self.router = router
         env = NodeEnv(Plan.from_loaded(loaded, self.params), rt, router, store, broker, directory.queue, self._bind,
                       lambda name: Lease(loaded.brokers, name, quorum=loaded.quorum), lambda: secrets.randbits(31), standby=self.standby,
@@ -270,6 +274,7 @@ class ProcessNode:
             body = await request.read()
         except web.HTTPRequestEntityTooLarge:
             return web.Response(status=413, text=node.refusals.refuse("oversize", f"body over {MAX_MESSAGE_BYTES} bytes", request.remote) + "\n")
+        t0 = time.perf_counter()
         refusal = self._authenticate(request, body)
         if refusal is not None:
             return refusal
@@ -278,6 +283,15 @@ class ProcessNode:
         except WireError as e:
             status = 404 if e.reason.startswith("unknown ") else 400
             return web.Response(status=status, text=node.refusals.refuse(reason_key(e.reason), e.reason) + "\n")
+        steps = self.rt.steps
+        if steps is not None and frames:
+            # a message's transit (its signature's time, its sender's clock, to here) and, at a GM or LM, its handling
+            # step (stepcosts)
+            steps.observe("transit", self.clock() - float(request.headers[TIME]))
+            if self.role in ("gm", "lm"):
+                spent = (time.perf_counter() - t0) / len(frames)
+                for _ in frames:
+                    steps.observe("message", spent)
         status, payload = await node.handle_request(frames, float(request.headers[TIME]))
         if status != 200:
             return web.Response(status=status, text=payload)

@@ -391,6 +391,8 @@ class ServiceNode:
             "publish_errors": self.broker.publish_errors,
             "broker_failovers": self.broker.failovers,  # connections moved to another node of a RabbitMQ cluster
         }
+        if self.rt.steps is not None:
+            out["step_costs"] = self.rt.steps.status()  # what each processing step costs here, messages' transit (stepcosts)
         return out
 
 

@@ -40,6 +40,7 @@ from collections import defaultdict
 from collections.abc import Callable, Coroutine, Hashable, Mapping
 from typing import Any, Protocol
 
+from schedlab.services.stepcosts import StepCosts
 from schedlab.sim.rng import RngStreams
 
 log = logging.getLogger("schedlab.services")
@@ -70,6 +71,11 @@ class ServiceRuntime:
         self._after: dict[type, list[Callable[[Address, Any], None]]] = defaultdict(list)
         self._before: dict[type, Callable[[Address, Any], Any]] = {}
         self._outgoing: dict[type, Callable[[Address, Any], Any]] = {}
+        # the steps of Megha's processing measured here (:mod:`~.stepcosts`): only a runtime with a wall clock
+        # measures (``step_clock`` set); the simulation's never reads one
+        self.steps: StepCosts | None = None
+        self.step_clock: Callable[[], float] | None = None
+        self._timed: dict[type, tuple[str, Callable[[Any], int]]] = {}
         attach = getattr(transport, "attach", None)
         if attach is not None:
             attach(self)
@@ -95,6 +101,21 @@ class ServiceRuntime:
         table = dict(self._dispatch[address])
         table[cls] = fn
         self._dispatch[address] = table
+
+    def time_step(self, cls: type, step: str, items: Callable[[Any], int]) -> None:
+        """Where this runtime measures steps: the handling of every ``cls`` message delivered here is one input of
+        ``step``, of ``items(msg)`` items."""
+        self._timed[cls] = (step, items)
+
+    def timed(self, step: str, items: int, fn: Callable[..., Any], *args: Any) -> None:
+        """``guarded(fn, *args)``, measured as one input of ``step`` of ``items`` items where this runtime measures."""
+        clock = self.step_clock
+        if clock is None or self.steps is None:
+            self.guarded(fn, *args)
+            return
+        t0 = clock()
+        self.guarded(fn, *args)
+        self.steps.observe(step, clock() - t0, items)
 
     def before_send(self, cls: type, fn: Callable[[Address, Any], Any]) -> None:
         """``fn(dst, msg)`` sees every ``cls`` message sent from here and returns what to send (``None``: nothing now).
@@ -186,7 +207,11 @@ class ServiceRuntime:
             msg = screen(dst, msg)
             if msg is None:
                 return
-        self.guarded(handler, msg)
+        timed = self._timed.get(msg.__class__) if self.step_clock is not None else None
+        if timed is None:
+            self.guarded(handler, msg)
+        else:
+            self.timed(timed[0], timed[1](msg), handler, msg)
         hooks = self._after.get(msg.__class__)
         if hooks:
             for fn in hooks:
@@ -223,6 +248,8 @@ class AsyncRuntime(ServiceRuntime):
         self.loop = loop if loop is not None else asyncio.get_running_loop()
         self._tasks: set[asyncio.Task] = set()
         super().__init__(transport, seed)
+        self.steps = StepCosts()
+        self.step_clock = time.perf_counter
 
     def now(self) -> float:
         return self.clock()

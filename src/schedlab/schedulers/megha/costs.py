@@ -6,7 +6,9 @@ profile** says, per step, what a GM or LM spends — ``gm_match`` (per task a GM
 matches), ``lm_verify`` (per task an LM validates), ``update_per_worker`` (per
 worker entry a GM folds from a state update), ``message`` (per message a GM or
 LM handles) — either as a constant in seconds or as a distribution given by
-its median and 90th percentile, and optionally the network's one-way delay.
+its median and 90th percentile, and optionally the network's one-way delay (and a
+real cluster's client-to-GM submission delay, which the simulator does not model:
+the calibrated twin adds it, :mod:`schedlab.services.twin`).
 It is what a measurement of the real services yields (the calibrated-twin
 issue's ``schedlab calibrate`` writes one), and what a simulation reads::
 
@@ -75,6 +77,9 @@ class CostProfile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     source: str = ""
     one_way_delay: float | Quantiles | None = None
+    # a real cluster's client-to-GM path through the broker (measured by ``schedlab calibrate``): the simulator has
+    # no such hop (its jobs arrive at their GM); the calibrated twin adds it to simulated allocation times
+    submission_delay: float | Quantiles | None = None
     steps: dict[Step, float | Quantiles] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -95,6 +100,11 @@ class CostProfile(BaseModel):
         if spreads:
             out["cost_spread"] = spreads
         return out
+
+    def submission(self) -> float:
+        """The client-to-GM delay a real cluster adds before its GM sees a job (its median; 0 without one)."""
+        d = self.submission_delay
+        return 0.0 if d is None else d.p50 if isinstance(d, Quantiles) else float(d)
 
     def latency(self) -> float | None:
         """The one-way delay to simulate (its median), if the profile has one."""

@@ -1,0 +1,177 @@
+"""``schedlab calibrate``: a live Megha cluster's processing costs, measured, written as the simulator's cost profile.
+
+The calibrated-twin issue's measuring side. The cluster's GMs and LMs measure
+the steps the simulator charges (:mod:`~.stepcosts`); this runs a calibration
+workload on the cluster, takes every GM's and LM's histograms before and after
+(their difference is the workload's), measures the network's one-way delay, and
+writes a :class:`~schedlab.schedulers.megha.costs.CostProfile` —
+``schedlab simulate --costs`` reads it.
+
+Choices where the issue is silent:
+
+* **the workload**: by default 600 jobs of 1–20 sleep tasks of 50–200 ms
+  (drawn with ``--seed``), offered at about half of what a small cluster
+  sustains here (``--rate`` tasks/s, 300), so that steps are measured below
+  saturation; or any trace (``--trace``, ``--max-jobs``, ``--speedup``);
+* **each step** as the median and 90th percentile of its per-item cost over the
+  workload's inputs (the profile's lognormal takes two quantiles);
+* **the one-way delay** as the median and 90th percentile of the workload's
+  messages' **transit** (every node measures it: from the sender's signature
+  to the receiver's handler, :mod:`~.stepcosts`) — the simulator's one-way
+  delay stands for a message's whole way between two services' handlers.
+  Tried first and left as a fallback (no transit measured): half the round
+  trip of a request to the nodes' ``/v1/health`` (125 µs here, against a
+  transit p50 of 1.1 ms at 20–80 tasks/s: an idle GET skips the sender's
+  queue, the signing and a body's handling — with it the twin's allocation
+  times were 58–64 % below the real ones, with the transit 14–30 %); before
+  that, half the time to open a TCP connection (49 µs);
+* **the submission delay**: a job goes from its client to its GM through the
+  broker (a confirmed persistent publish, then a delivery), a path the
+  simulator does not have (its jobs arrive at their GM); measured on a queue
+  of its own, 20 messages, and kept in the profile for the twin
+  (:mod:`~.twin`), which adds it to the simulated allocation times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import secrets
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from schedlab.atomic import atomic_write
+from schedlab.errors import InputError
+from schedlab.schedulers.megha.costs import STEPS, CostProfile, Quantiles
+from schedlab.services.stepcosts import TRANSIT, merge, quantile, subtract
+from schedlab.workload.trace import TraceJob
+
+DEFAULT_JOBS = 600
+DEFAULT_RATE = 300.0  # tasks/s offered
+REQUESTS = 20  # round trips timed per endpoint, messages through the broker
+
+
+def calibration_workload(jobs: int, rate: float, seed: int) -> list[TraceJob]:
+    """``jobs`` jobs of 1–20 sleep tasks of 50–200 ms, arriving so that ``rate`` tasks/s are offered on average."""
+    rng = random.Random(f"{seed}:calibrate")
+    out = []
+    t = 0.0
+    for _ in range(jobs):
+        n = rng.randint(1, 20)
+        durations = [round(rng.uniform(0.05, 0.2), 3) for _ in range(n)]
+        out.append(TraceJob(round(t, 4), max(durations), durations))
+        t += n / rate
+    return out
+
+
+def _step_histograms(statuses: list[dict[str, Any]]) -> dict[str, dict[int, int]]:
+    down = [f"{s['role']} {s['id']}" for s in statuses if "error" in s]
+    if down:
+        raise InputError("--cluster", f"{', '.join(down)} did not answer: calibrate a cluster whose every node serves")
+    return merge(s.get("step_costs", {}) for s in statuses)
+
+
+def _quantiles(samples: list[float]) -> Quantiles:
+    samples = sorted(samples)
+    return Quantiles(p50=statistics.median(samples), p90=samples[min(len(samples) - 1, int(0.9 * len(samples)))])
+
+
+async def one_way_delay(urls: list[str], requests: int = REQUESTS) -> Quantiles:
+    """Half the round trip of an HTTP request to each of ``urls`` (``requests`` each, on a kept-alive connection, to
+    the nodes' ``/v1/health``, which does no work): what a message between services takes on the network and the
+    HTTP stacks of both ends, without the handling it carries."""
+    import aiohttp
+
+    halves = []
+    async with aiohttp.ClientSession() as session:
+        for url in urls:
+            for k in range(requests + 1):
+                t0 = time.perf_counter()
+                async with session.get(url + "/v1/health") as resp:
+                    await resp.read()
+                if k:  # the first opens the connection
+                    halves.append((time.perf_counter() - t0) / 2)
+    return _quantiles(halves)
+
+
+async def submission_delay(urls: list[str], messages: int = REQUESTS) -> Quantiles:
+    """How long a job takes from a client to its GM through the broker: a persistent message's publish (confirmed)
+    to its delivery on another connection, on a queue of its own (deleted after)."""
+    from schedlab.services.net import AmqpLink
+
+    queue = f"schedlab.calibrate.{secrets.token_hex(4)}"
+    pub, sub = AmqpLink(urls), AmqpLink(urls)
+    await pub.connect()
+    await sub.connect()
+    got: dict[int, float] = {}
+    sent: dict[int, float] = {}
+    try:
+        await sub.consume(queue, lambda body: got.__setitem__(int(body), time.perf_counter()))
+        for k in range(messages):
+            sent[k] = time.perf_counter()
+            pub.publish(queue, str(k).encode(), True)
+            deadline = time.perf_counter() + 5.0
+            while k not in got and time.perf_counter() < deadline:
+                await asyncio.sleep(0.0005)
+            await asyncio.sleep(0.01)
+    finally:
+        await sub.delete_queues([queue])
+        await sub.close()
+        await pub.close()
+    if len(got) < messages:
+        raise InputError("--cluster", f"the broker delivered {len(got)} of {messages} calibration messages within 5 s each")
+    return _quantiles([got[k] - sent[k] for k in range(messages)])
+
+
+async def calibrate(path: Path, trace: str | None = None, max_jobs: int | None = None, speedup: float = 1.0,
+                    jobs: int = DEFAULT_JOBS, rate: float = DEFAULT_RATE, seed: int = 0) -> tuple[CostProfile, dict[str, Any]]:
+    """Run the calibration workload on the cluster of ``path``: its cost profile, and what was measured (counts
+    per step, the replay's summary)."""
+    from schedlab.services.client import Client
+    from schedlab.services.clusterfile import load_cluster
+    from schedlab.services.remote import fetch_statuses
+
+    if rate <= 0:
+        raise InputError("--rate", f"must be > 0 tasks/s, got {rate}")
+    if jobs < 1:
+        raise InputError("--jobs", f"must be >= 1, got {jobs}")
+    loaded = load_cluster(path)
+    before = _step_histograms(await fetch_statuses(loaded))
+    urls = [g.url for g in loaded.spec.gms] + [lm.urls[0] for lm in loaded.spec.lms]
+    delay = await one_way_delay(urls)
+    submission = await submission_delay(loaded.brokers)
+    workload: Any = trace if trace is not None else calibration_workload(jobs, rate, seed)
+    async with Client(path) as c:
+        result = await c.replay(workload, max_jobs=max_jobs, speedup=speedup, constraints="auto", timeout="auto",
+                                trace_label=trace or f"calibration ({jobs} jobs, {rate:g} tasks/s, seed {seed})")
+    after = _step_histograms(await fetch_statuses(loaded))
+    observed = subtract(after, before)
+    steps: dict[str, float | Quantiles] = {}
+    for step in STEPS:
+        hist = observed.get(step)
+        if hist:
+            steps[step] = Quantiles(p50=quantile(hist, 0.5), p90=quantile(hist, 0.9))
+    transit = observed.get(TRANSIT)
+    if transit:  # the messages' own transit over the workload (stepcosts), rather than an idle round trip
+        delay = Quantiles(p50=quantile(transit, 0.5), p90=quantile(transit, 0.9))
+    missing = [s for s in STEPS if s not in steps]
+    if missing:
+        raise InputError("--cluster", f"no {', '.join(missing)} measured: are the cluster's services of this version "
+                                      "(a node's status has step_costs) and did the workload reach them?")
+    spec = loaded.spec
+    profile = CostProfile(source=f"schedlab calibrate on {spec.name}: {len(spec.gms)} GM x {len(spec.lms)} LM, "
+                                 f"{len(result.tasks)} tasks",
+                          one_way_delay=delay, submission_delay=submission, steps=steps)  # type: ignore[arg-type]
+    measured = {"inputs": {s: sum(h.values()) for s, h in observed.items()}, "summary": result.summary}
+    return profile, measured
+
+
+def write_profile(profile: CostProfile, out: Path) -> None:
+    """The profile as YAML, written whole or not at all (``simulate --costs`` reads it)."""
+    data = profile.model_dump(exclude_none=True)
+    text = yaml.safe_dump(data, sort_keys=False)
+    atomic_write(out, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))

@@ -1,0 +1,121 @@
+"""What a running GM or LM spends on each step of Megha's processing — the measured side of the calibrated twin.
+
+The simulator charges processing by step (:mod:`schedlab.schedulers.megha.costs`):
+``gm_match`` per task a GM matches, ``lm_verify`` per task an LM validates,
+``update_per_worker`` per worker entry a GM folds from a state update, and
+``message`` per message a GM or LM handles. A service node measures the same
+steps on the real code, with the process's CPU-time-free monotonic clock
+(``time.perf_counter``), at the points where the simulator charges them:
+
+* ``gm_match`` — a GM filing a job from its queue and matching its tasks (the
+  requests it sends are queued, not waited for), per task of the job; and a GM
+  re-matching the tasks of a rejection, per task;
+* ``lm_verify`` — an LM handling a launch request (validation, the launch
+  batches queued), per task in it;
+* ``update_per_worker`` — a GM folding a state update, per worker entry it
+  carries (a snapshot: every worker of its partitions; a delta: those changed);
+* ``message`` — a GM or LM decoding and checking a message it receives (an HTTP
+  request's authentication and decoding, a broker message's decoding), per
+  message.
+
+Every node (worker hosts too) also measures each HTTP message's **transit**:
+from the moment its sender signed it (the signature's time, the sender's
+clock) to its arrival in the receiver's handler — the sender's HTTP client,
+the network and the receiver's HTTP server; on one machine both clocks are
+one, across machines their offset is in it. It is what the simulator's
+one-way delay stands for.
+
+Each observation is one input: its duration divided by its items (the
+simulator draws one factor per step per input, scaling the per-item cost).
+Observations go into a log-spaced histogram per step (40 buckets a decade from
+10 ns to 10 s: quantiles to within 6 %), which a node reports in its status
+(``step_costs``) and which merge by adding counts — ``schedlab calibrate``
+takes the difference of every node's histograms over its workload. Only a real
+process measures (its runtime has a wall clock); the deterministic simulation
+does not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+STEPS = ("gm_match", "lm_verify", "update_per_worker", "message")
+TRANSIT = "transit"  # not a step: a message's way from its sender's signature to its receiver (every node)
+PER_DECADE = 40
+LOWEST = 1e-8  # seconds: the first bucket's lower edge
+BUCKETS = 9 * PER_DECADE  # up to 10 s
+
+
+def bucket_of(seconds: float) -> int:
+    """The histogram bucket of a duration (clamped to the first and last)."""
+    if seconds <= LOWEST:
+        return 0
+    return min(BUCKETS - 1, int(math.log10(seconds / LOWEST) * PER_DECADE))
+
+
+def bucket_value(k: int) -> float:
+    """A bucket's representative duration: its geometric middle."""
+    return LOWEST * 10 ** ((k + 0.5) / PER_DECADE)
+
+
+class StepCosts:
+    """A node's histograms of per-item step costs (see the module)."""
+
+    __slots__ = ("counts", "sums")
+
+    def __init__(self) -> None:
+        self.counts: dict[str, dict[int, int]] = {s: {} for s in (*STEPS, TRANSIT)}
+        self.sums: dict[str, float] = dict.fromkeys((*STEPS, TRANSIT), 0.0)
+
+    def observe(self, step: str, seconds: float, items: int = 1) -> None:
+        """One input of ``items`` items took ``seconds``."""
+        if items <= 0:
+            return
+        per = seconds / items
+        hist = self.counts[step]
+        k = bucket_of(per)
+        hist[k] = hist.get(k, 0) + 1
+        self.sums[step] += per
+
+    def status(self) -> dict[str, Any]:
+        """The histograms as JSON: ``{step: {"n": inputs, "sum": seconds, "buckets": {bucket: count}}}``."""
+        return {s: {"n": sum(h.values()), "sum": self.sums[s], "buckets": {str(k): v for k, v in sorted(h.items())}}
+                for s, h in self.counts.items() if h}
+
+
+def merge(statuses: Iterable[Mapping[str, Any]]) -> dict[str, dict[int, int]]:
+    """Several nodes' ``step_costs`` added up: ``{step: {bucket: count}}``."""
+    out: dict[str, dict[int, int]] = {}
+    for st in statuses:
+        for step, h in st.items():
+            acc = out.setdefault(step, {})
+            for k, v in h.get("buckets", {}).items():
+                acc[int(k)] = acc.get(int(k), 0) + int(v)
+    return out
+
+
+def subtract(after: Mapping[str, Mapping[int, int]], before: Mapping[str, Mapping[int, int]]) -> dict[str, dict[int, int]]:
+    """What was observed between two merged snapshots of the same nodes."""
+    out: dict[str, dict[int, int]] = {}
+    for step, h in after.items():
+        b = before.get(step, {})
+        diff = {k: v - b.get(k, 0) for k, v in h.items() if v - b.get(k, 0) > 0}
+        if diff:
+            out[step] = diff
+    return out
+
+
+def quantile(hist: Mapping[int, int], q: float) -> float:
+    """The ``q`` quantile of a histogram (its bucket's middle); 0 for an empty one."""
+    total = sum(hist.values())
+    if total == 0:
+        return 0.0
+    rank = q * total
+    seen = 0
+    for k in sorted(hist):
+        seen += hist[k]
+        if seen >= rank:
+            return bucket_value(k)
+    return bucket_value(max(hist))

@@ -1,0 +1,82 @@
+"""``schedlab calibrate`` on a live cluster (needs the broker): the services measure the steps the simulator charges,
+the profile is written whole and ``simulate --costs`` runs on it; a bad option is one line (issue 43)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from schedlab.cli import main
+from schedlab.schedulers.megha.costs import STEPS, load_costs
+from schedlab.services import supervise
+from schedlab.services.clusterfile import load_cluster
+from schedlab.services.remote import fetch_statuses
+from schedlab.services.stepcosts import (
+    StepCosts,
+    bucket_of,
+    bucket_value,
+    merge,
+    quantile,
+    subtract,
+)
+
+from .helpers import write_cluster
+
+
+def test_step_histograms_give_quantiles_within_a_bucket_and_merge_and_subtract_by_counts():
+    costs = StepCosts()
+    for k in range(1, 101):  # 100 inputs of 10 items: per-item 1..100 µs
+        costs.observe("lm_verify", k * 1e-5, 10)
+    costs.observe("lm_verify", 1.0, 0)  # an input of no item is no observation
+    st = costs.status()
+    assert st["lm_verify"]["n"] == 100 and set(st) == {"lm_verify"}
+    hist = merge([st])["lm_verify"]
+    assert abs(quantile(hist, 0.5) / 50e-6 - 1) < 0.06 and abs(quantile(hist, 0.9) / 90e-6 - 1) < 0.06
+    twice = merge([st, st])
+    assert subtract(twice, merge([st])) == merge([st]) and subtract(merge([st]), merge([st])) == {}
+    for s in (3e-9, 2.5e-6, 40.0):  # clamped at both ends, and a bucket's middle is within a bucket of the value
+        assert abs(bucket_of(bucket_value(bucket_of(s))) - bucket_of(s)) <= 1
+
+
+def test_calibrate_measures_a_live_cluster_and_simulate_reads_the_profile(broker, tmp_path, capsys):
+    path = write_cluster(tmp_path, gms=2, lms=2, workers=16)
+    loaded = load_cluster(path)
+    out = tmp_path / "costs.yaml"
+
+    async def up() -> None:
+        await supervise.up(loaded, path, timeout=60)
+
+    asyncio.run(up())
+    try:
+        assert main(["calibrate", "-c", str(path), "-o", str(out), "--jobs", "60", "--rate", "100"]) == 0
+        statuses = asyncio.run(fetch_statuses(loaded))
+    finally:
+        asyncio.run(supervise.down(loaded, path))
+    shown = capsys.readouterr().out
+    assert f"cost profile written to {out}" in shown and "one-way delay" in shown
+    profile = load_costs(out)
+    for step in STEPS:
+        q = profile.quantiles(step)
+        assert 0 < q.p50 <= q.p90 < 0.1, (step, q)  # measured, per item, below 100 ms on any machine
+    delay = profile.one_way_delay
+    assert delay is not None and not isinstance(delay, float) and 0 < delay.p50 < 0.01
+    # every GM and LM measured its steps; the receivers of HTTP requests (LMs, worker hosts) their transit
+    roles = {(st["role"], st["id"]): set(st["step_costs"]) for st in statuses}
+    assert all({"gm_match", "message"} <= v <= set(STEPS) for (r, _i), v in roles.items() if r == "gm"), roles
+    assert all({"lm_verify", "message", "transit"} <= v for (r, _i), v in roles.items() if r == "lm"), roles
+    assert all(v == {"transit"} for (r, _i), v in roles.items() if r == "worker"), roles
+    summary, trace = tmp_path / "s.json", tmp_path / "t.tr"
+    trace.write_text("".join(f"{0.05 * i:.2f} 2 0.1 0.1 0.05\n" for i in range(12)))
+    assert main(["simulate", "--scheduler", "megha", "--trace", str(trace), "--workers", "16", "-p", "gms=2", "-p", "lms=2", "--no-constraints", "--costs", str(out),
+                 "--summary-json", str(summary), "-q"]) == 0
+    s = json.loads(summary.read_text())
+    assert s["tasks"] == 24 and s["allocation_time"]["p50"] > 0
+
+
+def test_calibrate_refuses_bad_options_in_one_line(tmp_path, capsys):
+    path = write_cluster(tmp_path, gms=1, lms=1, workers=2)
+    for args, field in ((["--rate", "0"], "--rate"), (["--jobs", "0"], "--jobs")):
+        rc = main(["calibrate", "-c", str(path), "-o", str(tmp_path / "c.yaml"), *args])
+        err = capsys.readouterr().err.strip()
+        assert rc == 2 and err.count("\n") == 0 and field in err, err
+    assert not (tmp_path / "c.yaml").exists()
