@@ -97,6 +97,14 @@ class Acknowledger:
         if last is not None:
             self.ack_upto(last)
 
+    def flush(self) -> None:
+        """Acknowledge now what was handled and waits (a link closing: its output is published already)."""
+        if self.holding is not None and self.holding():
+            return
+        last, self._last = self._last, None
+        if last is not None:
+            self.ack_upto(last)
+
     def _held(self) -> bool:
         """Some message received is held back: try again later (what is held is delivered within the link's gap
         timeout, or dropped as a duplicate)."""

@@ -195,6 +195,8 @@ class AmqpLink(AcksAfterOutput):
         self._telling: asyncio.Task | None = None
         self._out: asyncio.Queue[tuple[str, bytes, Any] | None] = asyncio.Queue()
         self._in_flight = 0  # publishes taken from _out and not confirmed yet
+        self._acks: set[asyncio.Task] = set()  # acknowledgements running
+        self._closed = False
         self.step_clock: Callable[[], float] | None = None  # set where messages' handling is measured (stepcosts)
         self.checked_in = 0.0  # seconds the last message's authentication took (with a step_clock)
         self._publisher: asyncio.Task | None = None
@@ -404,7 +406,16 @@ class AmqpLink(AcksAfterOutput):
     def ack(self, message: Any) -> None:
         """Acknowledge one message of :meth:`consume_held` (a failure — the channel closed by a broker
         restart — is harmless: the broker delivers the message again and the consumer recognises it)."""
-        task = asyncio.get_running_loop().create_task(message.ack())
+        self._acking(message.ack())
+
+    def _acking(self, ack: Any) -> None:
+        """Run an acknowledgement; :meth:`close` lets the ones still running finish before the connection goes."""
+        if self._closed:  # a timer's, after close: nothing can be acknowledged on a closed channel (and need not be)
+            ack.close()
+            return
+        task = asyncio.get_running_loop().create_task(ack)
+        self._acks.add(task)
+        task.add_done_callback(self._acks.discard)
         task.add_done_callback(_log_ack_failure)
 
     def _authentic(self, message: Any) -> bytes | None:
@@ -439,8 +450,7 @@ class AmqpLink(AcksAfterOutput):
             return None
 
     def _ack_now(self, message: Any) -> None:
-        task = asyncio.get_running_loop().create_task(message.ack(multiple=True))
-        task.add_done_callback(_log_ack_failure)
+        self._acking(message.ack(multiple=True))
 
     def publish(self, queue: str, body: bytes, persistent: bool = False, fence: bool = False) -> None:
         """Queue a publish; ``fence``: only once everything queued before it is confirmed (see _publish_loop)."""
@@ -670,6 +680,10 @@ class AmqpLink(AcksAfterOutput):
                 await asyncio.wait_for(self._publisher, 2.0)
             except (TimeoutError, asyncio.CancelledError):
                 self._publisher.cancel()
+        self.acks.flush()  # what was handled and waits for its timer, acknowledged before the channel goes
+        if self._acks:  # acknowledgements still running (a closed channel would refuse them, and say so)
+            await asyncio.wait(set(self._acks), timeout=2.0)
+        self._closed = True
         if self.connection is not None:
             await self.connection.close()
 
