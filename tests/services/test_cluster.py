@@ -180,7 +180,9 @@ def test_fair_sharing_across_processes_preempts_as_the_simulator_does(broker, tm
 
     path = write_cluster(tmp_path, gms=2, lms=1, workers=4, hosts_per_lm=2, heartbeat=0.2, resources=["cores", "memory_mb"], capacity=[2, 4096])
     path.write_text(path.read_text().replace("  worker_choice: random", "  worker_choice: min-constraints\n  shares: [0.5, 0.5]\n  queue_gms: [1, 2]"))
-    trace = [job(0.0, [3.0] * 8), job(0.05, [0.2] * 4), job(0.1, [0.2])]  # 3 s: rounds well inside, even on a loaded machine
+    # 3 s: rounds well inside, even on a loaded machine; user 1's jobs come 0.5 s after user 0's, when its 8 tasks hold
+    # every core here too (50 ms after, on a machine loaded by the rest of the suite, they found cores still free once)
+    trace = [job(0.0, [3.0] * 8), job(0.5, [0.2] * 4), job(0.55, [0.2])]
     # then contention for real: both users keep more work coming than the 8 cores hold
     burst = [job(0.04 * i, [0.15 + 0.05 * (i % 3)] * (1 + i % 4)) for i in range(40)]
 

@@ -226,7 +226,6 @@ class AmqpLink(AcksAfterOutput):
         """A connection to the first of the brokers, from ``urls[first]`` on, that answers, and its channel."""
         import aio_pika  # (idem)
 
-
         problems = []
         for k in range(len(self.urls)):
             url = self.urls[(first + k) % len(self.urls)]
