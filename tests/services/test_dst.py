@@ -125,9 +125,10 @@ RACES = [
 # fix's first form broke (a task held again from an LM's state has no request stamp at the GM: still protected);
 # 309328 an LM's relayed end acknowledged by its GM while the ordered link held it behind a gap, lost when the GM
 # was killed before delivering it; 314505 a restarted GM's request stamp wiped by an LM's late answer, so a loss
-# notice of the task's earlier run ended the current one
+# notice of the task's earlier run ended the current one; 915019 a launch that failed for a task whose job the GM had
+# let go: matching it raised, and the rest of the batch was never requested again
 LONG_SEARCH_FINDS = [3543, 3614, 15588, 16958, 19126, 101389, 102222, 104129, 105420, 107658, 108345, 110246, 111692, 114073,
-                     307230, 309328, 314505]
+                     307230, 309328, 314505, 915019]
 
 
 @pytest.mark.parametrize("seed", LONG_SEARCH_FINDS)
