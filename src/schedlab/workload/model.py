@@ -72,6 +72,10 @@ class TaskTable:
     def __len__(self) -> int:
         return len(self.duration)
 
+    def __contains__(self, tid: int) -> bool:
+        """Is this task's description here? (Every task submitted so far is, in a simulation.)"""
+        return 0 <= tid < len(self.duration)
+
     def add_job(
         self,
         arrival: float,
@@ -122,3 +126,7 @@ class TaskLookup(Protocol):
 
     @property
     def jobs(self) -> ById[Job]: ...
+
+    def __contains__(self, tid: int) -> bool:
+        """Is this task's description held? (A service forgets a task once it is done with it.)"""
+        ...

@@ -43,7 +43,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Sequence
 from operator import add, sub
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from schedlab.cluster.bitsets import choose_position, fit_position, iter_set_bits, kth_set_bit
 from schedlab.errors import InputError
@@ -676,12 +676,12 @@ class GlobalMaster(Component):
             # would ever correct a worker believed busy here); a snapshot taken since may have let go already
             if self.slot_mode or (p, pos) in self.mine:
                 self.give_back(p, pos, tid)
-        held: Any = self.tasks
+        tasks = self.tasks
         for tid, _p, _pos in items:
             # a task whose description a service GM no longer holds (its job let go meanwhile) is not requested again:
             # matching it failed, and the rest of the batch was never requested (found by the deterministic
             # simulation, seed 915019)
-            if tid in held:
+            if tid in tasks:
                 self.rematch(tid, out)
         self._dispatch(out)
 
