@@ -41,7 +41,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import os
 import pwd
 import secrets
@@ -56,8 +55,6 @@ from pathlib import Path
 
 from schedlab.errors import InputError
 from schedlab.services.rabbitnode import CTL, QUEUES, RabbitNode
-
-log = logging.getLogger("schedlab.services.brokercluster")
 
 STATE_FILE = "broker-cluster.json"
 BASE_PORT = 5681
@@ -142,20 +139,8 @@ class BrokerCluster:
             raise
 
     def _join(self, node: RabbitNode, seed: RabbitNode) -> None:
-        for args in (("stop_app",), ("join_cluster", seed.node)):
+        for args in (("stop_app",), ("join_cluster", seed.node), ("start_app",)):
             _ctl_ok(node, *args)
-        # RabbitMQ 3.10's boot of a member that rejoined without its data once failed in a step that cleans up after
-        # nodes down (`function_clause` in `amqqueue:qnode(none)`: kill 10 of a 20-kill benchmark, 2026-11-28); the
-        # step runs again on a second start_app — tried twice more before the failure is the caller's
-        for attempt in range(3):
-            try:
-                _ctl_ok(node, "start_app")
-                return
-            except InputError as e:
-                if attempt == 2:
-                    raise
-                log.warning("%s; starting it again", e)
-                time.sleep(2.0)
 
     def down(self) -> None:
         """Stop every member (cleanly, SIGKILL after a timeout) and remove the folder."""
