@@ -6,9 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 from schedlab.cli import main
+from schedlab.errors import InputError
 from schedlab.schedulers.megha.costs import STEPS, load_costs
 from schedlab.services import supervise
+from schedlab.services.calibrate import submission_delay
 from schedlab.services.clusterfile import load_cluster
 from schedlab.services.remote import fetch_statuses
 from schedlab.services.stepcosts import (
@@ -79,4 +83,11 @@ def test_calibrate_refuses_bad_options_in_one_line(tmp_path, capsys):
         rc = main(["calibrate", "-c", str(path), "-o", str(tmp_path / "c.yaml"), *args])
         err = capsys.readouterr().err.strip()
         assert rc == 2 and err.count("\n") == 0 and field in err, err
+    assert not (tmp_path / "c.yaml").exists()
+    # a cluster whose nodes do not answer, and a broker that does not: one line each, no file
+    assert main(["calibrate", "-c", str(path), "-o", str(tmp_path / "c.yaml")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "did not answer" in err, err
+    with pytest.raises(InputError, match="cannot connect"):
+        asyncio.run(submission_delay(["amqp://guest:guest@127.0.0.1:1/"]))
     assert not (tmp_path / "c.yaml").exists()

@@ -35,6 +35,7 @@ Choices where the issue is silent:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import secrets
 import statistics
@@ -46,7 +47,7 @@ import yaml
 
 from schedlab.atomic import atomic_write
 from schedlab.errors import InputError
-from schedlab.schedulers.megha.costs import STEPS, CostProfile, Quantiles
+from schedlab.schedulers.megha.costs import STEPS, CostProfile, Quantiles, Step
 from schedlab.services.stepcosts import TRANSIT, merge, quantile, subtract
 from schedlab.workload.trace import TraceJob
 
@@ -101,23 +102,35 @@ async def one_way_delay(urls: list[str], requests: int = REQUESTS) -> Quantiles:
 async def submission_delay(urls: list[str], messages: int = REQUESTS) -> Quantiles:
     """How long a job takes from a client to its GM through the broker: a persistent message's publish (confirmed)
     to its delivery on another connection, on a queue of its own (deleted after)."""
-    from schedlab.services.net import AmqpLink
+    from schedlab.services.net import AmqpLink, BrokerUnreachable
+    from schedlab.services.supervise import safe_url
 
     queue = f"schedlab.calibrate.{secrets.token_hex(4)}"
     pub, sub = AmqpLink(urls), AmqpLink(urls)
-    await pub.connect()
-    await sub.connect()
+    try:
+        await pub.connect()
+        await sub.connect()
+    except BrokerUnreachable as e:
+        await pub.close()
+        raise InputError(f"broker {safe_url(e.url)}", e.reason) from None
     got: dict[int, float] = {}
     sent: dict[int, float] = {}
+    arrived = asyncio.Event()
+
+    def on_body(body: bytes) -> None:
+        got[int(body)] = time.perf_counter()
+        arrived.set()
+
     try:
-        await sub.consume(queue, lambda body: got.__setitem__(int(body), time.perf_counter()))
-        for k in range(messages):
+        await sub.consume(queue, on_body)
+        for k in range(messages):  # one at a time: each measures the path alone
+            arrived.clear()
             sent[k] = time.perf_counter()
             pub.publish(queue, str(k).encode(), True)
-            deadline = time.perf_counter() + 5.0
-            while k not in got and time.perf_counter() < deadline:
-                await asyncio.sleep(0.0005)
-            await asyncio.sleep(0.01)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(arrived.wait(), 5.0)
+            if k not in got:
+                break
     finally:
         await sub.delete_queues([queue])
         await sub.close()
@@ -141,8 +154,6 @@ async def calibrate(path: Path, trace: str | None = None, max_jobs: int | None =
         raise InputError("--jobs", f"must be >= 1, got {jobs}")
     loaded = load_cluster(path)
     before = _step_histograms(await fetch_statuses(loaded))
-    urls = [g.url for g in loaded.spec.gms] + [lm.urls[0] for lm in loaded.spec.lms]
-    delay = await one_way_delay(urls)
     submission = await submission_delay(loaded.brokers)
     workload: Any = trace if trace is not None else calibration_workload(jobs, rate, seed)
     async with Client(path) as c:
@@ -150,7 +161,7 @@ async def calibrate(path: Path, trace: str | None = None, max_jobs: int | None =
                                 trace_label=trace or f"calibration ({jobs} jobs, {rate:g} tasks/s, seed {seed})")
     after = _step_histograms(await fetch_statuses(loaded))
     observed = subtract(after, before)
-    steps: dict[str, float | Quantiles] = {}
+    steps: dict[Step, float | Quantiles] = {}
     for step in STEPS:
         hist = observed.get(step)
         if hist:
@@ -158,6 +169,8 @@ async def calibrate(path: Path, trace: str | None = None, max_jobs: int | None =
     transit = observed.get(TRANSIT)
     if transit:  # the messages' own transit over the workload (stepcosts), rather than an idle round trip
         delay = Quantiles(p50=quantile(transit, 0.5), p90=quantile(transit, 0.9))
+    else:  # services that measure no transit: an idle round trip, half of it (see the module)
+        delay = await one_way_delay([g.url for g in loaded.spec.gms] + [lm.urls[0] for lm in loaded.spec.lms])
     missing = [s for s in STEPS if s not in steps]
     if missing:
         raise InputError("--cluster", f"no {', '.join(missing)} measured: are the cluster's services of this version "
@@ -165,7 +178,7 @@ async def calibrate(path: Path, trace: str | None = None, max_jobs: int | None =
     spec = loaded.spec
     profile = CostProfile(source=f"schedlab calibrate on {spec.name}: {len(spec.gms)} GM x {len(spec.lms)} LM, "
                                  f"{len(result.tasks)} tasks",
-                          one_way_delay=delay, submission_delay=submission, steps=steps)  # type: ignore[arg-type]
+                          one_way_delay=delay, submission_delay=submission, steps=steps)
     measured = {"inputs": {s: sum(h.values()) for s, h in observed.items()}, "summary": result.summary}
     return profile, measured
 
