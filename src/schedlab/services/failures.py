@@ -17,7 +17,9 @@ its LM relaunches its tasks from its active-task list. Here:
   incarnation, perhaps still running the lost tasks) — has whatever it still
   runs killed (those tasks were relaunched) and its workers come back empty
   (``workers_up``). A host that restarts *within* its lease is noticed by its
-  new incarnation and handled the same way.
+  new incarnation and handled the same way. A beacon of an incarnation
+  replaced since (late on the wire) is dropped: a process replaced never
+  comes back.
 * **No launch reaches the wrong process.** Launches to a worker host carry
   the incarnation the LM knew when it sent them; a restarted host refuses
   older ones (409) — an HTTP retry of a launch to a host that died would
@@ -47,7 +49,7 @@ declared down after one lease).
 from __future__ import annotations
 
 import logging
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
 
@@ -69,6 +71,7 @@ from schedlab.workers.protocol import POOL_ADDRESS, TasksFinished
 
 log = logging.getLogger("schedlab.services.failures")
 
+REPLACED_KEPT = 8  # incarnations of a host an LM remembers as replaced (a host restarting that often within a beacon's delay on the wire: rare)
 RECENT = 1 << 16  # completions a GM remembers (tid -> worker), to record again an end whose LM died before recording it
 
 
@@ -108,6 +111,12 @@ class HostMonitor:
         now = rt.now()
         self.last: dict[int, float] = {h: now for h in self.positions}  # alive from the LM's own start
         self.incarnation: dict[int, int] = {}
+        # host -> its incarnations replaced since (the latest few): a beacon of one of them is late — it waited on
+        # the wire while the host restarted — and is no news (found by the deterministic simulation, seed 964086:
+        # such a beacon read as a second restart declared the task just launched on the new process lost, and that
+        # launch, already on its way, ran it there while its GM requested it again elsewhere)
+        self.replaced: dict[int, deque[int]] = {}
+        self.stale_beacons = 0
         self.down: set[int] = set()
         self.hosts_down = 0
         self.hosts_rejoined = 0
@@ -126,9 +135,12 @@ class HostMonitor:
         h = msg.host
         if h not in self.positions:
             return
+        if msg.incarnation in self.replaced.get(h, ()):
+            self.stale_beacons += 1
+            return
         self.last[h] = self.rt.now()
         known = self.incarnation.get(h)
-        self.incarnation[h] = msg.incarnation
+        self._set_incarnation(h, msg.incarnation)
         if h not in self.down and known is not None and known != msg.incarnation:
             self._declare_down(h, "restarted")  # died and came back within its lease: its tasks are gone
         if h in self.down:
@@ -168,8 +180,14 @@ class HostMonitor:
     def heard(self, h: int, incarnation: int) -> None:
         """A host answered an LM process taking over (its tasks are adopted): alive, in this incarnation."""
         self.last[h] = self.rt.now()
-        self.incarnation[h] = incarnation
+        self._set_incarnation(h, incarnation)
         self.down.discard(h)
+
+    def _set_incarnation(self, h: int, incarnation: int) -> None:
+        known = self.incarnation.get(h)
+        if known is not None and known != incarnation:
+            self.replaced.setdefault(h, deque(maxlen=REPLACED_KEPT)).append(known)
+        self.incarnation[h] = incarnation
 
     def _declare_down(self, h: int, why: str) -> None:
         self.down.add(h)
@@ -198,7 +216,7 @@ class HostMonitor:
 
     def counters(self) -> dict[str, int]:
         return {"hosts_down": self.hosts_down, "hosts_rejoined": self.hosts_rejoined, "tasks_relaunched": self.tasks_relaunched,
-                "lost_runs_stopped": self.zombie_kills, "monitor_stalls": self.stalls}
+                "lost_runs_stopped": self.zombie_kills, "monitor_stalls": self.stalls, "stale_beacons": self.stale_beacons}
 
 
 class CompletionRelay:

@@ -32,7 +32,10 @@ way, whether the cluster is new or the GM was SIGKILLed a second ago:
   have); any other task is requested again, after a ``lost`` record that ends
   whatever run it had. An LM knows the tasks it completed from the last
   2¹⁸ ends it relayed (bounded memory: a task completed that long before its
-  job is redelivered would run again).
+  job is redelivered would run again). The question waits until no request
+  of a predecessor can still take effect (:data:`~.links.REQUEST_FRESH` +
+  :data:`~.links.FENCE_MARGIN` after this process started: 4 s): an answer
+  given earlier could be overtaken by such a request still on the wire.
 
 Choices where the paper is silent: every GM start is a recovery (one code
 path, exercised by every test and every ``cluster up``); a dead GM's jobs wait
@@ -52,7 +55,7 @@ from typing import Any
 from schedlab.schedulers.megha.gm import GlobalMaster, lm_address
 from schedlab.schedulers.megha.lm import LocalMaster
 from schedlab.services.failures import GMPlacements
-from schedlab.services.links import Questions
+from schedlab.services.links import FENCE_MARGIN, REQUEST_FRESH, Questions
 from schedlab.services.messages import (
     HoldingsReport,
     HostReport,
@@ -245,6 +248,11 @@ class DurableJobs:
         self._log_key = 0
         self.jobs_drained = False  # every job waiting in the queue at the start has been delivered
         self.resolving: set[int] = set()  # tasks of jobs delivered again, asked about, not answered for yet
+        # no LM acts on a request its predecessors sent once this is past (the fence, :mod:`~.links`: every such
+        # request was first sent before this process started): an answer asked for earlier could be overtaken by a
+        # request still on the wire (found by the deterministic simulation, seed 916441: a slow GM-LM link, the GM
+        # crashed, its successor asked, heard "neither", requested the task elsewhere, then the old request arrived)
+        self.fenced_at = rt.now() + REQUEST_FRESH + FENCE_MARGIN
         self.to_judge: dict[int, tuple[int, tuple]] = {}  # tid -> (worker, run) of an end to verify (see the class)
         self.tasks_found_ended = 0
         self.jobs_resolved = 0
@@ -298,9 +306,16 @@ class DurableJobs:
         self.tasks_found_running += sum(1 for t in msg.tids if t in placed)
         if ask:
             self.resolving.update(ask)
-            self.questions.ask(set(range(self.num_lms)), ask, lambda completed, running: self._resolved(ask, completed, running))
+            wait = self.fenced_at - now
+            if wait > 0:
+                self.rt.call_later(wait, self._ask, ask)
+            else:
+                self._ask(ask)
         if self.on_open is not None:
             self.on_open(jid, False)
+
+    def _ask(self, tids: list[int]) -> None:
+        self.questions.ask(set(range(self.num_lms)), tids, lambda completed, running: self._resolved(tids, completed, running))
 
     def open_tasks(self, jid: int) -> list[int]:
         """The tasks of open job ``jid`` not completed yet (none if it is not open)."""
