@@ -299,3 +299,27 @@ def test_sigterm_prints_the_partial_verdict_and_exits_130(tmp_path):
     summary = json.loads(out)
     assert summary["interrupted"] is True and 0 <= summary["seeds"] < 5000
     assert f"interrupted after {summary['seeds']} of 5000 schedules" in err
+
+
+def test_a_launch_a_worker_host_refuses_is_handed_back_and_its_task_still_runs_once(monkeypatch):
+    """Defence in depth for a wrong truth: hosts refuse the first launch of every fifth task as if its worker were
+    busy. Each refusal reaches the task's LM like an end (status ``refused``), which hands the task back; its GM
+    requests it again. The ``placement`` invariant flags every refusal — and nothing else fails: every task
+    completes, exactly once."""
+    from schedlab.services.worker import WorkerHost
+
+    start = WorkerHost._start
+    refused: set[int] = set()
+
+    def refusing(self, tid, worker, reply_to, batch):
+        if batch and tid % 5 == 0 and tid not in refused:
+            refused.add(tid)
+            self._refuse(tid, worker, "busy (injected)", reply_to, batch)
+            return
+        start(self, tid, worker, reply_to, batch)
+
+    monkeypatch.setattr(WorkerHost, "_start", refusing)
+    v = run(Schedule(7, (), SETUP.jobs, False), SETUP)
+    assert len(refused) > 10, len(refused)
+    assert set(v.violations) == {"placement"}, v.violations
+    assert f"refused {len(refused)} launch" in v.violations["placement"][0]

@@ -67,6 +67,7 @@ from schedlab.services.messages import HostAlive, HostFinished, KillTask, TaskKi
 from schedlab.services.records import FINISHED, LOST, Emit
 from schedlab.services.runtime import ServiceRuntime
 from schedlab.services.tasks import split_id
+from schedlab.services.worker import REFUSED
 from schedlab.workers.protocol import POOL_ADDRESS, TasksFinished
 
 log = logging.getLogger("schedlab.services.failures")
@@ -241,6 +242,10 @@ class CompletionRelay:
         # task on the same worker ends with another launch id (found by the deterministic simulation)
         self.vouch: Callable[[int, int], bool] | None = None
         self.flush_records: Callable[[], None] | None = None  # hand the records emitted so far to the publisher now
+        # on_refused([(tid, worker)]): launches the host refused (status ``refused``: never started) — the LM hands
+        # those tasks back; without it they are dropped like other ends it cannot vouch for
+        self.on_refused: Callable[[list[tuple[int, int]]], None] | None = None
+        self.refusals = 0
         for addr in self.lms:
             def on_finished(msg: HostFinished, a: Any = addr) -> None:  # the default binds each LM's own address
                 self._on_finished(a, msg)
@@ -251,6 +256,7 @@ class CompletionRelay:
         lm = self.lms[addr]
         running, order = lm.running, lm.layout.order
         group = []
+        refused: list[tuple[int, int]] = []
         unvouched: list[tuple[tuple[int, int], tuple, int]] = []
         launches = msg.launches or [0] * len(msg.group)
         vouch = self.vouch
@@ -262,11 +268,18 @@ class CompletionRelay:
                 else:
                     self.dropped += 1
                 continue
+            if outcome.get("status") == REFUSED:
+                refused.append((tid, w))
+                continue
             group.append((tid, w))
             if self.completed is not None:
                 self.completed.add(tid)
             run, local = split_id(tid)
             self.emit(run, (FINISHED, local, ended, {**outcome, "worker": w, "started_at": started}))
+        if refused:
+            self.refusals += len(refused)
+            if self.on_refused is not None:
+                self.on_refused(refused)
         if unvouched:  # ended while no LM process watched: the GM, which knows where it placed them, decides
             self.verify_sent += len(unvouched)
             for other in msg.reply_to:

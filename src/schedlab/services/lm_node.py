@@ -169,6 +169,7 @@ class LMNode(ServiceNode):
         relay.completed = RecentIds()
         relay.vouch = self._vouch
         relay.flush_records = publisher.flush
+        relay.on_refused = self._hand_back
         holding = partial(holding_event, self.store) if fair else None
         self.lm_recovery = LMRecovery(rt, lm, relay.completed, holding)
         self.lm_recovery.after_records = publisher.after
@@ -517,6 +518,7 @@ class LMNode(ServiceNode):
             out["hosts_down_now"] = sorted(self.monitor.down)
         if self.relay is not None:
             out["completions_dropped"] = self.relay.dropped
+            out["launches_refused"] = self.relay.refusals
             out["ends_sent_to_verify"] = self.relay.verify_sent
         out["standby_took_over"] = self.standby
         if self.replaced_by is not None:

@@ -24,7 +24,10 @@ Like the simulated pool, the host is a referee: a task sent to a worker that
 lacks its constraints or the room for it (slot mode: a busy worker;
 multi-resource mode: a request above the free vector) is refused and counted
 (``refused_launches``) — with LMs validating against their true state, it
-never happens, and the tests check that it does not.
+never happens, and the tests check that it does not. Should it happen all
+the same (a wrong truth), the refusal goes to the LM like an end, with status
+``refused``: the LM hands the task back and its GM requests it again, so the
+task still runs once instead of waiting for ever.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ EPS = 1e-9
 _OK = {"status": "ok"}
 ENDS_KEPT = 4096  # the last runs ended through an LM a host remembers (for an LM taking over; see recent_ends)
 CANCELLED = "cancelled"  # the status of a run stopped, or never started, because its job was cancelled
+REFUSED = "refused"  # the status of a launch this host refused (never started): its LM hands the task back
 
 
 class WorkerHost(Component):
@@ -106,9 +110,16 @@ class WorkerHost(Component):
     def _on_launch(self, msg: LaunchTask) -> None:
         self._start(msg.tid, msg.worker, (msg.reply_to,), batch=False)
 
-    def _refuse(self, tid: int, worker: int, why: str) -> None:
+    def _refuse(self, tid: int, worker: int, why: str, reply_to: tuple, batch: bool) -> None:
         self.refused_launches += 1
         log.error("refused task %d on worker %d: %s", tid, worker, why)
+        if batch:  # through an LM: told like an end (never started), on the ends' ordered path
+            now = self.rt.now()
+            self._outbox.setdefault(reply_to, []).append((tid, worker, now, now, {"status": REFUSED, "reason": why},
+                                                          self.current_launch))
+            if not self._flush_scheduled:
+                self._flush_scheduled = True
+                self.rt.call_soon(self._flush)
 
     def _start(self, tid: int, worker: int, reply_to: tuple, batch: bool) -> None:
         if tid in self.active:
@@ -121,25 +132,25 @@ class WorkerHost(Component):
             self._stop(tid)
             self.superseded += 1
         if worker not in self.workers:
-            self._refuse(tid, worker, "not a worker of this host")
+            self._refuse(tid, worker, "not a worker of this host", reply_to, batch)
             return
         tasks = self.tasks
         if tid not in tasks:
-            self._refuse(tid, worker, "unknown task")
+            self._refuse(tid, worker, "unknown task", reply_to, batch)
             return
         if tasks.mask[tid] & ~self.masks[worker]:
-            self._refuse(tid, worker, f"lacks constraints {tasks.mask[tid] & ~self.masks[worker]:#x}")
+            self._refuse(tid, worker, f"lacks constraints {tasks.mask[tid] & ~self.masks[worker]:#x}", reply_to, batch)
             return
         if self.slot_mode:
             if worker in self.running:
-                self._refuse(tid, worker, f"busy with task {self.running[worker]}")
+                self._refuse(tid, worker, f"busy with task {self.running[worker]}", reply_to, batch)
                 return
             self.running[worker] = tid
         else:
             req = tasks.request[tid] or ()
             fv = self.free[worker]
             if any(r > fv[k] + EPS for k, r in enumerate(req)):
-                self._refuse(tid, worker, f"request {tuple(req)} above free {tuple(fv)}")
+                self._refuse(tid, worker, f"request {tuple(req)} above free {tuple(fv)}", reply_to, batch)
                 return
             for k, r in enumerate(req):
                 fv[k] -= r
