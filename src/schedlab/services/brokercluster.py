@@ -33,7 +33,12 @@ touched. Choices:
   disk) the cluster first forgets it, the fresh node joins as a new member,
   and ``rabbitmq-queues grow`` makes it a replica of every quorum queue again
   — else each later loss of another member would leave those queues one
-  replica from losing their majority.
+  replica from losing their majority. Before the fresh node joins, every
+  queue of the cluster must have a leader again: RabbitMQ 3.10's boot on a
+  joining node reads the node of every queue record and fails
+  (``function_clause`` in ``amqqueue:qnode(none)``) on a stream — the job
+  ledger — whose leader was on the lost member and is still being elected
+  (seen at the tenth kill of a 20-kill benchmark, twice, on a loaded machine).
 """
 
 from __future__ import annotations
@@ -169,6 +174,7 @@ class BrokerCluster:
         await node.wait_ready(timeout)
         if wipe:
             other = next(n for n in self.nodes if n is not node and n.vm_pid() is not None)
+            await asyncio.to_thread(_wait_for_leaders, other, timeout)
             await asyncio.to_thread(self._join, node, other)
             await node.wait_ready(timeout)
             await asyncio.to_thread(_queues_grow, node)
@@ -213,6 +219,23 @@ def _ctl_ok(node: RabbitNode, *args: str, tool: str = CTL) -> None:
     if r.returncode != 0:
         lines = (r.stderr or r.stdout).strip().splitlines()
         raise InputError(f"rabbitmq node {node.node}", f"{Path(tool).name} {' '.join(args)} failed: {lines[-1] if lines else r.returncode}")
+
+
+# the queues of the cluster with no leader now (a stream's record holds ``none`` while its leader is elected)
+LEADERLESS = "[binary_to_list(element(4, amqqueue:get_name(Q))) || Q <- ets:tab2list(rabbit_queue), amqqueue:get_pid(Q) =:= none]."
+
+
+def _wait_for_leaders(node: RabbitNode, timeout: float) -> None:
+    """Wait until every queue of the cluster ``node`` is in has a leader (see the module); one line if never."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = node.ctl("eval", LEADERLESS, timeout=60.0)
+        out = " ".join(r.stdout.split())
+        if r.returncode == 0 and out == "[]":
+            return
+        if time.monotonic() >= deadline:
+            raise InputError(f"rabbitmq node {node.node}", f"queues still without a leader after {timeout:g} s: {out or r.stderr.strip()}")
+        time.sleep(0.5)
 
 
 def _queues_grow(node: RabbitNode) -> None:
