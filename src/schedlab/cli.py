@@ -147,9 +147,11 @@ def simulate(
     resource_mode: Annotated[str, _run_option("resource_mode", "--resource-mode", "--resources")] = _D("resource_mode"),
     requests: Annotated[str, _run_option("requests")] = _D("requests"),
     latency: Annotated[float, _run_option("latency")] = _D("latency"),
+    latency_spread: Annotated[float, _run_option("latency_spread")] = _D("latency_spread"),
     msg_cost: Annotated[list[str] | None, typer.Option("--msg-cost", help="Processing cost at the receiver for a message type, TYPE=SECONDS (repeatable).")] = None,
     costs_file: Annotated[Path | None, typer.Option("--costs", help="Megha's processing costs from a cost profile (YAML: per step a constant or "
-                                                    "{p50, p90}, and one_way_delay, which becomes --latency unless that is given); "
+                                                    "{p50, p90}, and one_way_delay, which becomes --latency and --latency-spread "
+                                                    "unless --latency is given); "
                                                     "--param values win over it.")] = None,
     exact_durations: Annotated[bool, _run_option("exact_durations")] = _D("exact_durations"),
     summary_json: Annotated[Path | None, typer.Option("--summary-json", help="Write the summary JSON here.", callback=output_file)] = None,
@@ -187,6 +189,7 @@ def simulate(
         "resource_mode": resource_mode,
         "requests": requests,
         "latency": latency,
+        "latency_spread": latency_spread,
         "processing_costs": costs,
         "exact_durations": exact_durations,
     }
@@ -210,6 +213,9 @@ def simulate(
         given = ctx.get_parameter_source("latency")  # typer's click: DEFAULT unless --latency was on the command line
         if profile.latency() is not None and (given is None or given.name in ("DEFAULT", "DEFAULT_MAP")):
             settings["latency"] = profile.latency()
+            spread = ctx.get_parameter_source("latency_spread")
+            if spread is None or spread.name in ("DEFAULT", "DEFAULT_MAP"):
+                settings["latency_spread"] = profile.latency_spread()
     cfg = RunConfig.build(**settings, params=params)
     total = BUNDLED_JOBS.get(cfg.trace)
     if total is None and not quiet and err.is_terminal:  # the bar's total: only where a bar is drawn

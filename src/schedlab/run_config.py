@@ -62,6 +62,7 @@ class RunConfig(BaseModel):
     capacity: tuple[float, ...] = run_field("capacity")
     requests: str = run_field("requests")
     latency: float = run_field("latency")
+    latency_spread: float = run_field("latency_spread")
     processing_costs: dict[str, float] = run_field("processing_costs")
     exact_durations: bool = run_field("exact_durations")
 
@@ -79,7 +80,7 @@ class RunConfig(BaseModel):
             raise ValueError(f"must be >= 1, got {v}")
         return v
 
-    @field_validator("latency")
+    @field_validator("latency", "latency_spread")
     @classmethod
     def _latency(cls, v: float) -> float:
         if not v >= 0:
@@ -131,6 +132,8 @@ class RunConfig(BaseModel):
             "constraint_seed": self.constraint_seed if self.constraints else None,
             "machine_model": self.machine_model if self.config is None and self.data_center_from is None else None,
             "latency": self.latency,
+            # only when set: a summary of a run with constant latency stays as it was before the field existed
+            **({"latency_spread": self.latency_spread} if self.latency_spread else {}),
             "processing_costs": dict(self.processing_costs),
             "truncate_durations": conv.truncate_durations,
             "dephase": conv.dephase,

@@ -38,6 +38,8 @@ FIELDS: dict[str, tuple[Any, str]] = {
     "capacity": (DEFAULT_CAPACITY, "Multi mode: each worker's cores and memory (MB)."),
     "requests": (DEFAULT_REQUESTS, "Task resource requests in multi mode, e.g. fixed:1,256."),
     "latency": (DEFAULT_LATENCY, "One-way network latency per message, seconds."),
+    "latency_spread": (0.0, "Spread of the one-way latency: each message's is drawn from a lognormal with median --latency "
+                            "and this sigma (0: every message takes exactly --latency); messages to one receiver stay in order."),
     "processing_costs": ({}, "Processing cost at the receiver per message type, seconds."),
     "exact_durations": (False, "Keep fractional durations and equal arrival times (no truncation or dephasing)."),
 }

@@ -91,3 +91,31 @@ def test_calibrate_refuses_bad_options_in_one_line(tmp_path, capsys):
     with pytest.raises(InputError, match="cannot connect"):
         asyncio.run(submission_delay(["amqp://guest:guest@127.0.0.1:1/"]))
     assert not (tmp_path / "c.yaml").exists()
+
+
+def test_the_twin_report_compares_the_prediction_with_the_real_runs_median_and_their_spread(tmp_path):
+    """The report's arithmetic, without a real cluster: simulated runs stand in for the real ones (one of them with
+    its allocation times doubled: a slow run), the prediction drawn with the profile's delay spread."""
+    import dataclasses
+    import types
+
+    from schedlab.schedulers.megha.costs import CostProfile
+    from schedlab.services import twin
+
+    setup = dataclasses.replace(twin.QUICK, repeats=3)
+    profile = CostProfile.model_validate({"one_way_delay": {"p50": 0.0015, "p90": 0.004}, "submission_delay": {"p50": 0.001, "p90": 0.002},
+                                          "steps": {"gm_match": 2e-5, "lm_verify": 6e-6, "update_per_worker": 1e-6, "message": 1.2e-4}})
+    sims = [twin.predict(setup, w, profile) for w in setup.workloads]
+    assert sims[0].summary["config"]["latency_spread"] == pytest.approx(profile.latency_spread())
+
+    def slow(run):
+        at = {q: (2 * v if isinstance(v, float) else v) for q, v in run.summary["allocation_time"].items()}
+        return types.SimpleNamespace(summary={**run.summary, "allocation_time": at}, tasks=run.tasks)
+
+    reals = [[s, s, slow(s)] for s in sims]
+    report = twin.write_report(tmp_path, setup, profile, {"inputs": {}}, reals, sims).read_text()
+    rows = [line for line in report.splitlines() if line.startswith(f"| {setup.workloads[0].name} |")]
+    cells = [c.strip() for c in rows[0].split("|")[1:-1]]
+    assert cells[5] == "100%"  # the slow run lies 100 % above the other two's (and the median's) p50
+    assert "Verdict" in report and (tmp_path / "allocation_cdf.png").exists()
+    assert (tmp_path / "summary_real_single_tasks_run3.json").exists()

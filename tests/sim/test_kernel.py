@@ -102,6 +102,34 @@ def test_messages_take_the_network_latency_and_are_counted():
     assert rt.message_counts() == {"Ping": 4}
 
 
+def test_a_latency_spread_draws_each_messages_latency_around_the_median_and_keeps_each_receivers_order():
+    def arrivals(seed):
+        rt = SimRuntime(seed=seed, network=NetworkModel(latency=0.002, latency_spread=0.8))
+        b = Echo("b", rt)
+        for n in range(2000):
+            rt.kernel.call_at(n * 0.01, rt.send, "b", Ping(n))
+        rt.kernel.run()
+        return b.got
+
+    got = arrivals(1)
+    assert [n for _t, n in got] == list(range(2000))  # in the order sent, whatever each one's draw
+    delays = sorted(t - n * 0.01 for t, n in got)
+    assert 0.0017 < delays[1000] < 0.0023  # the median is the latency
+    assert delays[1800] > 0.004  # and the tail is long: lognormal, sigma 0.8 (p90 = 2.8 x the median)
+    assert arrivals(1) == got and arrivals(2) != got  # a seed gives the same draws
+
+
+def test_without_a_spread_every_message_takes_exactly_the_latency():
+    rt = SimRuntime(seed=0, network=NetworkModel(latency=0.25, latency_spread=0.0))
+    b = Echo("b", rt)
+    for n in range(5):
+        rt.kernel.call_at(float(n), rt.send, "b", Ping(n))
+    rt.kernel.run()
+    assert b.got == [(n + 0.25, n) for n in range(5)]
+    with pytest.raises(ValueError, match="spread"):
+        NetworkModel(latency=0.1, latency_spread=-1.0)
+
+
 class Logged(Component):
     """Logs (its address, time, message number) to a log shared with others."""
 

@@ -21,10 +21,18 @@ message whose type has a cost ``c`` arrives after the latency, waits while the
 receiver is busy with earlier costed messages, and its handler runs when its
 ``c`` seconds of processing are over. Types without a cost are handled on
 arrival and do not occupy the receiver. Every message sent is counted by type.
+
+The latency may vary (``latency_spread``: a real network's, measured by the
+calibrated twin, has a long right tail): each message's is then drawn from a
+lognormal with the latency as its median and that sigma, from the run's
+``network:latency`` stream. A message never overtakes an earlier one to the
+same receiver — its arrival is at least that one's — as in a broker's queue
+or on one connection, so a component sees its inputs in the order sent.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping
@@ -83,10 +91,13 @@ class NetworkModel:
 
     latency: float = DEFAULT_LATENCY
     processing: Mapping[str, float] = field(default_factory=dict)
+    latency_spread: float = 0.0  # the lognormal sigma of each message's latency (0: exactly ``latency``)
 
     def __post_init__(self) -> None:
         if not (self.latency >= 0):
             raise ValueError(f"network latency must be >= 0, got {self.latency!r}")
+        if not (self.latency_spread >= 0):
+            raise ValueError(f"network latency spread must be >= 0, got {self.latency_spread!r}")
         for name, cost in self.processing.items():
             if not (cost >= 0):
                 raise ValueError(f"processing cost of {name} must be >= 0, got {cost!r}")
@@ -111,6 +122,12 @@ class SimRuntime:
         self._busy_until: dict[Address, float] = defaultdict(float)
         self._counts: dict[type, int] = defaultdict(int)
         self._latency = self.network.latency
+        spread = self.network.latency_spread if self.network.latency > 0 else 0.0
+        self._spread = spread
+        if spread:
+            self._draw = self.streams.rng("network:latency").lognormvariate
+            self._mu = math.log(self.network.latency)
+            self._last_arrival: dict[Address, float] = defaultdict(float)
 
     # -- registration ---------------------------------------------------------------------
     def register(self, component: Component) -> None:
@@ -142,11 +159,21 @@ class SimRuntime:
                 raise KeyError(f"no component at address {dst!r}") from None
             raise KeyError(f"component {dst!r} has no handler for {cls.__name__}") from None
         kernel = self.kernel
+        at = self._arrival(dst) if self._spread else kernel.now + self._latency
         cost = self._costs.get(cls) if self._costs else None
         if cost is None:
-            kernel.post(kernel.now + self._latency, handler, msg)
+            kernel.post(at, handler, msg)
         else:
-            kernel.post(kernel.now + self._latency, self._arrive, dst, handler, msg, cost)
+            kernel.post(at, self._arrive, dst, handler, msg, cost)
+
+    def _arrival(self, dst: Address) -> float:
+        """When a message sent now reaches ``dst``: a drawn latency, and never before an earlier one to ``dst``."""
+        at = self.kernel.now + self._draw(self._mu, self._spread)
+        last = self._last_arrival[dst]
+        if at < last:
+            at = last
+        self._last_arrival[dst] = at
+        return at
 
     def send_each(self, dsts: tuple[Address, ...] | list[Address], msg: Any) -> None:
         """``send(dst, msg)`` to each of ``dsts`` in turn (the same message object to all).
@@ -157,7 +184,7 @@ class SimRuntime:
         handler raises, the run stops there and the later addresses get nothing (separate
         events would have stayed pending; a simulation is not resumed after a handler fails).
         """
-        if self._costs:
+        if self._costs or self._spread:
             for dst in dsts:
                 self.send(dst, msg)
             return

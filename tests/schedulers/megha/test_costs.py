@@ -48,6 +48,17 @@ def test_spreads_are_seeded_lognormal_draws_around_the_medians(tmp_path):
     (tmp_path / "d.yaml").write_text("one_way_delay: {p50: 0.002, p90: 0.004}\nsteps: {message: 1.0e-4}\n")
     s = summary(tmp_path, "d", "--costs", str(tmp_path / "d.yaml"), "--latency", "0.001", "-p", "message_cost=0")
     assert s["config"]["latency"] == 0.001 and s["config"]["params"]["message_cost"] == 0
+    assert "latency_spread" not in s["config"]  # the profile's spread goes with its delay, or not at all
+
+
+def test_a_profiles_delay_distribution_becomes_the_latency_and_its_spread(tmp_path):
+    (tmp_path / "d.yaml").write_text("one_way_delay: {p50: 0.002, p90: 0.004}\nsteps: {message: 1.0e-4}\n")
+    s = summary(tmp_path, "d", "--costs", str(tmp_path / "d.yaml"))
+    assert s["config"]["latency"] == 0.002
+    assert s["config"]["latency_spread"] == pytest.approx(0.5409, abs=1e-3)  # ln 2 / z90
+    flat = summary(tmp_path, "flat", "--costs", str(tmp_path / "d.yaml"), "--latency-spread", "0")
+    assert "latency_spread" not in flat["config"]  # given on the command line: it wins
+    assert s["allocation_time"]["p99"] > flat["allocation_time"]["p99"]
 
 
 def test_profile_params_and_sigma():

@@ -6,7 +6,8 @@ profile** says, per step, what a GM or LM spends — ``gm_match`` (per task a GM
 matches), ``lm_verify`` (per task an LM validates), ``update_per_worker`` (per
 worker entry a GM folds from a state update), ``message`` (per message a GM or
 LM handles) — either as a constant in seconds or as a distribution given by
-its median and 90th percentile, and optionally the network's one-way delay (and a
+its median and 90th percentile, and optionally the network's one-way delay — a
+distribution too: each message's delay is drawn, ``--latency-spread`` — (and a
 real cluster's client-to-GM submission delay, which the simulator does not model:
 the calibrated twin adds it, :mod:`schedlab.services.twin`).
 It is what a measurement of the real services yields (the calibrated-twin
@@ -110,6 +111,11 @@ class CostProfile(BaseModel):
         """The one-way delay to simulate (its median), if the profile has one."""
         d = self.one_way_delay
         return None if d is None else d.p50 if isinstance(d, Quantiles) else float(d)
+
+    def latency_spread(self) -> float:
+        """The one-way delay's lognormal sigma (0: a constant, or none given)."""
+        d = self.one_way_delay
+        return d.sigma if isinstance(d, Quantiles) else 0.0
 
 
 def load_costs(path: str | Path) -> CostProfile:
