@@ -26,7 +26,7 @@ import pytest
 
 from schedlab.errors import InputError
 from schedlab.services import net, supervise
-from schedlab.services.brokercluster import BrokerCluster, down, port_free
+from schedlab.services.brokercluster import COORDINATOR_MEMBER, BrokerCluster, down, port_free
 from schedlab.services.chaos import run_chaos
 from schedlab.services.client import replay
 from schedlab.services.clusterfile import load_cluster
@@ -135,6 +135,10 @@ def test_chaos_kills_broker_nodes_with_and_without_their_data_and_every_task_com
     assert sum(st.get("broker_failovers", 0) for st in statuses) >= 1, "no service was on a killed node"
     for k, n in enumerate(brokers.nodes):
         assert n.vm_pid() is not None, f"member {k} is not running after the campaigns"
+        # the job ledger is a stream: the member that lost its data is in the stream coordinator's Raft cluster again
+        # (else the next losses leave the coordinator without a majority, and a stream whose leader dies leaderless)
+        r = n.ctl("eval", COORDINATOR_MEMBER)
+        assert r.stdout.strip() == "true", f"member {k} runs no stream coordinator member: {r.stdout} {r.stderr}"
 
 
 def test_two_nodes_down_publishers_hold_the_client_is_told_in_one_line_and_every_task_completes_once_when_one_returns(

@@ -33,12 +33,18 @@ touched. Choices:
   disk) the cluster first forgets it, the fresh node joins as a new member,
   and ``rabbitmq-queues grow`` makes it a replica of every quorum queue again
   — else each later loss of another member would leave those queues one
-  replica from losing their majority. Before the fresh node joins, every
-  queue of the cluster must have a leader again: RabbitMQ 3.10's boot on a
-  joining node reads the node of every queue record and fails
-  (``function_clause`` in ``amqqueue:qnode(none)``) on a stream — the job
-  ledger — whose leader was on the lost member and is still being elected
-  (seen at the tenth kill of a 20-kill benchmark, twice, on a loaded machine).
+  replica from losing their majority. **Streams** (the job ledger) have a
+  coordinator, a Raft cluster of one member per node named by its node:
+  a fresh node under the old name would count as a member that runs nothing,
+  so its old member is removed (``ra:remove_member``) when the node is
+  forgotten, and the coordinator's leader adds the fresh node back on its
+  periodic resize (10-25 s here), which ``restart`` waits for. Without that,
+  the second member to lose its data left the coordinator without a
+  majority; the stream then had no leader once its node died, and RabbitMQ
+  3.10's boot on a joining node, which reads the node of every queue record,
+  failed on it (``function_clause`` in ``amqqueue:qnode(none)``: the tenth
+  kill of a 20-kill benchmark, every run). So the fresh node also joins only
+  once every queue has a leader.
 """
 
 from __future__ import annotations
@@ -164,10 +170,12 @@ class BrokerCluster:
         """Start member ``index`` again after a :meth:`kill`; ``wipe``: without its data (see the module)."""
         node = self.member(index)
         node.kill()
+        coordinated = False
         if wipe:
             node.wipe()
             other = next(n for n in self.nodes if n is not node and n.vm_pid() is not None)
             await asyncio.to_thread(_ctl_ok, other, "forget_cluster_node", node.node)
+            coordinated = await asyncio.to_thread(_forget_coordinator_member, other, node)
         _end_group(self.groups.get(index), node.data_dir)
         self.groups[index] = node.start()
         self.save()
@@ -178,6 +186,8 @@ class BrokerCluster:
             await asyncio.to_thread(self._join, node, other)
             await node.wait_ready(timeout)
             await asyncio.to_thread(_queues_grow, node)
+            if coordinated:
+                await asyncio.to_thread(_wait_for_coordinator, node, timeout)
 
 
 def _end_group(group: int | None, data_dir: Path) -> None:
@@ -235,6 +245,45 @@ def _wait_for_leaders(node: RabbitNode, timeout: float) -> None:
             return
         if time.monotonic() >= deadline:
             raise InputError(f"rabbitmq node {node.node}", f"queues still without a leader after {timeout:g} s: {out or r.stderr.strip()}")
+        time.sleep(0.5)
+
+
+# RabbitMQ's stream coordinator is a Raft cluster of its own (one member per node, named by its node); these run on a
+# live member. FORGET: take a lost node's member out, through any member that runs (Raft redirects to its leader).
+COORDINATOR_FORGET = """Lost = {{rabbit_stream_coordinator, '{node}'}},
+Servers = [{{rabbit_stream_coordinator, N}} || N <- rabbit_mnesia:cluster_nodes(running)] -- [Lost],
+lists:foldl(fun(_, removed) -> removed;
+               (S, Acc) -> case catch ra:remove_member(S, Lost) of
+                               {{ok, _, _}} -> removed;
+                               {{error, not_member}} -> removed;
+                               _ -> Acc
+                           end end, none, Servers)."""
+# MEMBER: does the node run a coordinator member the cluster counts (the leader's periodic resize adds a node back)?
+COORDINATOR_MEMBER = """case whereis(rabbit_stream_coordinator) of
+    undefined -> false;
+    _ -> case catch ra:members({rabbit_stream_coordinator, node()}) of
+             {ok, Members, _} -> lists:member({rabbit_stream_coordinator, node()}, Members);
+             _ -> false
+         end
+end."""
+
+
+def _forget_coordinator_member(live: RabbitNode, lost: RabbitNode) -> bool:
+    """Take the lost member out of the stream coordinator's Raft cluster (see the module); False if there is no
+    coordinator (no stream was ever declared) or it did not answer."""
+    r = live.ctl("eval", COORDINATOR_FORGET.format(node=lost.node), timeout=60.0)
+    return r.returncode == 0 and r.stdout.strip() == "removed"
+
+
+def _wait_for_coordinator(node: RabbitNode, timeout: float) -> None:
+    """Wait until ``node`` runs a member of the stream coordinator again; one line if it never does."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = node.ctl("eval", COORDINATOR_MEMBER, timeout=60.0)
+        if r.returncode == 0 and r.stdout.strip() == "true":
+            return
+        if time.monotonic() >= deadline:
+            raise InputError(f"rabbitmq node {node.node}", f"not a member of the stream coordinator again after {timeout:g} s")
         time.sleep(0.5)
 
 
