@@ -64,9 +64,12 @@ def test_calibrate_measures_a_live_cluster_and_simulate_reads_the_profile(broker
         assert 0 < q.p50 <= q.p90 < 0.1, (step, q)  # measured, per item, below 100 ms on any machine
     delay = profile.one_way_delay
     assert delay is not None and not isinstance(delay, float) and 0 < delay.p50 < 0.01
-    # every GM and LM measured its steps; the receivers of HTTP requests (LMs, worker hosts) their transit
+    # every GM and LM measured its steps; the receivers of HTTP requests (LMs, worker hosts) their transit; GMs their
+    # jobs' submission (client to handler), which the profile's submission delay is
     roles = {(st["role"], st["id"]): set(st["step_costs"]) for st in statuses}
-    assert all({"gm_match", "message"} <= v <= set(STEPS) for (r, _i), v in roles.items() if r == "gm"), roles
+    assert all({"gm_match", "message", "submission"} <= v <= {*STEPS, "submission"} for (r, _i), v in roles.items() if r == "gm"), roles
+    sub = profile.submission_delay
+    assert sub is not None and not isinstance(sub, float) and 0 < sub.p50 <= sub.p90 < 1.0
     assert all({"lm_verify", "message", "transit"} <= v for (r, _i), v in roles.items() if r == "lm"), roles
     assert all(v == {"transit"} for (r, _i), v in roles.items() if r == "worker"), roles
     summary, trace = tmp_path / "s.json", tmp_path / "t.tr"

@@ -31,6 +31,7 @@ from schedlab.services.nodes import NodeEnv, PortTaken, RecordsPublisher, Servic
 from schedlab.services.records import EventObserver
 from schedlab.services.recovery import DurableJobs, GMRecovery
 from schedlab.services.runtime import ServiceRuntime
+from schedlab.services.stepcosts import SUBMISSION
 from schedlab.services.tasks import RecentIds, TaskStore
 from schedlab.services.timings import ComponentTimer
 from schedlab.services.wire import Frame
@@ -179,7 +180,7 @@ class GMNode(ServiceNode):
         await self.drain(q(log_address(self.id)))
         await broker.consume(q(self.address), self.on_broker, self.on_bad_broker)
         await self.drain(q(self.address))
-        await broker.consume_held(q(submit_address(self.id)), self.on_job, self.on_bad_broker)
+        await broker.consume_held(q(submit_address(self.id)), self.on_job, self.on_bad_broker, transit=SUBMISSION)
         await self.drain(q(submit_address(self.id)))
         self.jobs.drained()
         self.serving = True

@@ -666,7 +666,8 @@ class MemLink(AcksAfterOutput):
     async def consume(self, queue: str, on_frame: Callable[[Frame], None], on_bad: Callable[[str], None]) -> int:
         return await self._sub("ack", queue, on_frame, on_bad)
 
-    async def consume_held(self, queue: str, on_frame: Callable[[Frame, bool, Any], None], on_bad: Callable[[str], None]) -> int:
+    async def consume_held(self, queue: str, on_frame: Callable[[Frame, bool, Any], None], on_bad: Callable[[str], None],
+                           transit: str | None = None) -> int:  # transit: measured by real links only (no clock here)
         return await self._sub("held", queue, on_frame, on_bad)
 
     async def consume_records(self, queue: str, on_frame: Callable[[Frame], None]) -> None:

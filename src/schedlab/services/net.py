@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from schedlab.services.acks import Acknowledger, AcksAfterOutput
-from schedlab.services.auth import AuthError, Signer, Verifier
+from schedlab.services.auth import FRAME, AuthError, Signer, Verifier
 from schedlab.services.clusterfile import LoadedCluster
 from schedlab.services.runtime import Address
 from schedlab.services.stepcosts import StepCosts
@@ -199,6 +199,7 @@ class AmqpLink(AcksAfterOutput):
         self._closed = False
         self.step_clock: Callable[[], float] | None = None  # set where messages' handling is measured (stepcosts)
         self.checked_in = 0.0  # seconds the last message's authentication took (with a step_clock)
+        self.signed_at = 0.0  # the last authentic message's signature time (with a step_clock; 0: none)
         self._publisher: asyncio.Task | None = None
         self.published = 0
         self.publish_errors = 0  # messages given up (only when closing during an outage)
@@ -428,6 +429,9 @@ class AmqpLink(AcksAfterOutput):
         t0 = clock()
         body = self._checked(message)
         self.checked_in = clock() - t0
+        if body is not None:  # its credentials line: FRAME, then the sender, the time, …
+            with contextlib.suppress(ValueError, IndexError):
+                self.signed_at = float(message.body[len(FRAME) : message.body.find(b"\n", 0, 1024)].split(b" ", 2)[1])
         return body
 
     def _checked(self, message: Any) -> bytes | None:
@@ -795,7 +799,9 @@ class AmqpFrames(AcksAfterOutput):
     def when_published(self, fn: Callable[[], None]) -> None:
         self.amqp.when_published(fn)
 
-    def _opener(self, on_frame: Callable[..., None], on_bad: Callable[[str], None]) -> Callable[..., None]:
+    def _opener(self, on_frame: Callable[..., None], on_bad: Callable[[str], None], transit: str | None = None) -> Callable[..., None]:
+        """Decode each message's frame for ``on_frame``; with ``transit``, each first delivery's way from its
+        signature to here is measured as that (stepcosts: ``submission`` on a GM's job queue)."""
         def on_body(body: bytes, *rest: Any) -> None:
             steps = self.steps
             try:
@@ -807,6 +813,10 @@ class AmqpFrames(AcksAfterOutput):
                     frame = self.codec.decode_frame(body)
                     steps.observe("message", clock() - t0 + self.amqp.checked_in)
                     self.amqp.checked_in = 0.0
+                    verifier = self.amqp.verifier
+                    if transit is not None and self.amqp.signed_at and verifier is not None and not (rest and rest[0]):
+                        steps.observe(transit, verifier.clock() - self.amqp.signed_at)  # not a redelivery: sent just now
+                    self.amqp.signed_at = 0.0
             except WireError as e:
                 on_bad(e.reason)
                 if rest:  # a held message (a job): not retried
@@ -819,8 +829,9 @@ class AmqpFrames(AcksAfterOutput):
     async def consume(self, queue: str, on_frame: Callable[[Frame], None], on_bad: Callable[[str], None]) -> int:
         return await self.amqp.consume(queue, self._opener(on_frame, on_bad))
 
-    async def consume_held(self, queue: str, on_frame: Callable[[Frame, bool, Any], None], on_bad: Callable[[str], None]) -> int:
-        return await self.amqp.consume_held(queue, self._opener(on_frame, on_bad))
+    async def consume_held(self, queue: str, on_frame: Callable[[Frame, bool, Any], None], on_bad: Callable[[str], None],
+                           transit: str | None = None) -> int:
+        return await self.amqp.consume_held(queue, self._opener(on_frame, on_bad, transit))
 
     def ack(self, handle: Any) -> None:
         self.amqp.ack(handle)

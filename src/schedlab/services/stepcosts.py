@@ -23,7 +23,10 @@ from the moment its sender signed it (the signature's time, the sender's
 clock) to its arrival in the receiver's handler — the sender's HTTP client,
 the network and the receiver's HTTP server; on one machine both clocks are
 one, across machines their offset is in it. It is what the simulator's
-one-way delay stands for.
+one-way delay stands for. A GM also measures each job's **submission**: from
+its client's signature, through the broker, to the GM's handler (the broker's
+confirm and delivery, the GM's consumer and its queue while busy) — a path the
+simulator lacks, which the calibrated twin adds to its jobs.
 
 Each observation is one input: its duration divided by its items (the
 simulator draws one factor per step per input, scaling the per-item cost).
@@ -43,6 +46,7 @@ from typing import Any
 
 STEPS = ("gm_match", "lm_verify", "update_per_worker", "message")
 TRANSIT = "transit"  # not a step: a message's way from its sender's signature to its receiver (every node)
+SUBMISSION = "submission"  # not a step: a job's way from its client's signature through the broker to its GM's handler
 PER_DECADE = 40
 LOWEST = 1e-8  # seconds: the first bucket's lower edge
 BUCKETS = 9 * PER_DECADE  # up to 10 s
@@ -66,8 +70,8 @@ class StepCosts:
     __slots__ = ("counts", "sums")
 
     def __init__(self) -> None:
-        self.counts: dict[str, dict[int, int]] = {s: {} for s in (*STEPS, TRANSIT)}
-        self.sums: dict[str, float] = dict.fromkeys((*STEPS, TRANSIT), 0.0)
+        self.counts: dict[str, dict[int, int]] = {s: {} for s in (*STEPS, TRANSIT, SUBMISSION)}
+        self.sums: dict[str, float] = dict.fromkeys((*STEPS, TRANSIT, SUBMISSION), 0.0)
 
     def observe(self, step: str, seconds: float, items: int = 1) -> None:
         """One input of ``items`` items took ``seconds``."""

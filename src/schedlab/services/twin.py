@@ -201,8 +201,10 @@ def write_report(folder: Path, setup: Setup, profile: Any, measured: dict[str, A
         rows.append(f"| {w.name} | {runs[0].summary['tasks']} | {real['p50'] * 1e3:.2f} | {sa['p50'] * 1e3:.2f} | {e50:+.0%} | "
                     f"{noise['p50']:.0%} | {real['p90'] * 1e3:.2f} | {sa['p90'] * 1e3:.2f} | {e90:+.0%} | {noise['p90']:.0%} | "
                     f"{'yes' if ok_p else 'within the real runs’ spread' if within_noise else 'no'} |")
+        # the real GM marks no processing span (its handling is in its framework queuing): the two together compare
+        at_gm = abs((rs["framework_queuing"] + rs["processing"]) - (ss["framework_queuing"] + ss["processing"]))
         share_rows.append(f"| {w.name} | " + " | ".join(f"{rs[k]:.1f} / {ss[k]:.1f}" for k in COMPONENTS)
-                          + f" | {worst:.1f} | {'yes' if ok_s else 'no'} |")
+                          + f" | {worst:.1f} | {'yes' if ok_s else 'no'} | {at_gm:.1f} |")
         panels[w.name] = {**{f"real cluster, run {k + 1}": r.tasks.allocation_time.dropna().to_numpy() for k, r in enumerate(runs)},
                           "simulated (calibrated)": shifted}
         slug = w.name.split(",")[0].replace(" ", "_")
@@ -250,8 +252,12 @@ prediction can beat.
 
 ## Components' shares of the mean allocation time, % (real / simulated; target: within {SHARE_TARGET:g} points)
 
-| workload | {' | '.join(COMPONENTS)} | worst gap (points) | within target? |
-| --- | {' | '.join('---:' for _ in COMPONENTS)} | ---: | --- |
+The real services mark no processing span: a GM's handling of a job falls in its framework queuing, an LM's in
+communication. The last column compares framework queuing and processing together, the time before a task's
+request leaves its GM; it is a diagnostic, not the target.
+
+| workload | {' | '.join(COMPONENTS)} | worst gap (points) | within target? | queuing + processing gap (points) |
+| --- | {' | '.join('---:' for _ in COMPONENTS)} | ---: | --- | ---: |
 {chr(10).join(share_rows)}
 
 ![allocation-time CDFs, real and simulated](allocation_cdf.png)
