@@ -61,6 +61,7 @@ from schedlab.services.execution import TaskSpec
 from schedlab.services.fairness import user_assignment
 from schedlab.services.live import LIVE_EVERY, AllocationWindow
 from schedlab.services.messages import SubmitJob
+from schedlab.services.nodes import COUNTER_STATES
 from schedlab.services.records import RunRecords
 from schedlab.services.tasks import split_id
 from schedlab.sim.rng import RngStreams
@@ -95,6 +96,12 @@ class ClusterHandle(Protocol):
 
 
 CONSTRAINT_CHOICES = ("auto", "paper", "none")
+
+
+def since(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    """Counters over a run: the totals' growth, except those that tell a state (:data:`~.nodes.COUNTER_STATES`:
+    holdings at the end, nodes stalled or unreachable), as they are at its end."""
+    return {k: v if k in COUNTER_STATES else v - before.get(k, 0) for k, v in after.items()}
 
 
 def draws_constraints(cluster: Cluster, choice: bool | str) -> bool:
@@ -190,6 +197,9 @@ async def replay(
     preparer = JobPreparer(cl, sampler, req_model, RngStreams(seed).np_rng("requests"))
     factory = _task_factory(task, cpus)
     run = secrets.randbits(31)
+    # the nodes' counters are totals since they started: this run's are the difference (a cluster replays many runs)
+    counters_before = await cluster.collect_counters()
+    messages_before = dict(cluster.message_counts())
     records = await cluster.open_run(run)
     publish_live = getattr(cluster, "publish_live", None)  # a cluster behind a broker: figures for its dashboard
     in_ledger = getattr(cluster, "job_submitted", None)
@@ -269,14 +279,15 @@ async def replay(
     wall = time.perf_counter() - t_wall
     counters = dict(preparer.counters())
     counters.update(records.counters)
-    sched_counters = await cluster.collect_counters()
+    sched_counters = since(await cluster.collect_counters(), counters_before)
+    messages = {k: n for k, n in since(cluster.message_counts(), messages_before).items() if n}
     tdf, jdf, udf, summary = summarize_run(
-        records.recorder, records.tasks, cl, {"scheduler": "megha", "trace": label, "seed": seed}, counters, cluster.message_counts(), sched_counters
+        records.recorder, records.tasks, cl, {"scheduler": "megha", "trace": label, "seed": seed}, counters, messages, sched_counters
     )
     summary.update(
         {
             "wall_seconds": wall,
-            "events": sum(cluster.message_counts().values()),
+            "events": sum(messages.values()),
             "sim_time": max(0.0, now() - (origin or now())),
             "config": {
                 "params": cluster.params.dump(),

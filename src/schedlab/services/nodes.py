@@ -401,6 +401,7 @@ class ServiceNode:
 SUMMED = ("requests", "repartition_requests", "rejected_requests", "launched", "repartitions", "inconsistencies",
           "state_updates", "piggybacked_updates", "state_update_entries", "refused_launches", "handler_errors", "refused_total")
 SUMMED_IF_FAIR = ("preemption_attempts", "preemptions_refused", "preemptions", "preemptions_too_late")  # fair sharing only
+COUNTER_STATES = ("gm_holdings_at_end", "stalled", "nodes_unreachable")  # of sum_statuses' counters, states rather than counts
 
 
 def sum_statuses(statuses: list[dict[str, Any]]) -> tuple[dict[str, int], dict[str, int]]:
