@@ -128,9 +128,11 @@ RACES = [
 # notice of the task's earlier run ended the current one; 915019 a launch that failed for a task whose job the GM had
 # let go: matching it raised, and the rest of the batch was never requested again; 916441 a restarted GM asked an
 # LM about a redelivered job's task before its predecessor's request, slow on the wire, had arrived there ("neither"):
-# the task requested elsewhere, then the old request launched it
+# the task requested elsewhere, then the old request launched it; 1021700 a restarted GM held a task again from an
+# LM's state without a stamp, so a loss notice of an earlier run on the same worker (handed back before the crash, left
+# in the GM's queue) ended the current run; its request again went to the LM that ran it, which took it for a retry
 LONG_SEARCH_FINDS = [3543, 3614, 15588, 16958, 19126, 101389, 102222, 104129, 105420, 107658, 108345, 110246, 111692, 114073,
-                     307230, 309328, 314505, 915019, 916441]
+                     307230, 309328, 314505, 915019, 916441, 1021700]
 
 
 @pytest.mark.parametrize("seed", LONG_SEARCH_FINDS)

@@ -341,19 +341,23 @@ class GMPlacements:
         rt.before_delivery(PreemptRejected, self._preempt_rejected)
         self.order = order
 
-    def adopt(self, running: list[tuple[int, int, int]]) -> None:
-        """Tasks an LM runs for this GM, learned after a restart (:mod:`~.recovery`).
+    def adopt(self, running: list[tuple[int, int, int]], sent: list[float] | None = None) -> None:
+        """Tasks an LM runs for this GM, learned after a restart (:mod:`~.recovery`); ``sent``: for each, the
+        first send time of the request that started its run, as the LM knows it (0: unknown).
 
         A task this process placed there itself keeps its request's stamps: an LM's answer can come late, after
         the restarted GM requested the task again onto the same worker, and a loss notice of the earlier run,
-        later still, must not end the current one (found by the deterministic simulation, seed 314505)."""
+        later still, must not end the current one (found by the deterministic simulation, seed 314505). A task
+        held again takes the LM's stamp, for the same reason: a predecessor's earlier run of it on the same
+        worker, handed back, left a loss notice in this GM's queue (seed 1021700)."""
         order, placed = self.order, self.placed
-        for tid, p, pos in running:
+        stamps = sent or [0.0] * len(running)
+        for (tid, p, pos), stamp in zip(running, stamps, strict=True):
             worker = order[p][pos]
             if placed.get(tid) == worker:
                 continue
             placed[tid] = worker
-            self.sent_at[tid] = 0.0
+            self.sent_at[tid] = stamp
             self.placed_under[tid] = 0
 
     def unplace(self, tid: int) -> int:

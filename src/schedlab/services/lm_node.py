@@ -173,6 +173,7 @@ class LMNode(ServiceNode):
         holding = partial(holding_event, self.store) if fair else None
         self.lm_recovery = LMRecovery(rt, lm, relay.completed, holding)
         self.lm_recovery.after_records = publisher.after
+        self.lm_recovery.sent_of = self._run_sent
         mine = {h: list(plan.workers_of_host[h]) for h, owner in plan.hosts.items() if owner == self.id}
         monitor = self.monitor = HostMonitor(rt, lm, mine, plan.worker_lease)
         monitor.on_lost = self._lost
@@ -186,6 +187,7 @@ class LMNode(ServiceNode):
         self.takeover = LMTakeover(rt, lm, monitor, monitor.positions, router.incarnation, holding)
         self.lm_recovery.process = self.takeover
         self.takeover.launch_of = self.launch_of
+        self.takeover.sent_of = self._run_sent
         router.on_undelivered = self._undelivered_to_host
         if workers is not None:
             workers.add(lm, plan.num_gms)
@@ -422,6 +424,10 @@ class LMNode(ServiceNode):
         items = msg.items if isinstance(msg, LaunchBatch) else [(msg.tid, msg.worker)]
         for tid, _w in items:
             self.launch_of[tid] = launch
+
+    def _run_sent(self, tid: int) -> float:
+        """The first send time of the GM's request that started the task's run here (0: unknown)."""
+        return self.request_sent.get(tid, 0.0)
 
     def _request_sent(self, msg: Any) -> float:
         """The first send time of the GM's request a launch carries out (0: unknown, a preemption's)."""

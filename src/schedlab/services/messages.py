@@ -130,6 +130,10 @@ class Recovered:
     # its end dropped) protects nothing (found by the deterministic simulation, seed 3614)
     found: list[int] = field(default_factory=list)
     found_sent: list[float] = field(default_factory=list)
+    # ``running_sent[k]``: the first send time of the GM's request that started ``running[k]``'s run (the GM's own
+    # stamp, echoed; 0: unknown). A restarted GM holds the task again with it, so that a late loss notice of an
+    # earlier run on the same worker does not end this one (found by the deterministic simulation, seed 1021700)
+    running_sent: list[float] = field(default_factory=list)
 
 
 @dataclass(slots=True)

@@ -157,7 +157,7 @@ class GMRecovery:
             if lost:
                 log.warning("GM %d: LM %d took over without %d of this GM's task(s): requested again", self.gm.g, msg.lm, len(lost))
         self.gm.recover(msg.update, msg.running)
-        self.placements.adopt(msg.running)
+        self.placements.adopt(msg.running, msg.running_sent)
         if self.fair is not None and msg.holdings:
             self.fair.apply_report(HoldingsReport(msg.lm, msg.holdings))
         if lost:
@@ -507,17 +507,20 @@ class DurableJobs:
                 "completions_of_unknown_tasks": self.orphans, "log_messages_held": len(self.log_entries)}
 
 
-def recovered(lm: LocalMaster, gm: int, holding: Any = None, process: LMTakeover | None = None) -> Recovered:
+def recovered(lm: LocalMaster, gm: int, holding: Any = None, process: LMTakeover | None = None,
+              sent_of: Callable[[int], float] | None = None) -> Recovered:
     """LM ``lm``'s whole truth for GM ``gm``: a snapshot, the GM's running tasks and, with fair sharing
     (``holding``: tid, p, pos -> its holdings event), every task as holdings. ``process``: the LM process's
-    start (when it took over, its fencing token, and the GM's tasks it found running or lately ended)."""
+    start (when it took over, its fencing token, and the GM's tasks it found running or lately ended).
+    ``sent_of(tid)``: the first send time of the request that started the task's run here (0: unknown)."""
     update, running = lm.recovery_state(gm)
     holdings = [] if holding is None else [holding(t, p, pos) for t, (p, pos, _g) in lm.running.items()]
+    running_sent = [] if sent_of is None else [sent_of(t) for t, _p, _pos in running]
     if process is None:
-        return Recovered(lm.i, update, running, holdings)
+        return Recovered(lm.i, update, running, holdings, running_sent=running_sent)
     found = sorted(process.found.get(gm, {}).items())
     return Recovered(lm.i, update, running, holdings, process.started, process.incarnation, [t for t, _s in found],
-                     [s for _t, s in found])
+                     [s for _t, s in found], running_sent)
 
 
 class LMRecovery:
@@ -536,13 +539,14 @@ class LMRecovery:
         # a task completed waits for the end's record: had this LM died with it unsent, the GM would report the
         # task done and the client never learn how it ended (found by the deterministic simulation, seed 200336)
         self.after_records: Callable[[Callable[[], None]], None] | None = None
+        self.sent_of: Callable[[int], float] | None = None  # tid -> its run's request's first send time (recovered)
         self.recoveries = 0
         rt.add_handler(lm.address, Recover, self._on_recover)
         rt.add_handler(lm.address, Resolve, self._on_resolve)
 
     def _on_recover(self, msg: Recover) -> None:
         self.recoveries += 1
-        self.rt.send(self.lm.gm_addr[msg.gm], recovered(self.lm, msg.gm, self.holding, self.process))
+        self.rt.send(self.lm.gm_addr[msg.gm], recovered(self.lm, msg.gm, self.holding, self.process, self.sent_of))
 
     def _on_resolve(self, msg: Resolve) -> None:
         running, completed = self.lm.running, self.completed
@@ -596,6 +600,7 @@ class LMTakeover:
         self.rebuilt_in: float | None = None
         self._answered = rt.event()
         self.launch_of: dict[int, int] | None = None  # the LM's launch ids of its tasks: those of adopted runs are added
+        self.sent_of: Callable[[int], float] | None = None  # tid -> its run's request's first send time (recovered)
         # gm -> {tid: sent} of its tasks the hosts reported running or lately ended (sent: the first send time of the
         # GM's request that started the run; 0: unknown)
         self.found: dict[int, dict[int, float]] = {}
@@ -646,7 +651,7 @@ class LMTakeover:
 
     def announce(self) -> None:
         for g in range(self.lm.G):
-            self.rt.send(self.lm.gm_addr[g], recovered(self.lm, g, self.holding, self))
+            self.rt.send(self.lm.gm_addr[g], recovered(self.lm, g, self.holding, self, self.sent_of))
 
     def counters(self) -> dict[str, Any]:
         return {"rebuilt_in": self.rebuilt_in, "tasks_adopted_from_hosts": self.adopted, "hosts_silent_at_start": self.hosts_silent}

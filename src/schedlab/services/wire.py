@@ -270,6 +270,7 @@ class RecoveredW(_Body):
     incarnation: int = Field(0, ge=0)
     found: list[int] = Field(default_factory=list, max_length=MAX_ITEMS)
     found_sent: list[float] = Field(default_factory=list, max_length=MAX_ITEMS)
+    running_sent: list[float] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
 class HostStateW(_Body):
@@ -482,10 +483,10 @@ SCHEMAS["Recovered"] = (
     RecoveredW,
     lambda m: {"lm": m.lm, "update": _update_body(m.update), "running": m.running,
                "holdings": _holdings_body(HoldingsReport(m.lm, m.holdings))["events"], "since": m.since,
-               "incarnation": m.incarnation, "found": m.found, "found_sent": m.found_sent},
+               "incarnation": m.incarnation, "found": m.found, "found_sent": m.found_sent, "running_sent": m.running_sent},
     lambda w: Recovered(w.lm, _update_msg(w.update), [tuple(r) for r in w.running],
                         _holdings_msg(HoldingsReportW(lm=w.lm, events=w.holdings)).events, w.since, w.incarnation,
-                        list(w.found), list(w.found_sent)),
+                        list(w.found), list(w.found_sent), list(w.running_sent)),
 )
 SCHEMAS["HostState"] = (HostStateW, lambda m: {"lm": m.lm, "incarnation": m.incarnation}, lambda w: HostState(w.lm, w.incarnation))
 SCHEMAS["HostReport"] = (HostReportW, lambda m: {"host": m.host, "incarnation": m.incarnation, "running": m.running, "launches": m.launches,
