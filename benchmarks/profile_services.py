@@ -68,6 +68,8 @@ async def main(per_job: int, rate: float, profile: bool) -> None:
             print(f"py-spy stacks in {folder}")
     finally:
         await supervise.down(loaded, path)
+        if not profile:  # with prof, the stacks stay for the reader (the folder is named above)
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":
