@@ -159,7 +159,6 @@ async def calibrate(path: Path, trace: str | None = None, max_jobs: int | None =
         raise InputError("--jobs", f"must be >= 1, got {jobs}")
     loaded = load_cluster(path)
     before = _step_histograms(await fetch_statuses(loaded))
-    submission = await submission_delay(loaded.brokers)
     workload: Any = trace if trace is not None else calibration_workload(jobs, rate, seed)
     async with Client(path) as c:
         result = await c.replay(workload, max_jobs=max_jobs, speedup=speedup, constraints="auto", timeout="auto",
@@ -179,6 +178,8 @@ async def calibrate(path: Path, trace: str | None = None, max_jobs: int | None =
     jobs_in = observed.get(SUBMISSION)
     if jobs_in:  # the workload's own jobs, client's signature to GM's handler (stepcosts), rather than the idle probe's
         submission = Quantiles(p50=quantile(jobs_in, 0.5), p90=quantile(jobs_in, 0.9))
+    else:  # GMs that measure no submission: the idle probe (see the module)
+        submission = await submission_delay(loaded.brokers)
     missing = [s for s in STEPS if s not in steps]
     if missing:
         raise InputError("--cluster", f"no {', '.join(missing)} measured: are the cluster's services of this version "

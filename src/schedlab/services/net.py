@@ -199,7 +199,7 @@ class AmqpLink(AcksAfterOutput):
         self._closed = False
         self.step_clock: Callable[[], float] | None = None  # set where messages' handling is measured (stepcosts)
         self.checked_in = 0.0  # seconds the last message's authentication took (with a step_clock)
-        self.signed_at = 0.0  # the last authentic message's signature time (with a step_clock; 0: none)
+        self._checked_body = b""  # the last authentic message as it came (its credentials line: signed_time)
         self._publisher: asyncio.Task | None = None
         self.published = 0
         self.publish_errors = 0  # messages given up (only when closing during an outage)
@@ -429,10 +429,17 @@ class AmqpLink(AcksAfterOutput):
         t0 = clock()
         body = self._checked(message)
         self.checked_in = clock() - t0
-        if body is not None:  # its credentials line: FRAME, then the sender, the time, …
-            with contextlib.suppress(ValueError, IndexError):
-                self.signed_at = float(message.body[len(FRAME) : message.body.find(b"\n", 0, 1024)].split(b" ", 2)[1])
+        if body is not None:
+            self._checked_body = message.body
         return body
+
+    def signed_time(self) -> float:
+        """The signature time of the last authentic message (with a ``step_clock``; 0: none), read from its
+        credentials line (FRAME, then the sender, the time, …) only when asked: a GM's job queue asks."""
+        raw, self._checked_body = self._checked_body, b""
+        with contextlib.suppress(ValueError, IndexError):
+            return float(raw[len(FRAME) : raw.find(b"\n", 0, 1024)].split(b" ", 2)[1])
+        return 0.0
 
     def _checked(self, message: Any) -> bytes | None:
         verifier = self.verifier
@@ -814,9 +821,10 @@ class AmqpFrames(AcksAfterOutput):
                     steps.observe("message", clock() - t0 + self.amqp.checked_in)
                     self.amqp.checked_in = 0.0
                     verifier = self.amqp.verifier
-                    if transit is not None and self.amqp.signed_at and verifier is not None and not (rest and rest[0]):
-                        steps.observe(transit, verifier.clock() - self.amqp.signed_at)  # not a redelivery: sent just now
-                    self.amqp.signed_at = 0.0
+                    if transit is not None and verifier is not None and not (rest and rest[0]):  # not a redelivery
+                        signed = self.amqp.signed_time()
+                        if signed:
+                            steps.observe(transit, verifier.clock() - signed)
             except WireError as e:
                 on_bad(e.reason)
                 if rest:  # a held message (a job): not retried
