@@ -17,9 +17,11 @@ from schedlab.services.clusterfile import load_cluster
 from schedlab.services.remote import fetch_statuses
 from schedlab.services.stepcosts import (
     StepCosts,
+    affine,
     bucket_of,
     bucket_value,
     merge,
+    merge_fits,
     quantile,
     subtract,
 )
@@ -40,6 +42,24 @@ def test_step_histograms_give_quantiles_within_a_bucket_and_merge_and_subtract_b
     assert subtract(twice, merge([st])) == merge([st]) and subtract(merge([st]), merge([st])) == {}
     for s in (3e-9, 2.5e-6, 40.0):  # clamped at both ends, and a bucket's middle is within a bucket of the value
         assert abs(bucket_of(bucket_value(bucket_of(s))) - bucket_of(s)) <= 1
+
+
+def test_a_steps_fit_gives_its_part_per_input_and_per_item_and_the_spread_around_them():
+    costs = StepCosts()
+    for k in range(200):  # inputs of 1..50 items: 120 µs + 5 µs an item, every other round of sizes 20 % dearer
+        n = 1 + k % 50
+        costs.observe("gm_match", (120e-6 + 5e-6 * n) * (1.2 if (k // 50) % 2 else 1.0), n)
+    fit = merge_fits([costs.status(), costs.status()])["gm_match"]  # two nodes' sums add up
+    assert fit[0] == 400 and "fit" not in costs.status().get("message", {})
+    got = affine(fit)
+    assert got is not None
+    a, b, sigma = got
+    assert a == pytest.approx(132e-6, rel=1e-6) and b == pytest.approx(5.5e-6, rel=1e-6) and 0.05 < sigma < 0.15
+    one_size = StepCosts()
+    for _ in range(50):
+        one_size.observe("lm_verify", 1e-4, 10)
+    assert affine(merge_fits([one_size.status()])["lm_verify"]) is None  # every input of one size: no fit
+    assert affine(fit[:1] + [0.0] * 5) is None and affine([5.0, 5.0, 5.0, 1.0, 1.0, 1.0]) is None  # too few inputs
 
 
 def test_calibrate_measures_a_live_cluster_and_simulate_reads_the_profile(broker, tmp_path, capsys):
@@ -108,17 +128,18 @@ def test_the_twin_report_compares_the_prediction_with_the_real_runs_median_and_t
     setup = dataclasses.replace(twin.QUICK, repeats=3)
     profile = CostProfile.model_validate({"one_way_delay": {"p50": 0.0015, "p90": 0.004}, "submission_delay": {"p50": 0.001, "p90": 0.002},
                                           "steps": {"gm_match": 2e-5, "lm_verify": 6e-6, "update_per_worker": 1e-6, "message": 1.2e-4}})
-    sims = [twin.predict(setup, w, profile) for w in setup.workloads]
-    assert sims[0].summary["config"]["latency_spread"] == pytest.approx(profile.latency_spread())
+    sims = [twin.predictions(setup, w, profile) for w in setup.workloads]
+    assert [s.summary["seed"] for s in sims[0]] == [setup.seed + k for k in range(setup.sim_seeds)]
+    assert sims[0][0].summary["config"]["latency_spread"] == pytest.approx(profile.latency_spread())
 
     def slow(run):
         at = {q: (2 * v if isinstance(v, float) else v) for q, v in run.summary["allocation_time"].items()}
         return types.SimpleNamespace(summary={**run.summary, "allocation_time": at}, tasks=run.tasks)
 
-    reals = [[s, s, slow(s)] for s in sims]
+    reals = [[s[0], s[0], slow(s[0])] for s in sims]
     report = twin.write_report(tmp_path, setup, profile, {"inputs": {}}, reals, sims).read_text()
     rows = [line for line in report.splitlines() if line.startswith(f"| {setup.workloads[0].name} |")]
     cells = [c.strip() for c in rows[0].split("|")[1:-1]]
     assert cells[5] == "100%"  # the slow run lies 100 % above the other two's (and the median's) p50
     assert "Verdict" in report and (tmp_path / "allocation_cdf.png").exists()
-    assert (tmp_path / "summary_real_single_tasks_run3.json").exists()
+    assert (tmp_path / "summary_real_single_tasks_run3.json").exists() and (tmp_path / f"summary_sim_single_tasks_seed{setup.seed + 2}.json").exists()

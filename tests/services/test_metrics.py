@@ -91,7 +91,7 @@ def test_every_node_serves_metrics_for_the_token_only(tmp_path, capsys) -> None:
     # the four components on every node: what each observes (timings), parsed as histograms by the library
     comp = {(role, c): samples[(role, "schedlab_allocation_component_seconds_count", (("component", c),))]
             for role in ("gm", "lm", "worker") for c in COMPONENTS}
-    assert comp[("worker", "communication")] == 12  # from the last mark upstream (the GM's: this LM has no costs, no marks)
+    assert comp[("worker", "communication")] == 12  # from the last mark upstream (the LM's processing mark)
     assert all(comp[(r, "worker_queuing")] == 0 for r in ("gm", "lm", "worker"))  # no Megha node queues at workers
     spans = sum(samples[(r, "schedlab_allocation_component_seconds_sum", (("component", c),))] for r in ("gm", "lm", "worker")
                 for c in COMPONENTS)

@@ -52,7 +52,9 @@ def parse_params(params: MeghaParams | dict[str, Any] | None) -> MeghaParams:
 
 def shared(rt: ServiceRuntime, plan: Plan, store: TaskStore, observer: Any, workers: Any = None) -> MeghaShared:
     """What a service's GM or LM is built with: its runtime, the cluster's layout, its own store and observer."""
-    return MeghaShared(rt, plan.layout, plan.cluster, store, observer, workers, plan.params, plan.cluster.slot_mode)
+    # a process that measures its steps handles its inputs in time of its own: it marks processing (MeghaShared)
+    since = rt.handling_since if rt.step_clock is not None else None
+    return MeghaShared(rt, plan.layout, plan.cluster, store, observer, workers, plan.params, plan.cluster.slot_mode, since)
 
 
 def build_gm(g: int, rt: ServiceRuntime, plan: Plan, store: TaskStore, observer: Any) -> GlobalMaster:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import random
 import secrets
 import statistics
@@ -52,8 +53,16 @@ import yaml
 
 from schedlab.atomic import atomic_write
 from schedlab.errors import InputError
-from schedlab.schedulers.megha.costs import STEPS, CostProfile, Quantiles, Step
-from schedlab.services.stepcosts import SUBMISSION, TRANSIT, merge, quantile, subtract
+from schedlab.schedulers.megha.costs import STEPS, Z90, CostProfile, Quantiles, Step
+from schedlab.services.stepcosts import (
+    SUBMISSION,
+    TRANSIT,
+    affine,
+    merge,
+    merge_fits,
+    quantile,
+    subtract,
+)
 from schedlab.workload.trace import TraceJob
 
 DEFAULT_JOBS = 600
@@ -74,7 +83,8 @@ def calibration_workload(jobs: int, rate: float, seed: int) -> list[TraceJob]:
     return out
 
 
-def _step_histograms(statuses: list[dict[str, Any]]) -> dict[str, dict[int, int]]:
+def step_histograms(statuses: list[dict[str, Any]]) -> dict[str, dict[int, int]]:
+    """Every node's step-cost histograms (``/v1/status``) added up; a node that did not answer is one error line."""
     down = [f"{s['role']} {s['id']}" for s in statuses if "error" in s]
     if down:
         raise InputError("--cluster", f"{', '.join(down)} did not answer: calibrate a cluster whose every node serves")
@@ -158,18 +168,27 @@ async def calibrate(path: Path, trace: str | None = None, max_jobs: int | None =
     if jobs < 1:
         raise InputError("--jobs", f"must be >= 1, got {jobs}")
     loaded = load_cluster(path)
-    before = _step_histograms(await fetch_statuses(loaded))
+    statuses = await fetch_statuses(loaded)
+    before, fits_before = step_histograms(statuses), merge_fits(s.get("step_costs", {}) for s in statuses)
     workload: Any = trace if trace is not None else calibration_workload(jobs, rate, seed)
     async with Client(path) as c:
         result = await c.replay(workload, max_jobs=max_jobs, speedup=speedup, constraints="auto", timeout="auto",
                                 trace_label=trace or f"calibration ({jobs} jobs, {rate:g} tasks/s, seed {seed})")
-    after = _step_histograms(await fetch_statuses(loaded))
+    statuses = await fetch_statuses(loaded)
+    after = step_histograms(statuses)
     observed = subtract(after, before)
+    fits = {s: [x - y for x, y in zip(f, fits_before.get(s, [0.0] * 6), strict=True)]
+            for s, f in merge_fits(s.get("step_costs", {}) for s in statuses).items()}
     steps: dict[Step, float | Quantiles] = {}
     for step in STEPS:
         hist = observed.get(step)
         if hist:
             steps[step] = Quantiles(p50=quantile(hist, 0.5), p90=quantile(hist, 0.9))
+        fitted = affine(fits[step]) if step in fits else None
+        if fitted is not None:  # an input's part and each item's (stepcosts), at the median of the fit's lognormal
+            a, b, sigma = fitted
+            median = math.exp(-sigma * sigma / 2)  # the fit is of the mean; the profile gives medians
+            steps[step] = Quantiles(p50=b * median, p90=b * median * math.exp(Z90 * sigma), per_input=a * median)
     transit = observed.get(TRANSIT)
     if transit:  # the messages' own transit over the workload (stepcosts), rather than an idle round trip
         delay = Quantiles(p50=quantile(transit, 0.5), p90=quantile(transit, 0.9))

@@ -42,6 +42,8 @@ from schedlab.workers.protocol import TasksFinished
 class GMFrontend(Component):
     """A GM's submission endpoint: stores the job's tasks, then gives their ids to the GM."""
 
+    rt: ServiceRuntime
+
     def __init__(self, g: int, runtime: ServiceRuntime, gm: GlobalMaster, store: TaskStore) -> None:
         super().__init__(submit_address(g), runtime)
         self.gm = gm
@@ -63,7 +65,8 @@ class GMFrontend(Component):
     def admit(self, msg: SubmitJob, submit: Any = None) -> None:
         """File the job; queue its tasks at the GM — all of them, or only ``submit`` (a recovering GM's)."""
         self.seen.add(msg.jid)
-        self.store.add_job(msg.jid, self.rt.now(), msg.tids, msg.durations, msg.masks, msg.requests, msg.specs, msg.user)
+        # its arrival: when it reached this process (before its decoding, where that is measured)
+        self.store.add_job(msg.jid, self.rt.handling_since(), msg.tids, msg.durations, msg.masks, msg.requests, msg.specs, msg.user)
         self.jobs += 1
         self.tasks += len(msg.tids)
         tids = msg.tids if submit is None else list(submit)

@@ -785,6 +785,8 @@ class AmqpFrames(AcksAfterOutput):
         self.codec = codec
         self.acks = amqp.acks
         self.steps: StepCosts | None = None  # a GM's or LM's: each message's handling is measured (stepcosts)
+        # with steps: the runtime's ServiceRuntime.handle_received, so that a message's handling begins when it came
+        self.received: Callable[..., Any] | None = None
 
     @property
     def publish_errors(self) -> int:
@@ -811,6 +813,7 @@ class AmqpFrames(AcksAfterOutput):
         signature to here is measured as that (stepcosts: ``submission`` on a GM's job queue)."""
         def on_body(body: bytes, *rest: Any) -> None:
             steps = self.steps
+            spent = 0.0
             try:
                 if steps is None:
                     frame = self.codec.decode_frame(body)
@@ -818,7 +821,8 @@ class AmqpFrames(AcksAfterOutput):
                     clock = time.perf_counter
                     t0 = clock()
                     frame = self.codec.decode_frame(body)
-                    steps.observe("message", clock() - t0 + self.amqp.checked_in)
+                    spent = clock() - t0 + self.amqp.checked_in
+                    steps.observe("message", spent)
                     self.amqp.checked_in = 0.0
                     verifier = self.amqp.verifier
                     if transit is not None and verifier is not None and not (rest and rest[0]):  # not a redelivery
@@ -830,7 +834,10 @@ class AmqpFrames(AcksAfterOutput):
                 if rest:  # a held message (a job): not retried
                     self.amqp.ack(rest[1])
                 return
-            on_frame(frame, *rest)
+            if steps is not None and self.received is not None:
+                self.received(spent, on_frame, frame, *rest)
+            else:
+                on_frame(frame, *rest)
 
         return on_body
 

@@ -128,6 +128,7 @@ class ProcessNode:
         self.rt = rt
         if self.role in ("gm", "lm"):  # the processing steps the simulator charges (stepcosts): messages too
             broker.steps = rt.steps
+            broker.received = rt.handle_received
             self.amqp.step_clock = time.perf_counter
         self.router = router
         env = NodeEnv(Plan.from_loaded(loaded, self.params), rt, router, store, broker, directory.queue, self._bind,
@@ -292,7 +293,11 @@ class ProcessNode:
                 spent = (time.perf_counter() - t0) / len(frames)
                 for _ in frames:
                     steps.observe("message", spent)
-        status, payload = await node.handle_request(frames, float(request.headers[TIME]))
+        if steps is None:
+            status, payload = await node.handle_request(frames, float(request.headers[TIME]))
+        else:  # its handling began when it was read (a GM's and an LM's processing marks: MeghaShared)
+            answer = self.rt.handle_received(time.perf_counter() - t0, node.handle, frames, float(request.headers[TIME]))
+            status, payload = answer if isinstance(answer, tuple) else await answer
         if status != 200:
             return web.Response(status=status, text=payload)
         return self._signed({"replies": payload})

@@ -76,6 +76,9 @@ class ServiceRuntime:
         self.steps: StepCosts | None = None
         self.step_clock: Callable[[], float] | None = None
         self._timed: dict[type, tuple[str, Callable[[Any], int]]] = {}
+        # where steps are measured, also when the input being handled reached this process (:meth:`handling_since`)
+        self.input_at = 0.0  # 0: no input is being handled
+        self._received = 0.0  # a transport's stamp of the next input's arrival (:meth:`input_received`)
         attach = getattr(transport, "attach", None)
         if attach is not None:
             attach(self)
@@ -113,9 +116,35 @@ class ServiceRuntime:
         if clock is None or self.steps is None:
             self.guarded(fn, *args)
             return
+        outer = self.begin_input()
         t0 = clock()
         self.guarded(fn, *args)
         self.steps.observe(step, clock() - t0, items)
+        self.input_at = outer
+
+    # -- when an input's handling began (a real process: Megha's processing marks) ------------------
+    def handle_received(self, ago: float, fn: Callable[..., Any], *args: Any) -> Any:
+        """A transport: ``fn(*args)`` delivers an input that reached this process ``ago`` seconds ago (when it was
+        read, before its authentication and decoding took their time); its handling began then."""
+        self._received = self.now() - ago
+        try:
+            return fn(*args)
+        finally:
+            self._received = 0.0  # not delivered (refused, held for order): no later input's arrival
+
+    def begin_input(self) -> float:
+        """The handling of an input begins (at its arrival, if its transport stamped it); returns the time of the
+        input handled around it (0: none), for the caller to restore when this one is done."""
+        outer, received = self.input_at, self._received
+        self._received = 0.0
+        self.input_at = received if received else self.now()
+        return outer
+
+    def handling_since(self) -> float:
+        """When the input being handled reached this process (now, outside any input: a coroutine's step). A GM or
+        LM marks its framework queuing until then and its processing from then, as the simulator does when it
+        charges processing costs (``MeghaShared.handling_since``)."""
+        return self.input_at or self.now()
 
     def before_send(self, cls: type, fn: Callable[[Address, Any], Any]) -> None:
         """``fn(dst, msg)`` sees every ``cls`` message sent from here and returns what to send (``None``: nothing now).
@@ -207,11 +236,16 @@ class ServiceRuntime:
             msg = screen(dst, msg)
             if msg is None:
                 return
-        timed = self._timed.get(msg.__class__) if self.step_clock is not None else None
-        if timed is None:
+        if self.step_clock is None:
             self.guarded(handler, msg)
         else:
-            self.timed(timed[0], timed[1](msg), handler, msg)
+            timed = self._timed.get(msg.__class__)
+            if timed is None:
+                outer = self.begin_input()
+                self.guarded(handler, msg)
+                self.input_at = outer
+            else:
+                self.timed(timed[0], timed[1](msg), handler, msg)
         hooks = self._after.get(msg.__class__)
         if hooks:
             for fn in hooks:
@@ -255,10 +289,16 @@ class AsyncRuntime(ServiceRuntime):
         return self.clock()
 
     def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> asyncio.TimerHandle:
-        return self.loop.call_later(delay, self.guarded, fn, *args)
+        return self.loop.call_later(delay, self._fire, fn, args)
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> asyncio.Handle:
-        return self.loop.call_soon(self.guarded, fn, *args)
+        return self.loop.call_soon(self._fire, fn, args)
+
+    def _fire(self, fn: Callable[..., Any], args: tuple) -> None:
+        # a timer's handling begins when it fires
+        self.input_at = self.clock()
+        self.guarded(fn, *args)
+        self.input_at = 0.0
 
     def cancel(self, handle: Any) -> None:
         handle.cancel()

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from schedlab.cli import main
+from schedlab.errors import InputError
 from schedlab.schedulers.megha.costs import CostProfile, load_costs
 
 TRACE = "".join(f"{i * 0.05:.2f} 8 1.0 {' '.join(['1'] * 8)}\n" for i in range(60))
@@ -97,3 +98,30 @@ def test_a_parameter_added_later_stays_out_of_ids_and_summaries_at_its_default()
 
     assert "cost_spread" not in MeghaParams().dump() and "cost_spread" in MeghaParams().model_dump()
     assert MeghaParams(cost_spread={"message": 0.5}).dump(mode="json")["cost_spread"] == {"message": 0.5}
+
+
+def test_a_part_per_input_is_charged_once_per_input_beside_the_per_item_cost(tmp_path):
+    """An input of n items costs per_input + n x p50: for jobs of 8 tasks, a part per input worth 4 items' costs less
+    than a per-item cost twice as high would, more than none; for single tasks, a part per input alone costs as the
+    same per-item cost (and a message's part per input is refused)."""
+    (tmp_path / "item.yaml").write_text("steps: {gm_match: 2.0e-4}\n")
+    (tmp_path / "fixed.yaml").write_text("steps: {gm_match: {p50: 1.0e-4, p90: 1.0e-4, per_input: 4.0e-4}}\n")
+    (tmp_path / "half.yaml").write_text("steps: {gm_match: 1.0e-4}\n")
+    item, fixed, half = (summary(tmp_path, n, "--costs", str(tmp_path / f"{n}.yaml")) for n in ("item", "fixed", "half"))
+    assert fixed["config"]["params"]["cost_per_input"] == {"gm_match": 4.0e-4}
+    assert "cost_per_input" not in item["config"]["params"]  # left out at its default: stored runs keep their ids
+    proc = {k: s["allocation_components"]["processing"]["mean"] for k, s in (("item", item), ("fixed", fixed), ("half", half))}
+    assert proc["half"] < proc["fixed"] < proc["item"]  # 8 x 1e-4 < 4e-4 + 8 x 1e-4 < 8 x 2e-4 a job
+    trace = tmp_path / "single.tr"
+    trace.write_text("".join(f"{i * 0.05:.2f} 1 1.0 1\n" for i in range(60)))
+    (tmp_path / "alone.yaml").write_text("steps: {gm_match: {p50: 0.0, p90: 0.0, per_input: 2.0e-4}}\n")
+    single = []
+    for name in ("item", "alone"):
+        out = tmp_path / f"single-{name}.json"
+        assert main(["simulate", "-s", "megha", "-t", str(trace), "-w", "60", "--gms", "2", "--lms", "2", "--no-constraints", "-q",
+                     "--costs", str(tmp_path / f"{name}.yaml"), "--summary-json", str(out)]) == 0
+        single.append(json.loads(out.read_text())["allocation_components"]["processing"])
+    assert single[0] == single[1] and single[0]["mean"] > 0
+    (tmp_path / "bad.yaml").write_text("steps: {message: {p50: 1.0e-4, p90: 1.0e-4, per_input: 1.0e-4}}\n")
+    with pytest.raises(InputError, match="per_input is for steps of items"):
+        load_costs(tmp_path / "bad.yaml")

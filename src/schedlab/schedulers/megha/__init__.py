@@ -54,6 +54,7 @@ Choices where the papers are silent, and defaults:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -126,12 +127,17 @@ class MeghaParams(SchedulerParams):
     cost_spread: dict[CostStep, float] | None = added_field(
         None, description="lognormal sigma of each processing step's cost (gm_match, lm_verify, update_per_worker, message) "
         "around its *_cost median; from a cost profile: simulate --costs")
+    cost_per_input: dict[Literal["gm_match", "lm_verify", "update_per_worker"], float] | None = added_field(
+        None, description="seconds of a processing step's cost per input beside its per-item *_cost (an input of n items "
+        "costs per_input + n x *_cost, scaled by one draw); from a measured cost profile's fit: simulate --costs")
     shares: list[float] | None = Field(None, description="fair sharing: each user queue's share of the data center")
     queue_gms: list[int] | None = Field(None, description="fair sharing: the GM (1-based) serving each user queue")
     user_assignment: Literal["round-robin", "by-share"] = Field("round-robin", description="fair sharing: how jobs are given to user queues")
 
     @model_validator(mode="after")
     def _check(self) -> MeghaParams:
+        if self.cost_per_input is not None and any(not (v >= 0) for v in self.cost_per_input.values()):
+            raise ValueError("cost_per_input: a cost is >= 0 seconds")
         if self.shares is not None:
             if not self.shares or any(s <= 0 for s in self.shares) or sum(self.shares) > 1 + 1e-9:
                 raise ValueError("shares must be positive and sum to at most 1")
@@ -172,6 +178,11 @@ class MeghaShared:
     workers: LocalWorkers | None
     params: MeghaParams
     slot_mode: bool
+    # a real process's handling takes time of its own: when the input being handled reached the process. A GM then
+    # marks a task's framework queuing until then and its processing until its request leaves; an LM the request's
+    # flight until then and its processing until its answers leave — the spans the simulator marks when it charges
+    # processing costs (None: handling takes no time, or the simulator charges it)
+    handling_since: Callable[[], float] | None = None
 
 
 class MeghaScheduler(Scheduler):

@@ -17,7 +17,7 @@ issue's ``schedlab calibrate`` writes one), and what a simulation reads::
     source: measured on a 5 GM x 5 LM loopback cluster
     one_way_delay: 0.0004
     steps:
-      gm_match: {p50: 3.0e-5, p90: 7.5e-5}
+      gm_match: {p50: 5.0e-6, p90: 9.5e-6, per_input: 1.2e-4}   # an input of n tasks: 1.2e-4 + n x 5.0e-6 (median)
       lm_verify: 1.2e-5
       update_per_worker: {p50: 2.0e-6, p90: 3.1e-6}
       message: {p50: 1.1e-4, p90: 3.0e-4}
@@ -54,11 +54,14 @@ Z90 = 1.2815515655446004  # the standard normal's 90th percentile
 
 
 class Quantiles(BaseModel):
-    """A positive, right-skewed cost: its median and 90th percentile, in seconds."""
+    """A positive, right-skewed cost: its median and 90th percentile, in seconds; for a step of items, optionally
+    a part per input (``per_input``): an input of n items then costs ``per_input + n x p50`` at the median, the
+    whole scaled by one draw (a measured profile's fit, where the cost per item falls as inputs grow)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     p50: float = Field(ge=0)
     p90: float = Field(ge=0)
+    per_input: float = Field(0.0, ge=0)
 
     @model_validator(mode="after")
     def _ordered(self) -> Quantiles:
@@ -88,6 +91,8 @@ class CostProfile(BaseModel):
         for name, v in self.steps.items():
             if isinstance(v, float) and v < 0:
                 raise ValueError(f"steps.{name}: a cost is >= 0 seconds, got {v}")
+            if name == "message" and isinstance(v, Quantiles) and v.per_input:
+                raise ValueError("steps.message: per_input is for steps of items (a message is one input)")
         return self
 
     def quantiles(self, step: Step) -> Quantiles:
@@ -100,6 +105,9 @@ class CostProfile(BaseModel):
         spreads = {s: self.quantiles(s).sigma for s in STEPS if self.quantiles(s).sigma > 0}
         if spreads:
             out["cost_spread"] = spreads
+        fixed = {s: self.quantiles(s).per_input for s in STEPS if self.quantiles(s).per_input > 0}
+        if fixed:
+            out["cost_per_input"] = fixed
         return out
 
     def submission(self) -> float:

@@ -35,7 +35,10 @@ Megha paper, Section IV-B; constraint-aware paper, Sections 2.1 and 4.
 
 Allocation-time phases: waiting until the request leaves the GM is framework
 queuing, GM processing time is processing, the request's and launch's flight
-is communication, a rejection's round trip is communication too.
+is communication, a rejection's round trip is communication too. The
+simulator marks processing when it charges costs; a real process, whose
+handling takes time of its own, marks it from when the input being handled
+reached it (``MeghaShared.handling_since``).
 """
 
 from __future__ import annotations
@@ -84,7 +87,9 @@ class GlobalMaster(Component):
     def __init__(self, g: int, shared: MeghaShared, rng: random.Random) -> None:
         p = shared.params
         # set before registering: without processing costs the inputs bypass the processor (see handlers)
-        self.costly = p.gm_match_cost > 0 or p.update_cost_per_worker > 0 or p.message_cost > 0
+        fixed = p.cost_per_input or {}
+        self.match_fixed, self.update_fixed = fixed.get("gm_match", 0.0), fixed.get("update_per_worker", 0.0)
+        self.costly = p.gm_match_cost > 0 or p.update_cost_per_worker > 0 or p.message_cost > 0 or self.match_fixed > 0 or self.update_fixed > 0
         super().__init__(gm_address(g), shared.runtime)
         # spread costs draw from a stream of their own: worker choices stay where they were
         self.draws = CostDraws(shared.runtime.rng(f"megha:costs:gm{g}"), p.cost_spread) if self.costly and p.cost_spread else None
@@ -95,6 +100,7 @@ class GlobalMaster(Component):
         self.tasks = shared.tasks
         self.rec = shared.observer
         self.rng = rng
+        self.since = shared.handling_since  # a real process's (MeghaShared)
         self.random_choice = shared.params.worker_choice == "random"
         self.choice_rng = self.rng if self.random_choice else None  # the worker-choice policy's (choose_position)
         self.choice_draw = self.rng.random if self.random_choice else None  # the same, as gm_take takes it
@@ -183,7 +189,15 @@ class GlobalMaster(Component):
         if self.costly:
             p = self.sh.params
             d = self.draws
-            if d is None:
+            if self.match_fixed or self.update_fixed:  # a fit of a measured profile: a part per input, one per item
+                match = self.match_fixed + p.gm_match_cost * tasks if tasks else 0.0
+                update = self.update_fixed + p.update_cost_per_worker * workers if workers else 0.0
+                if d is None:
+                    self.proc.charge(p.message_cost + match + update)
+                else:
+                    self.proc.charge(p.message_cost * d.factor("message") + (match * d.factor("gm_match") if tasks else 0.0)
+                                     + (update * d.factor("update_per_worker") if workers else 0.0))
+            elif d is None:
                 self.proc.charge(p.message_cost + p.gm_match_cost * tasks + p.update_cost_per_worker * workers)
             else:  # one draw per step of this input (costs.py)
                 self.proc.charge(p.message_cost * d.factor("message")
@@ -245,8 +259,13 @@ class GlobalMaster(Component):
             return
         now = self.rt.now()
         mark_each = self.rec.mark_each
+        since = None if self.since is None else self.since()
         for lm, items in out.items():
-            mark_each(items, now, FRAMEWORK_QUEUING)
+            if since is None:
+                mark_each(items, now, FRAMEWORK_QUEUING)
+            else:  # a real process: queuing until its handling of this input began, processing since
+                mark_each(items, since, FRAMEWORK_QUEUING)
+                mark_each(items, now, PROCESSING)
             self.requests_sent += len(items)
             self.proc.send(self.lm_addr[lm], LaunchRequest(self.g, items))
 
@@ -503,7 +522,7 @@ class GlobalMaster(Component):
     def _on_rejected(self, msg: LaunchRejected) -> None:
         """An inconsistency: fold in the LM's state, then retry the tasks as new requests."""
         self.rejections += len(msg.items)
-        now = self.rt.now()
+        now = self.rt.now() if self.since is None else self.since()  # the rejection's flight ended when it came
         mark = self.rec.mark
         out: dict = {}
         for tid, p, pos in msg.items:

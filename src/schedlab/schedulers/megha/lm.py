@@ -76,7 +76,8 @@ class LocalMaster(Component):
     def __init__(self, i: int, shared: MeghaShared) -> None:
         p = shared.params
         # set before registering: without processing costs the inputs bypass the processor (see handlers)
-        self.costly = p.lm_verify_cost > 0 or p.message_cost > 0
+        self.verify_fixed = (p.cost_per_input or {}).get("lm_verify", 0.0)  # a measured profile's fit: a part per input
+        self.costly = p.lm_verify_cost > 0 or p.message_cost > 0 or self.verify_fixed > 0
         super().__init__(lm_address(i), shared.runtime)
         self.draws = CostDraws(shared.runtime.rng(f"megha:costs:lm{i}"), p.cost_spread) if self.costly and p.cost_spread else None
         self.i = i
@@ -85,6 +86,7 @@ class LocalMaster(Component):
         self.layout = lay
         self.tasks = shared.tasks
         self.rec = shared.observer
+        self.since = shared.handling_since  # a real process's (MeghaShared)
         self.G = lay.num_gms
         self.base = i * self.G  # first global partition id of this LM
         self.parts = list(lay.partitions_of_lm(i))
@@ -154,7 +156,11 @@ class LocalMaster(Component):
         if self.costly:
             p = self.sh.params
             d = self.draws
-            if d is None:
+            if self.verify_fixed:
+                verify = self.verify_fixed + p.lm_verify_cost * items if items else 0.0
+                self.proc.charge(p.message_cost + verify if d is None
+                                 else p.message_cost * d.factor("message") + (verify * d.factor("lm_verify") if items else 0.0))
+            elif d is None:
                 self.proc.charge(p.message_cost + p.lm_verify_cost * items)
             else:
                 self.proc.charge(p.message_cost * d.factor("message") + (p.lm_verify_cost * items * d.factor("lm_verify") if items else 0.0))
@@ -240,6 +246,8 @@ class LocalMaster(Component):
         gm = msg.gm
         now = self.rt.now()
         items = msg.items
+        if self.since is not None:  # a real process: the request's flight ended when it came
+            self.rec.mark_each(items, self.since(), COMMUNICATION)
         self._charge(len(items))
         accepted: list[tuple[int, int]] = []
         rejected: list[tuple[int, int, int]] = []
@@ -274,6 +282,8 @@ class LocalMaster(Component):
                     rejected.append(item)
         if self.costly:
             self.rec.mark_each(items, now, FRAMEWORK_QUEUING)
+        elif self.since is not None:  # a real process: its answers leave now (their wire carries this mark)
+            self.rec.mark_each(items, self.rt.now(), PROCESSING)
         if accepted:
             self.launched += len(accepted)
             self.proc.send(POOL_ADDRESS, LaunchBatch(accepted, (self.address, self.gm_addr[gm])))
