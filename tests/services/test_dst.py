@@ -199,6 +199,34 @@ def test_what_the_search_with_standbys_elsewhere_found_stays_fixed(seed, pauses)
     assert v.ok, v.violations
 
 
+# seed 1510989 of `--faults ...,pause` (this session's campaign), shrunk: worker host 0 cut from the broker (3.95 s),
+# its task ends (5.8645 s), and 4.5 ms later it is cut from its LM too; the LM declares it down (7.41 s) and the
+# task runs again on host 1. The first run's end reached the broker only when the cut healed (9.44 s).
+TRAPPED = "pause:lm0@0.538+3.535,cut:host0-broker@3.953+5.491,cut:lm0-host0@5.869+2.396,crash:gm1@7.845+2.418,crash:lm0@8.271+1.782"
+
+
+def test_a_run_whose_end_was_trapped_on_a_cut_off_host_may_run_again_and_is_counted():
+    """No process but the host knew the run had ended: the relaunch after the lease is Megha's (paper IV), at least
+    once for that run. The invariants allow it only when the end reached the broker after the loss, and count it."""
+    v = run(Schedule(1510989, tuple(parse_schedule(TRAPPED)), 6, False), SETUP)
+    assert v.ok and v.trapped == 1, v.violations
+
+
+def test_a_rerun_whose_end_had_left_its_host_before_the_loss_is_a_violation():
+    """The judge's other side: the same records, with the end in the broker before the loss (the system could have
+    known: 104129's kind), are a second start; so are two starts with no loss between them."""
+    from schedlab.services.dst.invariants import trapped_end
+    from schedlab.services.records import FINISHED, LOST, STARTED
+
+    events = [(STARTED, 10, 4.07, 2), (FINISHED, 10, 5.86, {"status": "ok", "worker": 2, "started_at": 4.07}),
+              (LOST, 10, 7.41, 2), (STARTED, 10, 7.43, 6)]
+    assert trapped_end(10, events, {(10, 2): 9.44})  # reached the broker after the loss
+    assert trapped_end(10, events, {})  # never left its host
+    assert not trapped_end(10, events, {(10, 2): 6.0})  # in the broker before the loss
+    assert not trapped_end(10, [events[0], events[1], events[3]], {})  # run again with no loss declared
+    assert not trapped_end(10, [events[0], (LOST, 10, 5.0, 2), events[1], events[3]], {})  # lost before it ended: not this case
+
+
 def test_a_standby_elsewhere_that_wins_the_lease_after_a_broker_restart_serves_and_the_old_process_steps_down():
     """No port keeps the standby out: after a broker restart it gets the lease first when the LM is frozen then
     (a long GC); it takes a newer token and serves, and the process it replaced, thawed, finds its lease held and

@@ -138,6 +138,9 @@ def dst_cmd(
         for name, n in summary.violations.items():
             t.add_row(name, str(n))
         out.print(t)
+        if summary.trapped_end_reruns:
+            out.print(f"allowed: a run ended on a host cut off from everything, declared lost before its end could leave, "
+                      f"run again — seeds {', '.join(map(str, summary.trapped_end_reruns[:10]))}", highlight=False)
     if summary.failing:
         first = summary.failing[0]
         err.print(f"{len(summary.failing)} failing schedule(s): seeds {', '.join(str(v.schedule.seed) for v in summary.failing[:20])}",

@@ -48,6 +48,7 @@ from schedlab.services.tasks import global_id, split_id
 from schedlab.workload.model import TaskTable
 
 MARK, STARTED, PREEMPTED, LOST, FINISHED, REPORTED = "mark", "started", "preempted", "lost", "finished", "reported"
+STARTED_TWICE_KEPT = 64  # tasks started twice whose events a run keeps (``started_twice``)
 RECOVERED_REPORT = -2  # a REPORTED event's worker when a restarted GM reports a completion its predecessor may have reported
 _ORDER = {MARK: 0, STARTED: 1, PREEMPTED: 2, LOST: 2, FINISHED: 3, REPORTED: 4}
 _DUPLICATE = {MARK: "late_marks", STARTED: "duplicate_starts", PREEMPTED: "late_preemptions", LOST: "late_losses",
@@ -110,6 +111,8 @@ class RunRecords:
         self.jobs_done = 0
         self.tasks_done = 0
         self.counters: dict[str, int] = {"duplicate_starts": 0, "duplicate_finishes": 0, "duplicate_reports": 0, "unknown_task_events": 0}
+        # the events of the first tasks started twice (their judge may look closer: the deterministic simulation)
+        self.started_twice: list[tuple[int, list[Event]]] = []
         self._changed: asyncio.Event | None = None
         self.window: AllocationWindow | None = None  # live figures for a dashboard (:mod:`~.live`), when published
 
@@ -202,6 +205,8 @@ class RunRecords:
             elif kind == STARTED:
                 if started:
                     self.counters["duplicate_starts"] += 1
+                    if len(self.started_twice) < STARTED_TWICE_KEPT:
+                        self.started_twice.append((local, events))
                     continue
                 started = True
                 rec.task_started(local, t, value, COMMUNICATION)

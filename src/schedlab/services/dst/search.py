@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from schedlab.services.dst.faults import KINDS, Fault, draw_schedule, schedule_text
-from schedlab.services.dst.invariants import INVARIANTS, check
+from schedlab.services.dst.invariants import INVARIANTS, check, trapped_end_reruns
 from schedlab.services.dst.world import Setup, World, draw_jobs, quiet_logs
 from schedlab.services.nodes import Plan
 
@@ -64,6 +64,7 @@ class Verdict:
     violations: dict[str, list[str]]
     sim_time: float
     events: int
+    trapped: int = 0  # reruns after an end trapped on a cut-off host: allowed, counted (invariants.trapped_end)
 
     @property
     def ok(self) -> bool:
@@ -81,9 +82,12 @@ class Summary:
     sim_seconds: float = 0.0
     events: int = 0
     interrupted: bool = False  # stopped (Ctrl-C, SIGTERM) before every seed ran: the counts are over the seeds that did
+    trapped_end_reruns: list[int] = field(default_factory=list)  # seeds with a rerun the invariants allow (see Verdict)
 
     def add(self, v: Verdict) -> None:
         self.seeds += 1
+        if v.trapped:
+            self.trapped_end_reruns.append(v.schedule.seed)
         self.sim_seconds += v.sim_time
         self.events += v.events
         if not v.ok:
@@ -95,7 +99,7 @@ class Summary:
         return {"seeds": self.seeds, "violations": self.violations, "failing_seeds": [v.schedule.seed for v in self.failing],
                 "seconds": round(self.seconds, 3), "schedules_per_second": round(self.seeds / self.seconds, 1) if self.seconds else None,
                 "simulated_seconds": round(self.sim_seconds, 1), "events": self.events,
-                "interrupted": self.interrupted}
+                "interrupted": self.interrupted, "trapped_end_reruns": self.trapped_end_reruns}
 
 
 # seeds handed to a worker process at a time: small, so a stop waits for a few schedules only (a schedule is
@@ -132,7 +136,7 @@ def run(schedule: Schedule, setup: Setup) -> Verdict:
     plan = plan_of(setup)
     jobs = draw_jobs(random.Random(f"{schedule.seed}:workload"), setup)[: schedule.jobs]
     obs = World(schedule.seed, list(schedule.faults), setup, plan, schedule.standby, jobs, schedule.elsewhere).run()
-    return Verdict(schedule, check(obs), obs.sim_time, obs.events)
+    return Verdict(schedule, check(obs), obs.sim_time, obs.events, trapped_end_reruns(obs))
 
 
 def _run_seed(args: tuple[int, Setup, tuple[str, ...]]) -> Verdict:

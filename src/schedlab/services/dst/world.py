@@ -35,7 +35,7 @@ from schedlab.services.clusterfile import (
 from schedlab.services.dst.faults import Fault
 from schedlab.services.memcluster import MemClient, MemCluster
 from schedlab.services.memnet import BROKER, KernelClock, MemNet
-from schedlab.services.messages import SubmitJob, submit_address
+from schedlab.services.messages import HostFinished, SubmitJob, submit_address
 from schedlab.services.nodes import Plan
 from schedlab.services.records import RunRecords
 from schedlab.services.simruntime import EPOCH, SimServiceRuntime
@@ -124,6 +124,9 @@ class Observation:
     runaway: bool
     runtimes: list[SimServiceRuntime] = field(default_factory=list)
     standby: bool = False
+    # (task, worker) -> when a worker host's end of that run first reached the broker (the processes' clock): an end
+    # that had not left its host when the run was declared lost was beyond every other process's knowledge
+    ends_published: dict[tuple[int, int], float] = field(default_factory=dict)
 
 
 class SimClient:
@@ -176,6 +179,22 @@ class World:
         net = self.net = MemNet(KernelClock(self.kernel), setup.latency, random.Random(f"{seed}:net"))
         self.mem = MemCluster(plan, net, self._runtime, random.Random(f"{seed}:incarnations"), standby_elsewhere=elsewhere)
         self.down: dict[tuple[str, int], float] = {}  # (role, id) -> until when a fault keeps it down
+        self.ends_published: dict[tuple[int, int], float] = {}
+        self._watch_ends(self.mem.broker)
+
+    def _watch_ends(self, broker: Any) -> None:
+        """Note when each worker host's task end first reaches the broker (an observer's hook: nothing changes)."""
+        publish, seen, kernel = broker.publish, self.ends_published, self.kernel
+
+        def watched(conn: Any, queue: str, payload: Any, persistent: bool) -> bool:
+            ok = publish(conn, queue, payload, persistent)
+            msg = payload[2] if ok and isinstance(payload, tuple) and len(payload) > 2 else None
+            if isinstance(msg, HostFinished):
+                for tid, w in msg.group:
+                    seen.setdefault((tid, w), EPOCH + kernel.now)
+            return ok
+
+        broker.publish = watched
 
     def _runtime(self, router: Router, name: str) -> SimServiceRuntime:
         rt = SimServiceRuntime(router, self.kernel, self.seed, name=name)
@@ -284,7 +303,7 @@ class World:
             if finished_at is not None and kernel.now >= max(finished_at, last_fault) + SETTLE:
                 break
         return Observation(self.seed, self.faults, len(self.jobs), total, client.records, mem, finished_at, kernel.now,
-                           kernel.events, runaway, self.runtimes, self.standby)
+                           kernel.events, runaway, self.runtimes, self.standby, self.ends_published)
 
 
 def _role_of(target: str) -> tuple[str, int]:
