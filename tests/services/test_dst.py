@@ -173,11 +173,14 @@ def test_a_failing_schedule_shrinks_to_fewer_faults_that_still_fail(monkeypatch,
 # (the simulated network's fault: a killed process's sockets die with it); 417684 an end to verify that a
 # restarted GM could not judge yet, dropped, and the task run again; 964086 (no pause in its schedule) a late beacon
 # of a worker host's process replaced since, read as a second restart: the task just launched on the new process
-# counted lost, the launch on its way ran it there, and its GM requested it again elsewhere
+# counted lost, the launch on its way ran it there, and its GM requested it again elsewhere; 1701901 (third session's
+# campaign) a worker host frozen past its lease, its run declared lost and the task launched on another host, then
+# the LM restarted: the new process heard both hosts report the task running, and the lost run's launch, reported
+# second, replaced the current one's — whose end it then dropped; the task never completed
 WITH_PAUSES = ("crash", "broker", "cut", "oneway", "loss", "delay", "pause")
 
 
-@pytest.mark.parametrize("seed", [200336, 201043, 409161, 415101, 417684, 964086])
+@pytest.mark.parametrize("seed", [200336, 201043, 409161, 415101, 417684, 964086, 1701901])
 def test_what_the_search_with_pauses_found_stays_fixed(seed):
     v = run(schedule_for(seed, SETUP, WITH_PAUSES), SETUP)
     assert v.ok, v.violations

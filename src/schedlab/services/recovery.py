@@ -60,6 +60,7 @@ from schedlab.services.messages import (
     HoldingsReport,
     HostReport,
     HostState,
+    KillTask,
     Recover,
     Recovered,
     Resolve,
@@ -70,7 +71,7 @@ from schedlab.services.messages import (
 from schedlab.services.records import FINISHED, LOST, RECOVERED_REPORT, REPORTED, Emit
 from schedlab.services.runtime import ServiceRuntime
 from schedlab.services.tasks import RecentIds, TaskStore, split_id
-from schedlab.workers.protocol import TasksFinished
+from schedlab.workers.protocol import POOL_ADDRESS, TasksFinished
 
 log = logging.getLogger("schedlab.services.recovery")
 
@@ -596,6 +597,7 @@ class LMTakeover:
         self.started = rt.now()
         self.waiting = set(positions)
         self.adopted = 0
+        self.lost_runs_stopped = 0  # runs two hosts reported: the older launch's, stopped
         self.hosts_silent: list[int] = []
         self.rebuilt_in: float | None = None
         self._answered = rt.event()
@@ -625,18 +627,35 @@ class LMTakeover:
         if h not in self.waiting:
             return  # answered twice, or too late (it is down; its beacons bring it back empty)
         self.waiting.discard(h)
-        where = self.where
-        running = [(tid, *where[w], gm) for tid, w, gm in msg.running]
-        self.lm.host_back(self.positions[h], running)
-        if self.launch_of is not None:
-            for (tid, _w, _g), launch in zip(msg.running, msg.launches or [0] * len(msg.running), strict=True):
-                if launch:
-                    self.launch_of[tid] = launch
-        self.adopted += len(running)
+        where, lm = self.where, self.lm
+        launch_of = self.launch_of if self.launch_of is not None else {}
+        # a task another host reported running too: one of the runs was lost and its task launched again before this
+        # process began (the host paused or cut off past its lease) — the newer launch is the task's run, the other
+        # is stopped, by its launch (found by the deterministic simulation, seed 1701901: the lost run's launch,
+        # reported second, replaced the current one's, whose end was then dropped; the task never completed)
+        adopt = []
+        for (tid, w, gm), launch, sent in zip(msg.running, msg.launches or [0] * len(msg.running),
+                                              msg.sent or [0.0] * len(msg.running), strict=True):
+            if tid in lm.running:
+                kept = launch_of.get(tid, 0)
+                if launch <= kept:
+                    self.lost_runs_stopped += 1
+                    self.rt.send(POOL_ADDRESS, KillTask(tid, w, lm.address, launch))
+                    continue
+                p, pos, _g = lm.running[tid]
+                self.lost_runs_stopped += 1
+                self.rt.send(POOL_ADDRESS, KillTask(tid, lm.layout.order[p][pos], lm.address, kept))
+                lm.drop_run(tid)
+            adopt.append((tid, w, gm, launch, sent))
+        lm.host_back(self.positions[h], [(tid, *where[w], gm) for tid, w, gm, _l, _s in adopt])
+        for tid, _w, _g, launch, _s in adopt:
+            if launch and self.launch_of is not None:
+                self.launch_of[tid] = launch
+        self.adopted += len(adopt)
         found = self.found
         for tid, gm, sent in msg.ended:  # newest last: of two runs ended, the later
             found.setdefault(gm, {})[tid] = sent
-        for (tid, _w, gm), sent in zip(msg.running, msg.sent or [0.0] * len(msg.running), strict=True):
+        for tid, _w, gm, _l, sent in adopt:
             found.setdefault(gm, {})[tid] = sent  # (and one running over one ended)
         self.monitor.heard(h, msg.incarnation)
         self._answered.set()
@@ -654,4 +673,5 @@ class LMTakeover:
             self.rt.send(self.lm.gm_addr[g], recovered(self.lm, g, self.holding, self, self.sent_of))
 
     def counters(self) -> dict[str, Any]:
-        return {"rebuilt_in": self.rebuilt_in, "tasks_adopted_from_hosts": self.adopted, "hosts_silent_at_start": self.hosts_silent}
+        return {"rebuilt_in": self.rebuilt_in, "tasks_adopted_from_hosts": self.adopted, "hosts_silent_at_start": self.hosts_silent,
+                "takeover_lost_runs_stopped": self.lost_runs_stopped}

@@ -415,6 +415,13 @@ class LocalMaster(Component):
             back.append(tid)
         return back
 
+    def drop_run(self, tid: int) -> None:
+        """Forget where ``tid`` runs (real clusters: a run found lost, whose task runs elsewhere since): its worker is
+        free again, every GM told at its next update; nobody is told the task was lost."""
+        if tid in self.running:
+            p, pos, _gm = self._vacate(tid)
+            self._note(p, 1 << pos, -1)
+
     def workers_up(self, positions: list[tuple[int, int]]) -> None:
         """These workers are back, empty (a restarted worker runs nothing)."""
         cap = self.sh.cluster.capacity
