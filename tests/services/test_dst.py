@@ -130,9 +130,12 @@ RACES = [
 # LM about a redelivered job's task before its predecessor's request, slow on the wire, had arrived there ("neither"):
 # the task requested elsewhere, then the old request launched it; 1021700 a restarted GM held a task again from an
 # LM's state without a stamp, so a loss notice of an earlier run on the same worker (handed back before the crash, left
-# in the GM's queue) ended the current run; its request again went to the LM that ran it, which took it for a retry
+# in the GM's queue) ended the current run; its request again went to the LM that ran it, which took it for a retry;
+# 1808007 (third session's campaign, standbys elsewhere) an earlier request to an LM whose answers were cut, reported
+# unsent after the LM took over, unplaced the task's new request to the same worker there: the task was requested a
+# third time, on the other LM, and ran twice
 LONG_SEARCH_FINDS = [3543, 3614, 15588, 16958, 19126, 101389, 102222, 104129, 105420, 107658, 108345, 110246, 111692, 114073,
-                     307230, 309328, 314505, 915019, 916441, 1021700]
+                     307230, 309328, 314505, 915019, 916441, 1021700, 1808007]
 
 
 @pytest.mark.parametrize("seed", LONG_SEARCH_FINDS)

@@ -144,6 +144,7 @@ class GMNode(ServiceNode):
         self.links = LaunchLinks(rt, gm, self.placements, questions, self.recovery)
         router = env.router
         router.on_undelivered = self.links.undelivered
+        self.links.request_sent = router.request_sent
         placements = self.placements
         router.sent_of = lambda _msg: placements.last_sent
         # a message from an LM lost for good (a state update queued in the broker when it restarted):

@@ -115,6 +115,9 @@ class LaunchLinks:
         self.doubt_running = 0  # in doubt, found running (or completed) at the LM
         self.doubt_again = 0  # in doubt, found nowhere: requested again
         self.pending: dict[int, tuple[int, float | None]] = {}  # tid -> (LM, stamp) of its request in doubt, not settled yet
+        # a request's first send time, as the transport stamped it (None: unknown): a report of an earlier request
+        # that got no answer says nothing of the task's current one (the router's request_sent)
+        self.request_sent: Callable[[Any], float | None] = lambda _msg: None
         recovery.in_doubt = self.doubtful
         recovery.doubt = self.doubt_at_takeover
 
@@ -127,8 +130,13 @@ class LaunchLinks:
             return
         # a task requested twice in the batch (a request retried, then requested again): the later request is
         # the one that stands — settling both would request the task twice (found by the deterministic simulation)
-        latest = {it[0]: it for m in msgs for it in _items(m)}
-        items = list(latest.values())
+        latest = {it[0]: (it, self.request_sent(m)) for m in msgs for it in _items(m)}
+        # and a task requested again since, by a request that did not fail, onto the same worker even: that one
+        # stands (found by the deterministic simulation, seed 1808007: an earlier request to an LM that took over,
+        # reported unsent, unplaced the task's new request there, and the task was requested a third time elsewhere
+        # while the second ran it)
+        sent_at = self.placements.sent_at
+        items = [it for it, stamp in latest.values() if stamp is None or sent_at.get(it[0], stamp) == stamp]
         if not items:
             return
         if outcome in ("unsent", "refused"):

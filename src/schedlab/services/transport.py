@@ -368,6 +368,7 @@ class Router:
         # a GM: the time its request was first sent (stamped on it; every retry carries it); an LM: that of the GM's
         # request a launch carries out (the worker host keeps it with the run, for an LM taking over: recovery)
         self.sent_of: Callable[[Any], float] | None = None
+        self._request_sent: dict[int, float] = {}  # id of a GM's request being sent -> its first send time
         # an LM: told the id of each launch it sends to a worker host (on_launch(message, id))
         self.on_launch: Callable[[Any, int], None] | None = None
         # an LM: until when a worker host may act on a launch (the LM's lease on it; stamped once, every retry carries it)
@@ -433,7 +434,9 @@ class Router:
                 url = url[0]
             meta: dict[str, Any] = {}
             if self.sent_of is not None and name in ("LaunchRequest", "PreemptRequest", "LaunchBatch", "LaunchTask"):
-                meta["sent"] = self.sent_of(msg)
+                meta["sent"] = sent = self.sent_of(msg)
+                if self.on_undelivered is not None and name in ("LaunchRequest", "PreemptRequest"):
+                    self._request_sent[id(msg)] = sent
             if self.incarnation_of is not None:
                 inc = self.incarnation_of(dst)
                 if inc is not None:  # stamped now: a retry must not reach a process that started since
@@ -493,6 +496,13 @@ class Router:
         if self._launch_ids:
             for _p, msg, _d in items:
                 self._launch_ids.pop(id(msg), None)
+        if self._request_sent:
+            for _p, msg, _d in items:
+                self._request_sent.pop(id(msg), None)
+
+    def request_sent(self, msg: Any) -> float | None:
+        """The first send time of a GM's request being sent (valid within :attr:`on_undelivered`; None: unknown)."""
+        return self._request_sent.get(id(msg))
 
     def launch_id(self, msg: Any) -> int:
         """The id of a launch being sent (valid within :attr:`on_undelivered`; 0 if it has none)."""
