@@ -147,9 +147,10 @@ def simulate(
     requests: Annotated[str, _run_option("requests")] = _D("requests"),
     latency: Annotated[float, _run_option("latency")] = _D("latency"),
     latency_spread: Annotated[float, _run_option("latency_spread")] = _D("latency_spread"),
+    latency_per_task: Annotated[float, _run_option("latency_per_task")] = _D("latency_per_task"),
     msg_cost: Annotated[list[str] | None, typer.Option("--msg-cost", help="Processing cost at the receiver for a message type, TYPE=SECONDS (repeatable).")] = None,
     costs_file: Annotated[Path | None, typer.Option("--costs", help="Megha's processing costs from a cost profile (YAML: per step a constant or "
-                                                    "{p50, p90}, and one_way_delay, which becomes --latency and --latency-spread "
+                                                    "{p50, p90}, and one_way_delay, which becomes --latency, --latency-spread and --latency-per-task "
                                                     "unless --latency is given); "
                                                     "--param values win over it.")] = None,
     exact_durations: Annotated[bool, _run_option("exact_durations")] = _D("exact_durations"),
@@ -189,6 +190,7 @@ def simulate(
         "requests": requests,
         "latency": latency,
         "latency_spread": latency_spread,
+        "latency_per_task": latency_per_task,
         "processing_costs": costs,
         "exact_durations": exact_durations,
     }
@@ -215,6 +217,9 @@ def simulate(
             spread = ctx.get_parameter_source("latency_spread")
             if spread is None or spread.name in ("DEFAULT", "DEFAULT_MAP"):
                 settings["latency_spread"] = profile.latency_spread()
+            per_task = ctx.get_parameter_source("latency_per_task")
+            if per_task is None or per_task.name in ("DEFAULT", "DEFAULT_MAP"):
+                settings["latency_per_task"] = profile.latency_per_task()
     cfg = RunConfig.build(**settings, params=params)
     total = BUNDLED_JOBS.get(cfg.trace)
     if total is None and not quiet and err.is_terminal:  # the bar's total: only where a bar is drawn

@@ -457,7 +457,7 @@ def _data_center(cfg: RunConfig, jobs_given: bool) -> tuple[Cluster, ConstraintC
 def _wire(cfg: RunConfig, cls: type[Scheduler], sched_params: SchedulerParams, cluster: Cluster) -> tuple[
         SimRuntime, Recorder, TaskTable, SchedulerContext, Scheduler]:
     """The runtime, recorder, task table and simulated workers of a run, and its scheduler built on them."""
-    runtime = SimRuntime(cfg.seed, NetworkModel(cfg.latency, dict(cfg.processing_costs), cfg.latency_spread))
+    runtime = SimRuntime(cfg.seed, NetworkModel(cfg.latency, dict(cfg.processing_costs), cfg.latency_spread, cfg.latency_per_task))
     recorder = Recorder()
     tasks = TaskTable()
     pool = WorkerPool(runtime, cluster, tasks, recorder)

@@ -63,6 +63,7 @@ class RunConfig(BaseModel):
     requests: str = run_field("requests")
     latency: float = run_field("latency")
     latency_spread: float = run_field("latency_spread")
+    latency_per_task: float = run_field("latency_per_task")
     processing_costs: dict[str, float] = run_field("processing_costs")
     exact_durations: bool = run_field("exact_durations")
 
@@ -80,7 +81,7 @@ class RunConfig(BaseModel):
             raise ValueError(f"must be >= 1, got {v}")
         return v
 
-    @field_validator("latency", "latency_spread")
+    @field_validator("latency", "latency_spread", "latency_per_task")
     @classmethod
     def _latency(cls, v: float) -> float:
         if not v >= 0:
@@ -134,6 +135,7 @@ class RunConfig(BaseModel):
             "latency": self.latency,
             # only when set: a summary of a run with constant latency stays as it was before the field existed
             **({"latency_spread": self.latency_spread} if self.latency_spread else {}),
+            **({"latency_per_task": self.latency_per_task} if self.latency_per_task else {}),
             "processing_costs": dict(self.processing_costs),
             "truncate_durations": conv.truncate_durations,
             "dephase": conv.dephase,

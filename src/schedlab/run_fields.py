@@ -40,6 +40,8 @@ FIELDS: dict[str, tuple[Any, str]] = {
     "latency": (DEFAULT_LATENCY, "One-way network latency per message, seconds."),
     "latency_spread": (0.0, "Spread of the one-way latency: each message's is drawn from a lognormal with median --latency "
                             "and this sigma (0: every message takes exactly --latency); messages to one receiver stay in order."),
+    "latency_per_task": (0.0, "Growth of the one-way latency per task a message carries (a launch request's, a launch's), "
+                              "seconds: a real cluster's messages take longer the more tasks they name (0: none)."),
     "processing_costs": ({}, "Processing cost at the receiver per message type, seconds."),
     "exact_durations": (False, "Keep fractional durations and equal arrival times (no truncation or dephasing)."),
 }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -128,6 +130,36 @@ def test_without_a_spread_every_message_takes_exactly_the_latency():
     assert b.got == [(n + 0.25, n) for n in range(5)]
     with pytest.raises(ValueError, match="spread"):
         NetworkModel(latency=0.1, latency_spread=-1.0)
+
+
+@dataclass
+class Load:
+    n: int
+    tasks: int
+
+    def tasks_carried(self) -> int:
+        return self.tasks
+
+
+class Loaded(Component):
+    def __init__(self, address, rt):
+        super().__init__(address, rt)
+        self.got: list[tuple[float, int]] = []
+
+    def handlers(self):
+        return {Load: lambda m: self.got.append((self.rt.now(), m.n)), Ping: lambda m: self.got.append((self.rt.now(), -m.n))}
+
+
+def test_a_message_carrying_tasks_takes_longer_by_each_and_never_overtakes_an_earlier_one():
+    rt = SimRuntime(seed=0, network=NetworkModel(latency=0.001, latency_per_task=0.0005))
+    b = Loaded("b", rt)
+    rt.send("b", Load(0, 10))  # 1 ms + 10 x 0.5 ms
+    rt.send("b", Ping(1))  # carries none: 1 ms, but after the load sent before it
+    rt.kernel.call_at(0.01, rt.send, "b", Load(2, 2))
+    rt.kernel.run()
+    assert b.got == [(pytest.approx(0.006), 0), (pytest.approx(0.006), -1), (pytest.approx(0.012), 2)]
+    with pytest.raises(ValueError, match="per task"):
+        NetworkModel(latency=0.1, latency_per_task=-1.0)
 
 
 class Logged(Component):

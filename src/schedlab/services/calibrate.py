@@ -191,12 +191,12 @@ async def calibrate(path: Path, trace: str | None = None, max_jobs: int | None =
             steps[step] = Quantiles(p50=b * median, p90=b * median * math.exp(Z90 * sigma), per_input=a * median)
     transit = observed.get(TRANSIT)
     if transit:  # the messages' own transit over the workload (stepcosts), rather than an idle round trip
-        delay = Quantiles(p50=quantile(transit, 0.5), p90=quantile(transit, 0.9))
+        delay = _sized(Quantiles(p50=quantile(transit, 0.5), p90=quantile(transit, 0.9)), fits.get(TRANSIT))
     else:  # services that measure no transit: an idle round trip, half of it (see the module)
         delay = await one_way_delay([g.url for g in loaded.spec.gms] + [lm.urls[0] for lm in loaded.spec.lms])
     jobs_in = observed.get(SUBMISSION)
     if jobs_in:  # the workload's own jobs, client's signature to GM's handler (stepcosts), rather than the idle probe's
-        submission = Quantiles(p50=quantile(jobs_in, 0.5), p90=quantile(jobs_in, 0.9))
+        submission = _sized(Quantiles(p50=quantile(jobs_in, 0.5), p90=quantile(jobs_in, 0.9)), fits.get(SUBMISSION))
     else:  # GMs that measure no submission: the idle probe (see the module)
         submission = await submission_delay(loaded.brokers)
     missing = [s for s in STEPS if s not in steps]
@@ -209,6 +209,17 @@ async def calibrate(path: Path, trace: str | None = None, max_jobs: int | None =
                           one_way_delay=delay, submission_delay=submission, steps=steps)
     measured = {"inputs": {s: sum(h.values()) for s, h in observed.items()}, "summary": result.summary}
     return profile, measured
+
+
+def _sized(measured: Quantiles, fit: list[float] | None) -> Quantiles:
+    """A delay's quantiles, with its growth per task carried where its fit against the tasks gives one (stepcosts):
+    the median and p90 then those of a message carrying none, so that ``p50 + n x per_task`` is one of n tasks."""
+    fitted = affine(fit) if fit is not None else None
+    if fitted is None:
+        return measured
+    a, b, sigma = fitted
+    median = math.exp(-sigma * sigma / 2)  # the fit is of the mean; the profile gives medians
+    return Quantiles(p50=a * median, p90=a * median * math.exp(Z90 * sigma), per_task=b * median)
 
 
 def write_profile(profile: CostProfile, out: Path) -> None:

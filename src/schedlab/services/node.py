@@ -288,7 +288,7 @@ class ProcessNode:
         if steps is not None and frames:
             # a message's transit (its signature's time, its sender's clock, to here) and, at a GM or LM, its handling
             # step (stepcosts)
-            steps.observe("transit", self.clock() - float(request.headers[TIME]))
+            steps.observe("transit", self.clock() - float(request.headers[TIME]), 1, sum(len(f[3] or ()) for f in frames))
             if self.role in ("gm", "lm"):
                 spent = (time.perf_counter() - t0) / len(frames)
                 for _ in frames:

@@ -54,6 +54,7 @@ STEPS = ("gm_match", "lm_verify", "update_per_worker", "message")
 FITTED = ("gm_match", "lm_verify", "update_per_worker")  # steps of items: a part per input and one per item (affine)
 TRANSIT = "transit"  # not a step: a message's way from its sender's signature to its receiver (every node)
 SUBMISSION = "submission"  # not a step: a job's way from its client's signature through the broker to its GM's handler
+SIZED = (TRANSIT, SUBMISSION)  # ways of messages: their delay also fitted against the tasks each carries (affine)
 PER_DECADE = 40
 LOWEST = 1e-8  # seconds: the first bucket's lower edge
 BUCKETS = 9 * PER_DECADE  # up to 10 s
@@ -79,10 +80,11 @@ class StepCosts:
     def __init__(self) -> None:
         self.counts: dict[str, dict[int, int]] = {s: {} for s in (*STEPS, TRANSIT, SUBMISSION)}
         self.sums: dict[str, float] = dict.fromkeys((*STEPS, TRANSIT, SUBMISSION), 0.0)
-        self.fits: dict[str, list[float]] = {s: [0.0] * 6 for s in FITTED}  # inputs, Σn, Σn², Σt, Σnt, Σt²
+        self.fits: dict[str, list[float]] = {s: [0.0] * 6 for s in (*FITTED, *SIZED)}  # inputs, Σn, Σn², Σt, Σnt, Σt²
 
-    def observe(self, step: str, seconds: float, items: int = 1) -> None:
-        """One input of ``items`` items took ``seconds``."""
+    def observe(self, step: str, seconds: float, items: int = 1, carried: int | None = None) -> None:
+        """One input of ``items`` items took ``seconds`` (a message's way: ``carried``, the tasks it carried, is what
+        its fit is against; its histogram is per message)."""
         if items <= 0:
             return
         per = seconds / items
@@ -92,11 +94,12 @@ class StepCosts:
         self.sums[step] += per
         fit = self.fits.get(step)
         if fit is not None:
+            x = items if carried is None else carried
             fit[0] += 1
-            fit[1] += items
-            fit[2] += items * items
+            fit[1] += x
+            fit[2] += x * x
             fit[3] += seconds
-            fit[4] += items * seconds
+            fit[4] += x * seconds
             fit[5] += seconds * seconds
 
     def status(self) -> dict[str, Any]:

@@ -189,7 +189,7 @@ def predict(setup: Setup, w: Workload, profile: Any, seed: int | None = None) ->
     drawn from the measured transit (median and spread)."""
     return simulate("megha", w.trace(), cluster=data_center(setup), params={**params(setup), **profile.params()},
                     seed=setup.seed if seed is None else seed, constraints=False, latency=profile.latency(),
-                    latency_spread=profile.latency_spread(), trace_label=w.name)
+                    latency_spread=profile.latency_spread(), latency_per_task=profile.latency_per_task(), trace_label=w.name)
 
 
 def predictions(setup: Setup, w: Workload, profile: Any) -> list[Any]:
@@ -203,11 +203,12 @@ def submission_draws(sim: Any, profile: Any, seed: int) -> np.ndarray:
     """Each simulated task's submission delay (client to GM through the broker, which the simulator lacks): one draw
     per job from the profile's lognormal (its median alone if it is a constant), the same for the job's tasks."""
     placed = sim.tasks.loc[sim.tasks.allocation_time.notna(), "job"].to_numpy()
-    jobs, index = np.unique(placed, return_inverse=True)
+    jobs, index, sizes = np.unique(placed, return_inverse=True, return_counts=True)
     q = profile.submission_delay
     if q is None or isinstance(q, float) or q.sigma == 0:
         return np.full(len(placed), profile.submission())
-    draws = np.random.default_rng(seed).lognormal(np.log(q.p50), q.sigma, len(jobs))
+    # a job's message grows with its tasks (the profile's per_task, where calibrate fitted one)
+    draws = np.random.default_rng(seed).lognormal(0.0, q.sigma, len(jobs)) * (q.p50 + q.per_task * sizes)
     return draws[index]
 
 
@@ -299,13 +300,14 @@ A real cluster of {setup.gms} GMs × {setup.lms} LMs over {setup.workers} worker
 process, HTTP + RabbitMQ, this machine), calibrated with `schedlab calibrate` ({setup.calibration_jobs} jobs at
 {setup.calibration_rate:g} tasks/s). The measured profile ([costs.yaml](costs.yaml)): a step of items fitted as a
 part per input and one per item (an input of n items costs `per input + n × per item` at the median, the whole
-drawn from a lognormal with the fit's spread); a message, and the delays, as they are:
+drawn from a lognormal with the fit's spread); a message as it is; each delay fitted against the tasks its message
+carries (the p50 and p90 of a message carrying none, and what each task adds):
 
 | step | inputs | per input (µs) | per item p50 (µs) | per item p90 (µs) |
 | --- | ---: | ---: | ---: | ---: |
 {steps}
-| one-way delay (the messages' transit, sender's signature to receiver's handler) | | | {d.p50 * 1e6:.1f} | {d.p90 * 1e6:.1f} |
-| submission delay (client to GM through the broker) | | | {profile.submission_delay.p50 * 1e6:.1f} | {profile.submission_delay.p90 * 1e6:.1f} |
+| one-way delay (the messages' transit, sender's signature to receiver's handler) | | +{d.per_task * 1e6:.1f} a task carried | {d.p50 * 1e6:.1f} | {d.p90 * 1e6:.1f} |
+| submission delay (client to GM through the broker) | | +{profile.submission_delay.per_task * 1e6:.1f} a task of the job | {profile.submission_delay.p50 * 1e6:.1f} | {profile.submission_delay.p90 * 1e6:.1f} |
 
 Each workload then ran for real ({setup.repeats} times, interleaved) and through the simulator with that profile
 ({setup.sim_seeds} seeds, their tasks pooled: `simulate --costs`, the steps' costs, and each message's delay drawn

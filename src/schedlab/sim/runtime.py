@@ -92,12 +92,17 @@ class NetworkModel:
     latency: float = DEFAULT_LATENCY
     processing: Mapping[str, float] = field(default_factory=dict)
     latency_spread: float = 0.0  # the lognormal sigma of each message's latency (0: exactly ``latency``)
+    # seconds more per task a message carries (its ``tasks_carried()``, where it has one): a real network's messages
+    # take longer the more they name (measured by the calibrated twin)
+    latency_per_task: float = 0.0
 
     def __post_init__(self) -> None:
         if not (self.latency >= 0):
             raise ValueError(f"network latency must be >= 0, got {self.latency!r}")
         if not (self.latency_spread >= 0):
             raise ValueError(f"network latency spread must be >= 0, got {self.latency_spread!r}")
+        if not (self.latency_per_task >= 0):
+            raise ValueError(f"network latency per task must be >= 0, got {self.latency_per_task!r}")
         for name, cost in self.processing.items():
             if not (cost >= 0):
                 raise ValueError(f"processing cost of {name} must be >= 0, got {cost!r}")
@@ -124,9 +129,12 @@ class SimRuntime:
         self._latency = self.network.latency
         spread = self.network.latency_spread if self.network.latency > 0 else 0.0
         self._spread = spread
+        self._per_task = self.network.latency_per_task
+        self._varies = bool(spread or self._per_task)  # each message's latency is its own: kept in order per receiver
         if spread:
             self._draw = self.streams.rng("network:latency").lognormvariate
             self._mu = math.log(self.network.latency)
+        if self._varies:
             self._last_arrival: dict[Address, float] = defaultdict(float)
 
     # -- registration ---------------------------------------------------------------------
@@ -159,16 +167,23 @@ class SimRuntime:
                 raise KeyError(f"no component at address {dst!r}") from None
             raise KeyError(f"component {dst!r} has no handler for {cls.__name__}") from None
         kernel = self.kernel
-        at = self._arrival(dst) if self._spread else kernel.now + self._latency
+        at = self._arrival(dst, msg) if self._varies else kernel.now + self._latency
         cost = self._costs.get(cls) if self._costs else None
         if cost is None:
             kernel.post(at, handler, msg)
         else:
             kernel.post(at, self._arrive, dst, handler, msg, cost)
 
-    def _arrival(self, dst: Address) -> float:
-        """When a message sent now reaches ``dst``: a drawn latency, and never before an earlier one to ``dst``."""
-        at = self.kernel.now + self._draw(self._mu, self._spread)
+    def _arrival(self, dst: Address, msg: Any) -> float:
+        """When ``msg`` sent now reaches ``dst``: its latency (drawn, and longer by the tasks it carries), never before
+        an earlier message to ``dst``."""
+        carried = getattr(msg, "tasks_carried", None) if self._per_task else None
+        if carried is None:
+            delay = self._draw(self._mu, self._spread) if self._spread else self._latency
+        else:
+            base = self._latency + self._per_task * carried()
+            delay = (self._draw(math.log(base), self._spread) if self._spread and base > 0 else base)
+        at = self.kernel.now + delay
         last = self._last_arrival[dst]
         if at < last:
             at = last
@@ -184,7 +199,7 @@ class SimRuntime:
         handler raises, the run stops there and the later addresses get nothing (separate
         events would have stayed pending; a simulation is not resumed after a handler fails).
         """
-        if self._costs or self._spread:
+        if self._costs or self._varies:
             for dst in dsts:
                 self.send(dst, msg)
             return

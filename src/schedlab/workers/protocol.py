@@ -47,6 +47,10 @@ class LaunchBatch:
     items: list[tuple[int, int]]
     reply_to: tuple
 
+    def tasks_carried(self) -> int:
+        """The tasks it names (the network's delay per task carried: ``NetworkModel.latency_per_task``)."""
+        return len(self.items)
+
 
 @dataclass(slots=True)
 class TasksFinished:

@@ -125,3 +125,15 @@ def test_a_part_per_input_is_charged_once_per_input_beside_the_per_item_cost(tmp
     (tmp_path / "bad.yaml").write_text("steps: {message: {p50: 1.0e-4, p90: 1.0e-4, per_input: 1.0e-4}}\n")
     with pytest.raises(InputError, match="per_input is for steps of items"):
         load_costs(tmp_path / "bad.yaml")
+
+
+def test_a_delays_part_per_task_becomes_the_latency_per_task(tmp_path):
+    (tmp_path / "d.yaml").write_text("one_way_delay: {p50: 0.001, p90: 0.002, per_task: 1.0e-4}\nsteps: {message: 1.0e-4}\n")
+    s = summary(tmp_path, "d", "--costs", str(tmp_path / "d.yaml"))
+    flat = summary(tmp_path, "flat", "--costs", str(tmp_path / "d.yaml"), "--latency-per-task", "0")
+    assert s["config"]["latency_per_task"] == 1.0e-4 and "latency_per_task" not in flat["config"]
+    # 8 tasks a job: its requests and launches carry them, and take longer
+    assert s["allocation_components"]["communication"]["mean"] > flat["allocation_components"]["communication"]["mean"]
+    (tmp_path / "bad.yaml").write_text("steps: {gm_match: {p50: 1.0e-4, p90: 1.0e-4, per_task: 1.0e-4}}\n")
+    with pytest.raises(InputError, match="per_task is for delays"):
+        load_costs(tmp_path / "bad.yaml")

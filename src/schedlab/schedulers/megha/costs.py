@@ -62,6 +62,9 @@ class Quantiles(BaseModel):
     p50: float = Field(ge=0)
     p90: float = Field(ge=0)
     per_input: float = Field(0.0, ge=0)
+    # a delay's growth per task its message carries (a one-way delay, a submission): a message of n tasks is
+    # delayed ``p50 + n x per_task`` at the median
+    per_task: float = Field(0.0, ge=0)
 
     @model_validator(mode="after")
     def _ordered(self) -> Quantiles:
@@ -93,6 +96,12 @@ class CostProfile(BaseModel):
                 raise ValueError(f"steps.{name}: a cost is >= 0 seconds, got {v}")
             if name == "message" and isinstance(v, Quantiles) and v.per_input:
                 raise ValueError("steps.message: per_input is for steps of items (a message is one input)")
+            if isinstance(v, Quantiles) and v.per_task:
+                raise ValueError(f"steps.{name}: per_task is for delays (one_way_delay, submission_delay)")
+        for delay in ("one_way_delay", "submission_delay"):
+            d = getattr(self, delay)
+            if isinstance(d, Quantiles) and d.per_input:
+                raise ValueError(f"{delay}: per_input is for steps (a delay grows per task: per_task)")
         return self
 
     def quantiles(self, step: Step) -> Quantiles:
@@ -124,6 +133,11 @@ class CostProfile(BaseModel):
         """The one-way delay's lognormal sigma (0: a constant, or none given)."""
         d = self.one_way_delay
         return d.sigma if isinstance(d, Quantiles) else 0.0
+
+    def latency_per_task(self) -> float:
+        """The one-way delay's growth per task a message carries (0: none measured)."""
+        d = self.one_way_delay
+        return d.per_task if isinstance(d, Quantiles) else 0.0
 
 
 def load_costs(path: str | Path) -> CostProfile:

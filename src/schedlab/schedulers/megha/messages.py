@@ -20,6 +20,10 @@ class LaunchRequest:
     gm: int
     items: list[tuple[int, int, int]]  # (tid, p, pos)
 
+    def tasks_carried(self) -> int:
+        """The tasks it names (the network's delay per task carried: ``NetworkModel.latency_per_task``)."""
+        return len(self.items)
+
 
 @dataclass(slots=True)
 class StateUpdate:
