@@ -78,7 +78,7 @@ class ServiceRuntime:
         self._timed: dict[type, tuple[str, Callable[[Any], int]]] = {}
         # where steps are measured, also when the input being handled reached this process (:meth:`handling_since`)
         self.input_at = 0.0  # 0: no input is being handled
-        self._received = 0.0  # a transport's stamp of the next input's arrival (:meth:`input_received`)
+        self._received = 0.0  # a transport's stamp of the next input's arrival (:meth:`handle_received`)
         attach = getattr(transport, "attach", None)
         if attach is not None:
             attach(self)
