@@ -133,9 +133,11 @@ RACES = [
 # in the GM's queue) ended the current run; its request again went to the LM that ran it, which took it for a retry;
 # 1808007 (third session's campaign, standbys elsewhere) an earlier request to an LM whose answers were cut, reported
 # unsent after the LM took over, unplaced the task's new request to the same worker there: the task was requested a
-# third time, on the other LM, and ran twice
+# third time, on the other LM, and ran twice; 2006893 (the same campaign, one fault: a slow LM-host link) a beacon sent
+# before a launch reached the host, delayed on the wire, brought the host back from "down" running nothing: the
+# worker the launch had taken was launched onto again, and refused it
 LONG_SEARCH_FINDS = [3543, 3614, 15588, 16958, 19126, 101389, 102222, 104129, 105420, 107658, 108345, 110246, 111692, 114073,
-                     307230, 309328, 314505, 915019, 916441, 1021700, 1808007]
+                     307230, 309328, 314505, 915019, 916441, 1021700, 1808007, 2006893]
 
 
 @pytest.mark.parametrize("seed", LONG_SEARCH_FINDS)

@@ -119,6 +119,12 @@ class HostMonitor:
         self.replaced: dict[int, deque[int]] = {}
         self.stale_beacons = 0
         self.down: set[int] = set()
+        # host -> the latest deadline of a launch sent to it: a down host's beacon sent before then may predate a
+        # launch it took since (found by the deterministic simulation, seed 2006893: a beacon delayed on the wire
+        # brought the host back "running nothing" while it ran a launch that had come after it — that worker was
+        # launched onto again and refused the launch)
+        self.promised: dict[int, float] = {}
+        self.early_beacons = 0
         self.hosts_down = 0
         self.hosts_rejoined = 0
         self.tasks_relaunched = 0
@@ -145,6 +151,11 @@ class HostMonitor:
         if h not in self.down and known is not None and known != msg.incarnation:
             self._declare_down(h, "restarted")  # died and came back within its lease: its tasks are gone
         if h in self.down:
+            # the same process, its beacon older than a launch's deadline: it may have taken that launch since (a
+            # restarted one refuses launches to the process before it: its beacon says all)
+            if known == msg.incarnation and msg.at < self.promised.get(h, 0.0):
+                self.early_beacons += 1
+                return
             self._rejoin(h, msg)
         elif self.on_alive is not None:
             self.on_alive(msg)
@@ -153,6 +164,14 @@ class HostMonitor:
         """Until when host ``h`` may act on a launch sent now: this LM cannot declare it down before then
         (it does so only after ``lease`` seconds without news, and news only comes later than the last)."""
         return self.last.get(h, self.rt.now()) + self.lease
+
+    def launch_deadline(self, h: int) -> float:
+        """:meth:`deadline`, for a launch sent to ``h`` now: remembered, for a beacon sent before it says nothing
+        of whether the host took that launch."""
+        d = self.deadline(h)
+        if d > self.promised.get(h, 0.0):
+            self.promised[h] = d
+        return d
 
     def _check(self) -> None:
         now = self.rt.now()
@@ -217,7 +236,8 @@ class HostMonitor:
 
     def counters(self) -> dict[str, int]:
         return {"hosts_down": self.hosts_down, "hosts_rejoined": self.hosts_rejoined, "tasks_relaunched": self.tasks_relaunched,
-                "lost_runs_stopped": self.zombie_kills, "monitor_stalls": self.stalls, "stale_beacons": self.stale_beacons}
+                "lost_runs_stopped": self.zombie_kills, "monitor_stalls": self.stalls, "stale_beacons": self.stale_beacons,
+                "early_beacons": self.early_beacons}
 
 
 class CompletionRelay:

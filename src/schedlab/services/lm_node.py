@@ -180,7 +180,7 @@ class LMNode(ServiceNode):
         monitor.on_alive = self._settle_doubts
         router = env.router
         router.incarnation_of = lambda dst: monitor.incarnation.get(dst[1]) if dst[0] == "host" else None
-        router.until_of = lambda dst: monitor.deadline(dst[1]) if dst[0] == "host" else None
+        router.until_of = lambda dst: monitor.launch_deadline(dst[1]) if dst[0] == "host" else None
         router.on_launch = self._launched
         router.sent_of = self._request_sent
         router.tries["host"] = (REQUEST_TIMEOUT, REQUEST_TRIES)
