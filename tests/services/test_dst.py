@@ -135,9 +135,11 @@ RACES = [
 # unsent after the LM took over, unplaced the task's new request to the same worker there: the task was requested a
 # third time, on the other LM, and ran twice; 2006893 (the same campaign, one fault: a slow LM-host link) a beacon sent
 # before a launch reached the host, delayed on the wire, brought the host back from "down" running nothing: the
-# worker the launch had taken was launched onto again, and refused it
+# worker the launch had taken was launched onto again, and refused it; 2205242 a rejoining host's kill of a lost run,
+# posted with launches the host refused as too late, was refused with them: the run went on, on a worker the LM
+# counted free, and the next launch there was refused
 LONG_SEARCH_FINDS = [3543, 3614, 15588, 16958, 19126, 101389, 102222, 104129, 105420, 107658, 108345, 110246, 111692, 114073,
-                     307230, 309328, 314505, 915019, 916441, 1021700, 1808007, 2006893]
+                     307230, 309328, 314505, 915019, 916441, 1021700, 1808007, 2006893, 2205242]
 
 
 @pytest.mark.parametrize("seed", LONG_SEARCH_FINDS)

@@ -137,6 +137,7 @@ class LMNode(ServiceNode):
         self._stop = self.rt.event()
         self.in_doubt: dict[int, tuple[int, int, float, int]] = {}  # tid -> (host, worker, deadline, launch id): no answer
         self.launch_of: dict[int, int] = {}  # tid -> the id of the launch of its current run (from the router, or a host)
+        self.kills_again: set[tuple[int, int]] = set()  # (tid, launch) of kills refused beside stale launches, sent again
         self._numbered: dict[int, int] = {}  # GM -> messages numbered to it at the last heartbeat
         self.request_sent: dict[int, float] = {}  # tid -> when the request that launched its run was first sent
         self.launches_handed_back = 0
@@ -391,6 +392,14 @@ class LMNode(ServiceNode):
             return
         if self.takeover is not None and any(isinstance(m, HostState) for m in msgs):
             self.takeover.unreachable(dst[1])
+        if outcome in ("refused", "stale"):
+            # a kill refused unread beside launches the host refused (they came after this LM's lease on it ran out)
+            # still stands: the lost run goes on otherwise, on a worker this LM counts free (found by the
+            # deterministic simulation, seed 2205242: the next launch there was refused) — sent again, alone, once
+            for m in msgs:
+                if isinstance(m, KillTask) and (m.tid, m.launch) not in self.kills_again:
+                    self.kills_again.add((m.tid, m.launch))
+                    self.rt.send(dst, KillTask(m.tid, m.worker, m.reply_to, m.launch))
         launch_id = self.router.launch_id
         launches = [(item, launch_id(m)) for m in msgs if isinstance(m, LaunchBatch) for item in m.items]
         launches += [((m.tid, m.worker), launch_id(m)) for m in msgs if isinstance(m, LaunchTask)]
