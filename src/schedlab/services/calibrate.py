@@ -186,9 +186,8 @@ async def calibrate(path: Path, trace: str | None = None, max_jobs: int | None =
             steps[step] = Quantiles(p50=quantile(hist, 0.5), p90=quantile(hist, 0.9))
         fitted = affine(fits[step]) if step in fits else None
         if fitted is not None:  # an input's part and each item's (stepcosts), at the median of the fit's lognormal
-            a, b, sigma = fitted
-            median = math.exp(-sigma * sigma / 2)  # the fit is of the mean; the profile gives medians
-            steps[step] = Quantiles(p50=b * median, p90=b * median * math.exp(Z90 * sigma), per_input=a * median)
+            per_input, per_item, sigma = _medians(fitted)
+            steps[step] = Quantiles(p50=per_item, p90=per_item * math.exp(Z90 * sigma), per_input=per_input)
     transit = observed.get(TRANSIT)
     if transit:  # the messages' own transit over the workload (stepcosts), rather than an idle round trip
         delay = _sized(Quantiles(p50=quantile(transit, 0.5), p90=quantile(transit, 0.9)), fits.get(TRANSIT))
@@ -217,9 +216,16 @@ def _sized(measured: Quantiles, fit: list[float] | None) -> Quantiles:
     fitted = affine(fit) if fit is not None else None
     if fitted is None:
         return measured
+    per_message, per_task, sigma = _medians(fitted)
+    return Quantiles(p50=per_message, p90=per_message * math.exp(Z90 * sigma), per_task=per_task)
+
+
+def _medians(fitted: tuple[float, float, float]) -> tuple[float, float, float]:
+    """An affine fit's two parts as medians of its lognormal (the fit is of the mean; a profile gives medians), and
+    its sigma."""
     a, b, sigma = fitted
-    median = math.exp(-sigma * sigma / 2)  # the fit is of the mean; the profile gives medians
-    return Quantiles(p50=a * median, p90=a * median * math.exp(Z90 * sigma), per_task=b * median)
+    median = math.exp(-sigma * sigma / 2)
+    return a * median, b * median, sigma
 
 
 def write_profile(profile: CostProfile, out: Path) -> None:
