@@ -218,3 +218,25 @@ def test_a_fenced_publish_leaves_only_once_everything_before_it_is_confirmed_and
     # the records travel together; the fenced message leaves once their confirm is back: a round trip later
     assert arrived["r1"] == arrived["r2"] and arrived["ends"] - arrived["r2"] >= 2 * 0.01 - 1e-9
     assert confirmed and confirmed[0] >= arrived["r3"] and not pub.unconfirmed and not pub.fenced
+
+
+def test_a_slow_link_keeps_its_order_and_every_publish_is_confirmed():
+    # under a slow, jittery link many publishes reach the broker at the same instant (each waits for the one before);
+    # their timers' times, computed from different send times, can round out of order: the pipe must not (seed
+    # 2500756: a publish overtook three sent before it, the cumulative confirmation then named an earlier one, and
+    # the publisher waited for ever with its fenced messages)
+    k, net, _broker, pub, sub = linked_pair(latency=0.0005)
+    got = []
+    spawn(sub.proc, sub.consume("q", lambda f: got.append(f), None))
+    k.run(until=0.1)
+    fault = net.fault("a", BROKER)
+    fault.delay = fault.jitter = 5.443
+    sent = []
+    for i in range(400):
+        k.run(until=k.now + 0.0173 * (1 + i % 7))
+        pub.publish("q", i, persistent=True, fence=i % 50 == 49)
+        sent.append(i)
+    fault.delay = fault.jitter = 0.0
+    k.run(until=k.now + 60.0)
+    assert got == sent
+    assert not pub.unconfirmed and not pub.fenced
