@@ -137,9 +137,16 @@ RACES = [
 # before a launch reached the host, delayed on the wire, brought the host back from "down" running nothing: the
 # worker the launch had taken was launched onto again, and refused it; 2205242 a rejoining host's kill of a lost run,
 # posted with launches the host refused as too late, was refused with them: the run went on, on a worker the LM
-# counted free, and the next launch there was refused
+# counted free, and the next launch there was refused; fourth session: 2209162 and 2200736 an end the old LM process
+# relayed, slow on its way to the GM, overtaken by the new process's takeover (the host answered too late to be
+# found): counted lost and run again — a GM now reads its queue before it counts takeover losses; 2421959 an end the
+# new process found in its queue and sent to verify, its takeover saying nothing of it: the GM counted it lost — the
+# takeover now counts it found; 2200623 a trapped run's end, out late, recorded as the task's second end (allowed with
+# the rerun); 2206647 an old GM process's request, slow on the wire, ran after the GM restarted: the delta showed its
+# worker taken, and the end (the GM's own, left out of its deltas) never freed it in the new process's view
 LONG_SEARCH_FINDS = [3543, 3614, 15588, 16958, 19126, 101389, 102222, 104129, 105420, 107658, 108345, 110246, 111692, 114073,
-                     307230, 309328, 314505, 915019, 916441, 1021700, 1808007, 2006893, 2205242]
+                     307230, 309328, 314505, 915019, 916441, 1021700, 1808007, 2006893, 2205242, 2200623, 2200736, 2206647,
+                     2209162, 2421959]
 
 
 @pytest.mark.parametrize("seed", LONG_SEARCH_FINDS)
@@ -200,9 +207,13 @@ def test_what_the_search_with_pauses_found_stays_fixed(seed):
 # acting; 11960 (with pauses; also without standbys) a launch sent on after its task was vacated; 2500756 (with
 # pauses; fails on its first fault alone, a slow LM-broker link) the simulated TCP pipe let a publish overtake three
 # sent before it (timer times rounded out of order): the broker's cumulative confirmation named an earlier one, and
-# LM 1 held every later publish (its relayed ends among them) behind it for ever
+# LM 1 held every later publish (its relayed ends among them) behind it for ever; 2511417 (with pauses) a restarted
+# GM resolving a job heard "neither done nor here" from an LM process that had sent it the task's end to verify: the
+# answer overtook the end, and the task ran again (the GM now reads its queue before running again a task no LM knows);
+# 3010388 (with pauses) a standby taking over waited for ever for its drain's marker, taken by the old LM process,
+# back from a cut one poll before it stepped down (a marker is now sent again)
 ELSEWHERE_FINDS = [(1999, False), (2539, False), (3744, False), (5846, True), (5868, True), (10062, True), (11760, True),
-                   (11960, True), (2500756, True)]
+                   (11960, True), (2500756, True), (2511417, True), (3010388, True)]
 
 
 @pytest.mark.parametrize(("seed", "pauses"), ELSEWHERE_FINDS)

@@ -266,6 +266,10 @@ class CompletionRelay:
         # those tasks back; without it they are dropped like other ends it cannot vouch for
         self.on_refused: Callable[[list[tuple[int, int]]], None] | None = None
         self.refusals = 0
+        # found_ended(tid, gm address, sent): an end sent to its GM to verify while the process takes over — the
+        # takeover tells the GM it found that run ended (recovery.LMTakeover.found), or the GM, hearing the takeover
+        # before the VerifyEnds, would count the task lost and run it again
+        self.found_ended: Callable[[int, Any, float], None] | None = None
         for addr in self.lms:
             def on_finished(msg: HostFinished, a: Any = addr) -> None:  # the default binds each LM's own address
                 self._on_finished(a, msg)
@@ -279,12 +283,17 @@ class CompletionRelay:
         refused: list[tuple[int, int]] = []
         unvouched: list[tuple[tuple[int, int], tuple, int]] = []
         launches = msg.launches or [0] * len(msg.group)
+        sents = msg.sent or [0.0] * len(msg.group)
         vouch = self.vouch
-        for (tid, w), (started, ended, outcome), launch in zip(msg.group, msg.runs, launches, strict=True):
+        for (tid, w), (started, ended, outcome), launch, sent in zip(msg.group, msg.runs, launches, sents, strict=True):
             where = running.get(tid)
             if where is None or order[where[0]][where[1]] != w or (vouch is not None and not vouch(tid, launch)):
                 if self.takeover and where is None:
                     unvouched.append(((tid, w), (started, ended, outcome), launch))
+                    if self.found_ended is not None and outcome.get("status") != REFUSED:
+                        for other in msg.reply_to:
+                            if other != addr:
+                                self.found_ended(tid, other, sent)
                 else:
                     self.dropped += 1
                 continue
@@ -468,6 +477,8 @@ class GMPlacements:
             # task's job will come back to it (DurableJobs keeps the completion)
             orphans = [tid for tid, _w in msg.group if tid not in placed and tid not in recent]
             if orphans:
+                mine = set(orphans)
+                self.gm.freed_unknown(w for tid, w in msg.group if tid in mine)
                 store: Any = self.gm.tasks  # a TaskStore: a task of a job not delivered again yet is in no queue
                 known = [t for t in orphans if t in store]
                 if known:

@@ -141,6 +141,9 @@ class GMNode(ServiceNode):
         self.jobs.on_done = self._job_ended
         self.cancels = JobCancels(rt, gm, self.jobs, self.placements, store, publisher.emit, lambda m: publisher.after(lambda: broker.ack(m)))
         self.recovery = GMRecovery(rt, gm, self.placements, plan.num_lms, self.fair)
+        # what this GM's queue holds is read before a task is counted lost or run again (see GMRecovery, DurableJobs)
+        own_queue = env.queue(self.address)
+        self.recovery.barrier = self.jobs.barrier = lambda: self.drain(own_queue)
         self.links = LaunchLinks(rt, gm, self.placements, questions, self.recovery)
         router = env.router
         router.on_undelivered = self.links.undelivered

@@ -189,6 +189,7 @@ class LMNode(ServiceNode):
         self.lm_recovery.process = self.takeover
         self.takeover.launch_of = self.launch_of
         self.takeover.sent_of = self._run_sent
+        relay.found_ended = self.takeover.found_ended
         router.on_undelivered = self._undelivered_to_host
         if workers is not None:
             workers.add(lm, plan.num_gms)

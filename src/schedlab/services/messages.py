@@ -98,6 +98,9 @@ class HostFinished:
     # the incarnation of the LM process the host answered last (0: none yet): an older LM process that reads it
     # learns it was replaced, and leaves the end to the newer one (the fence of an LM whose standby is elsewhere)
     lm_incarnation: int = 0
+    # the first send time of the GM's request that started each run (0: unknown): an LM process taking over that
+    # finds the end in its queue tells the GM it found the task ended, of that very run (see recovery.LMTakeover)
+    sent: list[float] = field(default_factory=list)
 
 
 @dataclass(slots=True)

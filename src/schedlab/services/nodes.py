@@ -50,6 +50,7 @@ log = logging.getLogger("schedlab.services.node")
 
 ROLES = ("gm", "lm", "worker")
 RECORDS_EVERY = 0.02  # seconds a service gathers lifecycle events before sending them to their client
+MARKER_AGAIN = 3.0  # seconds a drain's marker may take to come back before another is sent (see ServiceNode.drain)
 
 
 def reason_key(reason: str) -> str:
@@ -277,6 +278,7 @@ class ServiceNode:
         self.amqp_handled = 0
         self._marker = 0
         self._markers: dict[int, Any] = {}
+        self.markers_sent_again = 0
         self.component: Any = None
         self.address: Any = None
 
@@ -341,15 +343,28 @@ class ServiceNode:
     async def drain(self, queue: str) -> None:
         """Wait until everything that waited in ``queue`` (this node consumes it) has been delivered: a
         :class:`~.messages.Marker` published to it comes back after all of it — redeliveries after a broker
-        restart included, which go back to their places before it."""
+        restart included, which go back to their places before it.
+
+        Another consumer of the queue may take the marker — the process this one replaces, still running for a
+        moment (its link to the broker back from a cut before it learns it is replaced): a marker not back within
+        :data:`MARKER_AGAIN` seconds is sent again (found by the deterministic simulation, seed 3010388: a standby
+        taking over waited for ever, its marker taken by the old LM process one poll before it stepped down)."""
         from schedlab.services.messages import Marker
 
-        self._marker += 1
-        token = self._marker
-        done = self._markers[token] = self.rt.event()
-        self.broker.publish(queue, self.router.wire.pack(self.address, ("marker", 0), Marker(token), None, None), True)
-        await self.rt.wait(done, None)
-        del self._markers[token]
+        done = self.rt.event()
+        tokens = []
+        try:
+            while True:
+                self._marker += 1
+                tokens.append(self._marker)
+                self._markers[self._marker] = done
+                self.broker.publish(queue, self.router.wire.pack(self.address, ("marker", 0), Marker(self._marker), None, None), True)
+                if await self.rt.wait(done, MARKER_AGAIN):
+                    return
+                self.markers_sent_again += 1
+        finally:
+            for token in tokens:
+                self._markers.pop(token, None)
 
     def marker(self, msg: Any) -> bool:
         """True (and the waiting :meth:`drain` told) if ``msg`` is this node's marker."""

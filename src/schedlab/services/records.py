@@ -113,6 +113,7 @@ class RunRecords:
         self.counters: dict[str, int] = {"duplicate_starts": 0, "duplicate_finishes": 0, "duplicate_reports": 0, "unknown_task_events": 0}
         # the events of the first tasks started twice (their judge may look closer: the deterministic simulation)
         self.started_twice: list[tuple[int, list[Event]]] = []
+        self.finished_twice: list[int] = []  # the first tasks finished twice (two runs' ends), as for started_twice
         self._changed: asyncio.Event | None = None
         self.window: AllocationWindow | None = None  # live figures for a dashboard (:mod:`~.live`), when published
 
@@ -187,6 +188,8 @@ class RunRecords:
             self.counters["ends_reported_again"] = self.counters.get("ends_reported_again", 0) + 1
         else:
             self.counters["duplicate_finishes"] += 1
+            if len(self.finished_twice) < STARTED_TWICE_KEPT:
+                self.finished_twice.append(local)
 
     def _apply(self, local: int) -> None:
         self._applied.add(local)

@@ -49,7 +49,7 @@ too.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from schedlab.schedulers.megha.gm import GlobalMaster, lm_address
@@ -99,6 +99,9 @@ class GMRecovery:
         self.doubt: Callable[[int, list[tuple[int, int, int]]], None] | None = None
         self.lost_at_takeovers = 0
         self.takeovers_seen = 0
+        # barrier(): returns once everything in this GM's queue now has been delivered (None: nothing to wait for)
+        self.barrier: Callable[[], Awaitable[None]] | None = None
+        self.takeover_barriers = 0
         rt.add_handler(gm.address, Recovered, self._on_recovered)
         rt.add_handler(gm.address, VerifyEnds, self._on_verify)
 
@@ -128,9 +131,15 @@ class GMRecovery:
         The first ``Recovered`` of an LM process — its announcement, or an answer that overtook it — tells what
         the process did not find running: this GM's tasks placed there before it took over and not in
         ``running`` are lost. Only the first: a later one of the same process (the announcement, late, after
-        an answer) would count as lost tasks the process took on since (found by the deterministic simulation)."""
+        an answer) would count as lost tasks the process took on since (found by the deterministic simulation).
+
+        The losses are counted only once this GM has read what its queue holds now (``barrier``): an end the
+        old process relayed before it died is in that queue, and an answer by HTTP, or a slow link to the
+        broker, brings the takeover first. The new process cannot tell of it: the old one had its host's end
+        acknowledged once the relay was in the broker, and the host may not answer the takeover in time (found
+        by the deterministic simulation, seed 2209162: a relay held 6 s by a cut, then 4 s more on the GM's slow
+        link; the task counted lost 33 ms before its end arrived, and run again)."""
         self.answers += 1
-        lost: list[int] = []
         incarnations = self.placements.incarnations
         before = incarnations.get(msg.lm)
         first = before is None or msg.incarnation > before
@@ -147,22 +156,20 @@ class GMRecovery:
             found = {t for t, s in zip(msg.found, msg.found_sent or [0.0] * len(msg.found), strict=True)
                      if not s or not sent_at.get(t) or s == sent_at.get(t)}
             keep = {t for t, _p, _pos in msg.running} | self.in_doubt(msg.lm) | found
-            lost = self.placements.lost_at_takeover(msg.lm, keep, msg.since, set())
+            if self.barrier is None:
+                self._takeover_losses(msg.lm, keep, msg.since)
+            else:
+                self.rt.spawn(self._losses_after_barrier(msg.lm, keep, msg.since), f"losses at LM {msg.lm}'s takeover")
             # requested since the process started, but under an older one: with a standby elsewhere the request
             # may have reached the old process, which may have answered and been fenced off by the hosts — in
             # doubt, settled by asking this one once the request is too old to act on (found by the simulation)
             late = self.placements.placed_under_older(msg.lm, msg.incarnation, keep)
             if late and before is not None and self.doubt is not None:
                 self.doubt(msg.lm, late)
-            self.lost_at_takeovers += len(lost)
-            if lost:
-                log.warning("GM %d: LM %d took over without %d of this GM's task(s): requested again", self.gm.g, msg.lm, len(lost))
         self.gm.recover(msg.update, msg.running)
         self.placements.adopt(msg.running, msg.running_sent)
         if self.fair is not None and msg.holdings:
             self.fair.apply_report(HoldingsReport(msg.lm, msg.holdings))
-        if lost:
-            self.gm.request_again(lost)
         if msg.lm in self.missing:
             self.missing.discard(msg.lm)
             self.adopted += len(msg.running)
@@ -175,6 +182,21 @@ class GMRecovery:
                 log.info("GM %d recovered from every LM in %.3f s (%d running task(s) held again)", self.gm.g,
                          self.recovered_in, self.adopted)
 
+    async def _losses_after_barrier(self, lm: int, keep: set[int], since: float) -> None:
+        assert self.barrier is not None
+        self.takeover_barriers += 1
+        await self.barrier()
+        self._takeover_losses(lm, keep, since)
+
+    def _takeover_losses(self, lm: int, keep: set[int], since: float) -> None:
+        """This GM's tasks placed on LM ``lm`` before its process took over at ``since``, still placed there and
+        not in ``keep``: lost, requested again (those that ended meanwhile are placed no more)."""
+        lost = self.placements.lost_at_takeover(lm, keep, since, set())
+        self.lost_at_takeovers += len(lost)
+        if lost:
+            log.warning("GM %d: LM %d took over without %d of this GM's task(s): requested again", self.gm.g, lm, len(lost))
+            self.gm.request_again(lost)
+
     def _on_verify(self, msg: VerifyEnds) -> None:
         accepted = self.placements.verify_ends(msg.group, msg.runs, msg.launches)
         if accepted:
@@ -186,7 +208,8 @@ class GMRecovery:
 
     def counters(self) -> dict[str, Any]:
         return {"recovered_in": self.recovered_in, "lms_missing": sorted(self.missing), "tasks_adopted": self.adopted,
-                "lm_takeovers_seen": self.takeovers_seen, "tasks_lost_at_takeovers": self.lost_at_takeovers}
+                "lm_takeovers_seen": self.takeovers_seen, "tasks_lost_at_takeovers": self.lost_at_takeovers,
+                "takeover_barriers": self.takeover_barriers}
 
 
 class DurableJobs:
@@ -255,6 +278,9 @@ class DurableJobs:
         # crashed, its successor asked, heard "neither", requested the task elsewhere, then the old request arrived)
         self.fenced_at = rt.now() + REQUEST_FRESH + FENCE_MARGIN
         self.to_judge: dict[int, tuple[int, tuple]] = {}  # tid -> (worker, run) of an end to verify (see the class)
+        # barrier(): returns once everything in this GM's queue now has been delivered (None: nothing to wait for)
+        self.barrier: Callable[[], Awaitable[None]] | None = None
+        self.resolution_barriers = 0
         self.tasks_found_ended = 0
         self.jobs_resolved = 0
         self.tasks_found_running = 0
@@ -352,7 +378,26 @@ class DurableJobs:
 
     def _resolved(self, tids: list[int], completed: set[int], running: set[int]) -> None:
         """Every LM answered about a job delivered again: its tasks completed somewhere are done, those running
-        somewhere are left to that LM's state (its ``Recovered``, still to come, holds them again), the rest run."""
+        somewhere are left to that LM's state (its ``Recovered``, still to come, holds them again), the rest run.
+
+        A task no LM knows is run again only once this GM has read what its queue holds now (``barrier``): an
+        LM process that took over may have found the task's end in its own queue and sent it here to verify
+        before it answered — the answer, by HTTP, overtakes it (found by the deterministic simulation, seed
+        2511417: the VerifyEnds came 1 s after the task was requested again, and it ran twice)."""
+        placed = self.placements.placed
+        if self.barrier is not None and any(t in self.job_of and t not in completed and t not in running and t not in placed
+                                            and t not in self.to_judge for t in tids):
+            self.resolution_barriers += 1
+            self.rt.spawn(self._resolved_after_barrier(tids, completed, running), "resolution")
+            return
+        self._resolve(tids, completed, running)
+
+    async def _resolved_after_barrier(self, tids: list[int], completed: set[int], running: set[int]) -> None:
+        assert self.barrier is not None
+        await self.barrier()
+        self._resolve(tids, completed, running)
+
+    def _resolve(self, tids: list[int], completed: set[int], running: set[int]) -> None:
         now = self.rt.now()
         again = []
         done = []
@@ -503,7 +548,7 @@ class DurableJobs:
     def counters(self) -> dict[str, int]:
         return {"jobs_open": len(self.open), "jobs_resolved": self.jobs_resolved, "tasks_found_running": self.tasks_found_running,
                 "tasks_found_completed": self.tasks_found_completed, "tasks_found_in_log": self.tasks_found_in_log,
-                "tasks_found_ended": self.tasks_found_ended,
+                "tasks_found_ended": self.tasks_found_ended, "resolution_barriers": self.resolution_barriers,
                 "tasks_requested_again": self.tasks_requested_again, "jobs_delivered_again": self.deliveries_again,
                 "completions_of_unknown_tasks": self.orphans, "log_messages_held": len(self.log_entries)}
 
@@ -554,7 +599,10 @@ class LMRecovery:
         done = [t for t in msg.tids if t in completed and t not in running]
         here = [t for t in msg.tids if t in running]
         answer = Resolved(self.lm.i, msg.ask, done, here)
-        if done and self.after_records is not None:
+        # an end this process found at its start and sent the GM to verify (it could not vouch for it) leaves
+        # before the answer does: the GM reads its queue before it runs again a task no LM knows (DurableJobs)
+        found = self.process.found.get(msg.gm, {}) if self.process is not None else {}
+        if (done or any(t in found for t in msg.tids)) and self.after_records is not None:
             self.after_records(lambda: self.rt.send(self.lm.gm_addr[msg.gm], answer))
         else:
             self.rt.send(self.lm.gm_addr[msg.gm], answer)
@@ -659,6 +707,15 @@ class LMTakeover:
             found.setdefault(gm, {})[tid] = sent  # (and one running over one ended)
         self.monitor.heard(h, msg.incarnation)
         self._answered.set()
+
+    def found_ended(self, tid: int, gm: Any, sent: float) -> None:
+        """An end this process found in its queue and sent ``gm`` to verify (no process vouches for it): the
+        GM's task ended, not lost — though its host may not have answered (found by the deterministic simulation,
+        seed 2421959: the host's answer, held until its own ends were confirmed by a broker just back, came after
+        the lease; the GM heard the takeover by HTTP before the VerifyEnds through the broker, counted the task
+        lost and ran it again)."""
+        if isinstance(gm, tuple) and gm[0] == "gm":
+            self.found.setdefault(gm[1], {})[tid] = sent
 
     def unreachable(self, h: int) -> None:
         """The host did not take the question at all (not up yet, or gone): it is down until heard again."""

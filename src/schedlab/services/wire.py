@@ -254,6 +254,7 @@ class HostFinishedW(_Body):
     runs: list[tuple[float, float, dict[str, Any]]] = Field(max_length=MAX_ITEMS)
     launches: list[int] = Field(default_factory=list, max_length=MAX_ITEMS)
     lm_incarnation: int = Field(default=0, ge=0)
+    sent: list[float] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
 class RecoverW(_Body):
@@ -474,9 +475,9 @@ SCHEMAS["HostAlive"] = (HostAliveW, lambda m: {"host": m.host, "incarnation": m.
 SCHEMAS["HostFinished"] = (
     HostFinishedW,
     lambda m: {"group": m.group, "reply_to": [address_str(a) for a in m.reply_to], "runs": m.runs, "launches": m.launches,
-               "lm_incarnation": m.lm_incarnation},
+               "lm_incarnation": m.lm_incarnation, "sent": m.sent},
     lambda w: HostFinished([tuple(g) for g in w.group], tuple(parse_address(a) for a in w.reply_to), [tuple(r) for r in w.runs],
-                           list(w.launches), w.lm_incarnation),
+                           list(w.launches), w.lm_incarnation, list(w.sent)),
 )
 SCHEMAS["Recover"] = (RecoverW, lambda m: {"gm": m.gm}, lambda w: Recover(w.gm))
 SCHEMAS["Recovered"] = (

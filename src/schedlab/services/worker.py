@@ -83,7 +83,8 @@ class WorkerHost(Component):
         self.sent_of: dict[int, float] = {}  # tid -> the first send time of the GM's request that started its run
         self.current_sent = 0.0  # set by the host process while a launch is delivered (0: unknown)
         self.current_launch = 0  # set by the host process while a launch is delivered (0: unknown)
-        self._outbox: dict[tuple, list[tuple]] = {}  # reply_to -> (tid, worker, started, ended, outcome, launch id)
+        # reply_to -> (tid, worker, started, ended, outcome, launch id, request's first send time)
+        self._outbox: dict[tuple, list[tuple]] = {}
         self._flush_scheduled = False
         self.started = 0
         self.finished = 0
@@ -116,7 +117,7 @@ class WorkerHost(Component):
         if batch:  # through an LM: told like an end (never started), on the ends' ordered path
             now = self.rt.now()
             self._outbox.setdefault(reply_to, []).append((tid, worker, now, now, {"status": REFUSED, "reason": why},
-                                                          self.current_launch))
+                                                          self.current_launch, self.current_sent))
             if not self._flush_scheduled:
                 self._flush_scheduled = True
                 self.rt.call_soon(self._flush)
@@ -224,7 +225,7 @@ class WorkerHost(Component):
             return
         # the LM that launched it records the end and tells the GM (HostFinished): one witness
         self.recent_ends.append((tid, reply_to, sent))
-        self._outbox.setdefault(reply_to, []).append((tid, worker, started, now, outcome, launch))
+        self._outbox.setdefault(reply_to, []).append((tid, worker, started, now, outcome, launch, sent))
         if not self._flush_scheduled:
             self._flush_scheduled = True
             self.rt.call_soon(self._flush)
@@ -247,9 +248,9 @@ class WorkerHost(Component):
         self._flush_scheduled = False
         out, self._outbox = self._outbox, {}
         for reply_to, ended in out.items():
-            group = [(tid, w) for tid, w, _s, _e, _o, _l in ended]
-            runs = [(s, e, o) for _t, _w, s, e, o, _l in ended]
-            self.rt.send(reply_to[0], HostFinished(group, reply_to, runs, [launch for *_x, launch in ended]))
+            group = [(tid, w) for tid, w, *_x in ended]
+            runs = [(s, e, o) for _t, _w, s, e, o, *_x in ended]
+            self.rt.send(reply_to[0], HostFinished(group, reply_to, runs, [x[5] for x in ended], sent=[x[6] for x in ended]))
 
     # -- control ----------------------------------------------------------------------------------
     def _on_kill(self, msg: KillTask) -> None:

@@ -446,6 +446,29 @@ class GlobalMaster(Component):
                 return
             self.add_request(out, tid, m[0], m[1])
 
+    def freed_unknown(self, workers: Iterable[int]) -> None:
+        """Workers whose tasks this GM's previous process placed have ended (the services: this process restarted).
+
+        The LM leaves a GM's own completions out of its deltas to that GM, whichever of its processes placed the
+        task, so only this frees their workers in the view (found by the deterministic simulation, seed 2206647:
+        an old process's request, slow on the wire, ran after the GM restarted; the delta showed the worker taken,
+        its end never freed it). A worker this process holds (``reserved``) is left alone. In multi-resource mode
+        nothing is to do: the LM's vectors count a GM's holdings unknown to it as free already."""
+        if not self.slot_mode:
+            return
+        where, avail, reserved = self.layout.where, self.avail, self.reserved
+        freed = []
+        for w in workers:
+            p, pos = where[w]
+            bit = 1 << pos
+            if not reserved[p] & bit and not avail[p] & bit:
+                avail[p] |= bit
+                freed.append((p, pos))
+        if freed and (self.waiting.count if len(self.queues) == 1 else self.waiting_count()):
+            out: dict = {}
+            self._refill_all(freed, out)
+            self._dispatch(out)
+
     def _on_finished(self, msg: TasksFinished) -> None:
         # One call per finished task on most runs (each task ends at a time of its own): kept lean.
         group = msg.group
