@@ -4,9 +4,11 @@ Starts the cluster of ``bench_services.py``'s throughput runs (1,000 workers on 
 4 s of sleep-0 tasks in jobs of PER_JOB offered at RATE tasks/s, and prints placements/s, CPU ms per task
 per role (from /proc), messages per task by type and the transport's counters per task (from the nodes'
 status). With ``prof``, py-spy samples GM 0, LM 0 and worker host 0 for 8 s at 200 Hz and writes their
-collapsed stacks (py-spy's raw format) into a temporary folder it names (``pip install py-spy``).
+collapsed stacks (py-spy's raw format) into a temporary folder it names (``pip install py-spy``). With
+``piggyback``, the LMs answer each accepted launch request with the GM's pending state update (Megha's
+``piggyback``, the paper's IV-A) — one of issue 48's levers.
 
-    python benchmarks/profile_services.py [PER_JOB] [RATE] [prof]      # about a minute
+    python benchmarks/profile_services.py [PER_JOB] [RATE] [prof] [piggyback]      # about a minute
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ from schedlab.services.clusterfile import load_cluster  # noqa: E402
 from schedlab.services.remote import RemoteCluster, fetch_statuses  # noqa: E402
 
 
-async def main(per_job: int, rate: float, profile: bool) -> None:
+async def main(per_job: int, rate: float, profile: bool, piggyback: bool = False) -> None:
     folder = Path(tempfile.mkdtemp(prefix="schedlab-profile-"))
     path = cluster_file(folder, 5, 5, 1000)
+    if piggyback:
+        path.write_text(path.read_text().replace("  heartbeat: 1.0", "  piggyback: true\n  heartbeat: 1.0", 1))
     loaded = load_cluster(path)
     try:
         procs = await supervise.up(loaded, path, timeout=120)
@@ -73,5 +77,6 @@ async def main(per_job: int, rate: float, profile: bool) -> None:
 
 
 if __name__ == "__main__":
-    a = sys.argv[1:]
-    asyncio.run(main(int(a[0]) if a else 10, float(a[1]) if len(a) > 1 else 3000.0, len(a) > 2 and a[2] == "prof"))
+    a = [x for x in sys.argv[1:] if x != "piggyback"]
+    asyncio.run(main(int(a[0]) if a else 10, float(a[1]) if len(a) > 1 else 3000.0, len(a) > 2 and a[2] == "prof",
+                     "piggyback" in sys.argv[1:]))

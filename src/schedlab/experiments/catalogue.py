@@ -102,6 +102,8 @@ _FUNCTIONS = (
                  "reports/services/megha-prototype", "schedlab.services.prototype:reproduce"),
     Reproduction("megha-twin", "services", _MEGHA, "Figs. 7, 12: the simulator calibrated on a real cluster's measured costs, predicting its allocation times",
                  "reports/twin", "schedlab.services.twin:reproduce"),
+    Reproduction("megha-twin-testbed", "services", _MEGHA, "the calibrated twin with every component on an emulated host of its own (network namespaces, 0.5 ms links)",
+                 "reports/twin/testbed", "schedlab.services.twin:reproduce_testbed"),
     Reproduction("megha-jrt-delay", "data center", _AWARE, "Section 6: Megha's JRT delay on syn_250/500/1000 and Google, random vs min-constraints, both profiles",
                  "reports/megha/reproduction.json", "schedlab.experiments.catalogue:_megha_jrt_delay", parallel=True, store="megha-jrt-delay"),
     Reproduction("megha-overheads", "data center", _MEGHA, "Figs. 6, 8-11 at a scale of minutes: allocation time against GM/LM counts and data-center size, fair sharing",

@@ -38,6 +38,13 @@ Choices where the issue is silent:
   to 40× (442 ms against 10.7 ms for jobs of 50: tasks waiting for their GM's
   view of the other GM's workers), so it is the floor any prediction meets.
 
+* **on the testbed** (``schedlab reproduce megha-twin-testbed``): the same,
+  with every component and the broker on an emulated host of its own (a network
+  namespace, :mod:`~.testbed`) and every link through the testbed's relay with
+  its default one-way delay (0.5 ms): the calibration then measures a transit
+  that includes a real link's delay, and the prediction must carry it. The
+  hosts still share this machine's two cores.
+
 The real side is a measurement: it varies from run to run and with whatever
 else the machine does; the report says when it was taken.
 """
@@ -48,7 +55,7 @@ import asyncio
 import json
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +107,7 @@ class Setup:
     calibration_rate: float = 100.0
     repeats: int = 3  # real runs of each workload
     sim_seeds: int = 5  # simulated runs of each workload (seeds seed, seed + 1, …): the prediction is their pool
+    netns: bool = False  # every component and the broker on an emulated host of its own (the testbed)
     workloads: tuple[Workload, ...] = (
         Workload("single tasks, 40/s", 400, 1, 40.0, 0.2),
         Workload("jobs of 10, 100 tasks/s", 100, 10, 100.0, 0.2),
@@ -136,10 +144,16 @@ async def _real(setup: Setup, folder: Path) -> tuple[Any, dict[str, Any], list[l
     megha.extra["layout"] = "megha"
     tmp = tempfile.TemporaryDirectory(prefix="megha-twin-")
     path = Path(tmp.name) / "cluster.yaml"
-    path.write_text(render_cluster(name=f"twin{int(time.time() * 1000) % 10**9}", base_port=free_port_range(setup.gms + 2 * setup.lms),
-                                   broker=amqp_url_default(), heartbeat=setup.heartbeat, seed=setup.seed, from_cluster=megha))
+    if setup.netns:  # the testbed's hosts, its broker among them (started by supervise.up)
+        text = render_cluster(name=f"twin{int(time.time() * 1000) % 10**7}", heartbeat=setup.heartbeat, seed=setup.seed,
+                              from_cluster=megha, netns=True)
+    else:
+        text = render_cluster(name=f"twin{int(time.time() * 1000) % 10**9}", base_port=free_port_range(setup.gms + 2 * setup.lms),
+                              broker=amqp_url_default(), heartbeat=setup.heartbeat, seed=setup.seed, from_cluster=megha)
+    path.write_text(text)
     loaded = parse_cluster(path.read_text(), str(path))
-    await check_broker(loaded)
+    if not setup.netns:
+        await check_broker(loaded)
     try:
         await supervise.up(loaded, path, timeout=120)
         profile, measured = await calibrate(path, jobs=setup.calibration_jobs, rate=setup.calibration_rate, seed=setup.seed)
@@ -164,10 +178,16 @@ async def _real(setup: Setup, folder: Path) -> tuple[Any, dict[str, Any], list[l
         tmp.cleanup()
 
 
-def run(out: str | Path | None = None, *, quick: bool = False) -> Path:
-    """Calibrate a real cluster, run the workloads for real and simulated; write the report; return its path."""
-    setup = QUICK if quick else Setup()
-    folder = Path(out) if out is not None else Path("results") / ("megha-twin-quick" if quick else "megha-twin")
+def run(out: str | Path | None = None, *, quick: bool = False, netns: bool = False) -> Path:
+    """Calibrate a real cluster, run the workloads for real and simulated; write the report; return its path.
+    ``netns``: the cluster on the emulated testbed (root needed)."""
+    setup = replace(QUICK if quick else Setup(), netns=netns)
+    name = "megha-twin-testbed" if netns else "megha-twin"
+    folder = Path(out) if out is not None else Path("results") / (f"{name}-quick" if quick else name)
+    if netns:
+        from schedlab.services.testbed.netns import require_privileges
+
+        require_privileges()
     folder.mkdir(parents=True, exist_ok=True)
     profile, measured, reals = asyncio.run(_real(setup, folder))
     own = {w.name: predictions(setup, w, p) for w in setup.workloads
@@ -291,13 +311,17 @@ def write_report(folder: Path, setup: Setup, profile: Any, measured: dict[str, A
     met_p = sum(1 for _n, ok, _s, _w in verdicts if ok)
     met_s = sum(1 for _n, _p, ok, _w in verdicts if ok)
     noisy = sum(1 for _n, ok, _s, within in verdicts if within and not ok)
+    where = ("the emulated testbed: every GM, LM and worker host, and the broker, on a host of its own (a network "
+             "namespace), each link through the testbed's relay with 0.5 ms one way; the hosts share this machine's cores"
+             if setup.netns else "this machine")
+    name = "megha-twin-testbed" if setup.netns else "megha-twin"
     text = f"""# Megha's calibrated twin: the simulator with costs measured on the real cluster
 
-Regenerate with `schedlab reproduce megha-twin` (about 2 minutes; `--quick`: about 30 s). Taken {time.strftime('%Y-%m-%d %H:%M')}
+Regenerate with `schedlab reproduce {name}` (about {3 if setup.netns else 2} minutes; `--quick`: about {1 if setup.netns else 0.5:g} min). Taken {time.strftime('%Y-%m-%d %H:%M')}
 on this machine; setup `{json.dumps(asdict(setup))}`. The real runs are measurements: they vary from run to run.
 
 A real cluster of {setup.gms} GMs × {setup.lms} LMs over {setup.workers} workers (every GM, LM and worker host its own
-process, HTTP + RabbitMQ, this machine), calibrated with `schedlab calibrate` ({setup.calibration_jobs} jobs at
+process, HTTP + RabbitMQ, {where}), calibrated with `schedlab calibrate` ({setup.calibration_jobs} jobs at
 {setup.calibration_rate:g} tasks/s). The measured profile ([costs.yaml](costs.yaml)): a step of items fitted as a
 part per input and one per item (an input of n items costs `per input + n × per item` at the median, the whole
 drawn from a lognormal with the fit's spread); a message as it is; each delay fitted against the tasks its message
@@ -349,3 +373,8 @@ own spread on {noisy} more); components' shares on {met_s} of {len(verdicts)}.
 def reproduce(out: Path, options: Options) -> Path:
     """``schedlab reproduce megha-twin``: :func:`run` with the catalogue's options."""
     return run(out, quick=options.quick)
+
+
+def reproduce_testbed(out: Path, options: Options) -> Path:
+    """``schedlab reproduce megha-twin-testbed``: :func:`run` on the emulated testbed."""
+    return run(out, quick=options.quick, netns=True)
