@@ -190,11 +190,14 @@ def test_a_failing_schedule_shrinks_to_fewer_faults_that_still_fail(monkeypatch,
 # counted lost, the launch on its way ran it there, and its GM requested it again elsewhere; 1701901 (third session's
 # campaign) a worker host frozen past its lease, its run declared lost and the task launched on another host, then
 # the LM restarted: the new process heard both hosts report the task running, and the lost run's launch, reported
-# second, replaced the current one's — whose end it then dropped; the task never completed
+# second, replaced the current one's — whose end it then dropped; the task never completed; 3111623 (fourth session's
+# campaign) the same freeze, but the relaunched run had completed before the LM restarted: the new process adopted
+# the frozen run alone, and its end was the task's second (a host now notices its own stall and stops its runs of
+# before it when a new LM process asks)
 WITH_PAUSES = ("crash", "broker", "cut", "oneway", "loss", "delay", "pause")
 
 
-@pytest.mark.parametrize("seed", [200336, 201043, 409161, 415101, 417684, 964086, 1701901])
+@pytest.mark.parametrize("seed", [200336, 201043, 409161, 415101, 417684, 964086, 1701901, 3111623])
 def test_what_the_search_with_pauses_found_stays_fixed(seed):
     v = run(schedule_for(seed, SETUP, WITH_PAUSES), SETUP)
     assert v.ok, v.violations

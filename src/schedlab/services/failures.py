@@ -78,20 +78,41 @@ RECENT = 1 << 16  # completions a GM remembers (tid -> worker), to record again 
 
 class HostBeacon:
     """A worker host's side of its lease: ``HostAlive`` to its LM every ``every`` seconds. ``running()``: the
-    host's runs as ``(tid, worker, launch id)``."""
+    host's runs as ``(tid, worker, launch id)``.
+
+    It also notices when its own process stood still — frozen, starved of CPU — for about its lease (``lease``;
+    from ``lease - every`` on, as its LM may count from a beacon sent just before): its LM may have declared it
+    down meanwhile and relaunched its runs elsewhere. Those runs are **stale** (``stale``, their launch ids): a
+    new LM process taking over must not adopt them — the old process that knew they were lost is gone (found by
+    the deterministic simulation, seed 3111623: a host frozen 5 s, its run relaunched and completed elsewhere,
+    its LM killed; the new LM process adopted the frozen run, whose end, recorded, was the task's second)."""
 
     def __init__(self, rt: ServiceRuntime, host: int, lm: int, running: Callable[[], list[tuple[int, int, int]]], every: float,
-                 incarnation: int) -> None:
+                 incarnation: int, lease: float | None = None) -> None:
         self.rt = rt
         self.host = host
         self.lm = lm_address(lm)
         self.running = running
         self.every = every
+        self.lease = lease if lease is not None else 3 * every
         self.incarnation = incarnation  # drawn afresh by each process of the host
+        self.ran_at = rt.now()  # the last time this process was seen running on time (a beacon, a takeover's question)
+        self.stale: set[int] = set()  # launch ids of runs that were here through a stall of about the lease
+        self.stalls = 0
         self._timer = rt.call_soon(self._beat)
+
+    def check_stall(self) -> None:
+        """Mark every run here stale if the process stood still for about its lease since it last ran on time."""
+        now = self.rt.now()
+        if now - self.ran_at >= self.lease - self.every:
+            self.stalls += 1
+            # every run here now (those of an earlier stall still running are among them)
+            self.stale = {launch for _t, _w, launch in self.running() if launch}
+        self.ran_at = now
 
     def _beat(self) -> None:
         self._timer = self.rt.call_later(self.every, self._beat)
+        self.check_stall()
         runs = self.running()
         self.rt.send(self.lm, HostAlive(self.host, self.incarnation, [(t, w) for t, w, _l in runs], self.rt.now(),
                                         [launch for _t, _w, launch in runs]))

@@ -64,6 +64,7 @@ class HostNode(ServiceNode):
         self.publisher: RecordsPublisher | None = None
         self.lm_incarnation: int | None = None  # the LM process it takes launches from (once one asked)
         self.launch_ids = RecentIds()  # launches it took (an HTTP retry of one is not run again)
+        self.stale_runs_stopped = 0  # runs stopped at a takeover's question after a stall (see HostBeacon)
         self._launch_of_msg: dict[int, int] = {}  # id of a launch message being admitted -> its launch id
         self._sent_of_msg: dict[int, float] = {}  # ... -> the first send time of the GM's request it carries out
 
@@ -74,7 +75,8 @@ class HostNode(ServiceNode):
         host = self.host = self.component = WorkerHost(self.address, rt, plan.cluster, plan.workers_of_host[self.id], self.store,
                                                        publisher.emit, forget_finished=True)
         every = plan.worker_lease / 3
-        self.beacon = HostBeacon(rt, self.id, self.lm, lambda: [(t, e[0], host.launch_of.get(t, 0)) for t, e in host.active.items()], every, self.env.incarnation())
+        self.beacon = HostBeacon(rt, self.id, self.lm, lambda: [(t, e[0], host.launch_of.get(t, 0)) for t, e in host.active.items()], every,
+                                 self.env.incarnation(), plan.worker_lease)
         # a beacon is superseded by the next: one try, given up within a beacon period (the LM hears of the host
         # as soon as a link heals, not after a long timeout of a beacon lost in the cut — found by the simulation)
         self.router.tries["lm"] = (every, 1)
@@ -111,6 +113,15 @@ class HostNode(ServiceNode):
         assert self.beacon is not None and self.host is not None
         self.lm_incarnation = msg.incarnation
         host = self.host
+        # runs that were here through a stall of about the lease may have been declared lost and relaunched by
+        # the LM process this one replaces: stopped, not handed over (HostBeacon)
+        beacon = self.beacon
+        beacon.check_stall()
+        if beacon.stale:
+            for tid in [t for t in host.active if host.launch_of.get(t, 0) in beacon.stale]:
+                host.kill(tid)
+                self.stale_runs_stopped += 1
+            beacon.stale.clear()
         running = [(tid, w, gm_of(reply_to)) for tid, (w, reply_to, _h) in host.active.items()]
         launches = [host.launch_of.get(tid, 0) for tid, _w, _g in running]
         sent = [host.sent_of.get(tid, 0.0) for tid, _w, _g in running]
@@ -205,4 +216,6 @@ class HostNode(ServiceNode):
         out = super().status()
         if self.host is not None:
             out.update(self.host.status())
+        if self.beacon is not None:
+            out.update(stalls=self.beacon.stalls, stale_runs_stopped=self.stale_runs_stopped)
         return out
