@@ -410,6 +410,18 @@ class GMPlacements:
             self.sent_at[tid] = stamp
             self.placed_under[tid] = 0
 
+    def stale(self, running: list[tuple[int, int, int]]) -> list[int]:
+        """Which of an LM's running ``(tid, p, pos)`` (its ``Recovered``) are stale runs: the task completed here,
+        or this GM placed it on another worker since — its request there is the task's current one (a request
+        is placed only once the task's previous run was let go). Their indices in ``running``."""
+        order, placed, recent = self.order, self.placed, self.recent
+        out = []
+        for k, (tid, p, pos) in enumerate(running):
+            w = placed.get(tid)
+            if (w is not None and w != order[p][pos]) or (w is None and tid in recent):
+                out.append(k)
+        return out
+
     def unplace(self, tid: int) -> int:
         """The task is placed nowhere any more; returns the worker it was placed on."""
         self.sent_at.pop(tid, None)

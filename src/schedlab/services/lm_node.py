@@ -50,7 +50,14 @@ from schedlab.services.failures import CompletionRelay, HostMonitor
 from schedlab.services.fairness import HostWorkers, holding_event
 from schedlab.services.lease import POLL, keep, wait_to_serve
 from schedlab.services.links import REQUEST_FRESH, REQUEST_TIMEOUT, REQUEST_TRIES
-from schedlab.services.messages import CancelRuns, HostFinished, KillTask, Recover, Resolve
+from schedlab.services.messages import (
+    CancelRuns,
+    HostFinished,
+    KillTask,
+    Recover,
+    Resolve,
+    StaleRuns,
+)
 from schedlab.services.nodes import NodeEnv, PortTaken, RecordsPublisher, ServiceNode, host_address
 from schedlab.services.records import EventObserver
 from schedlab.services.recovery import LMRecovery, LMTakeover
@@ -124,6 +131,7 @@ class LMNode(ServiceNode):
         self._current_sent: float | None = None  # the first send time of the request being handled
         self.duplicate_requests = 0
         self.heartbeats = 0
+        self.stale_runs_dropped = 0  # adopted runs a GM named stale (StaleRuns)
         self.last_heartbeat = 0.0
         self.lease: Any = None
         self.relay: CompletionRelay | None = None
@@ -166,6 +174,7 @@ class LMNode(ServiceNode):
         rt.before_send(TaskLost, self._stamp_loss)
         rt.add_handler(lm.address, RejectAgain, self._reject_again)
         rt.add_handler(lm.address, CancelRuns, lambda msg: rt.send(POOL_ADDRESS, msg))  # a cancelled job's runs (cancel)
+        rt.add_handler(lm.address, StaleRuns, self._stale_runs)
         relay = self.relay = CompletionRelay(rt, [lm], self.timer.emit)
         relay.completed = RecentIds()
         relay.vouch = self._vouch
@@ -324,7 +333,7 @@ class LMNode(ServiceNode):
                 raise WireError("bad request: a task is named twice")
         elif isinstance(msg, Recover | Resolve) and not 0 <= msg.gm < lay.num_gms:
             raise WireError(f"unknown GM {msg.gm}")
-        elif isinstance(msg, CancelRuns):
+        elif isinstance(msg, CancelRuns | StaleRuns):
             hosts, of = self.plan.hosts, self.plan.host_of_worker
             bad = next((w for _t, w in msg.items if not 0 <= w < len(of) or hosts.get(of[w]) != self.id), None)
             if not 0 <= msg.gm < lay.num_gms or bad is not None:
@@ -444,6 +453,20 @@ class LMNode(ServiceNode):
         tid = msg.items[0][0] if isinstance(msg, LaunchBatch) else msg.tid
         return self.request_sent.get(tid, 0.0)
 
+    def _stale_runs(self, msg: StaleRuns) -> None:
+        """Runs this process adopted from its hosts that their GM placed elsewhere since, or completed: each is
+        stopped by its launch and forgotten, its worker free again for every GM (``LocalMaster.drop_run``)."""
+        lm = self.lm
+        assert lm is not None
+        order = lm.layout.order
+        for tid, w in msg.items:
+            where = lm.running.get(tid)
+            if where is None or order[where[0]][where[1]] != w or where[2] != msg.gm:
+                continue
+            self.rt.send(POOL_ADDRESS, KillTask(tid, w, lm.address, self.launch_of.pop(tid, 0)))
+            lm.drop_run(tid)
+            self.stale_runs_dropped += 1
+
     def _vouch(self, tid: int, launch: int) -> bool:
         mine = self.launch_of.get(tid)
         return not launch or mine is None or mine == launch
@@ -536,6 +559,7 @@ class LMNode(ServiceNode):
             out["completions_dropped"] = self.relay.dropped
             out["launches_refused"] = self.relay.refusals
             out["ends_sent_to_verify"] = self.relay.verify_sent
+            out["stale_runs_dropped"] = self.stale_runs_dropped
         out["standby_took_over"] = self.standby
         if self.replaced_by is not None:
             out["stepped_down"] = self.replaced_by

@@ -233,3 +233,13 @@ class CancelRuns:
 
     gm: int
     items: list[tuple[int, int]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class StaleRuns:
+    """GM → an LM process that took over: these ``(tid, worker)`` runs it adopted from its hosts are stale — the
+    task runs elsewhere since, or completed (an old process counted the run lost; the GM requested it again). The
+    LM stops each and forgets it; its end, if it comes, is not the task's (:mod:`~.recovery`)."""
+
+    gm: int
+    items: list[tuple[int, int]] = field(default_factory=list)

@@ -65,6 +65,7 @@ from schedlab.services.messages import (
     Recovered,
     Resolve,
     Resolved,
+    StaleRuns,
     SubmitJob,
     VerifyEnds,
 )
@@ -102,6 +103,8 @@ class GMRecovery:
         # barrier(): returns once everything in this GM's queue now has been delivered (None: nothing to wait for)
         self.barrier: Callable[[], Awaitable[None]] | None = None
         self.takeover_barriers = 0
+        self.copies_withdrawn = 0
+        self.stale_runs = 0
         rt.add_handler(gm.address, Recovered, self._on_recovered)
         rt.add_handler(gm.address, VerifyEnds, self._on_verify)
 
@@ -166,8 +169,29 @@ class GMRecovery:
             late = self.placements.placed_under_older(msg.lm, msg.incarnation, keep)
             if late and before is not None and self.doubt is not None:
                 self.doubt(msg.lm, late)
-        self.gm.recover(msg.update, msg.running)
-        self.placements.adopt(msg.running, msg.running_sent)
+        # a task the LM runs for this GM is not requested again: a copy waiting in the queue — its run counted lost
+        # by the LM's old process (a host cut off past its lease), its new request rejected and queued — is taken
+        # out before the snapshot frees workers to match it on (found by a crafted schedule of the deterministic
+        # simulation: the copy ran beside the adopted run, the placement followed the adopted one, and the copy's
+        # end was dropped — the task never completed)
+        running, running_sent = msg.running, msg.running_sent
+        # a run the LM's process adopted from its host after its old process counted it lost — a host cut off past
+        # its lease — whose task this GM has placed elsewhere since, or completed: not this GM's, and the LM stops it
+        # (found by a crafted schedule of the deterministic simulation with 8 s tasks: the adopted run moved the
+        # task's placement back to it, both runs ended, and each end was recorded)
+        stale = self.placements.stale(running)
+        if stale:
+            order, gone = self.placements.order, set(stale)
+            self.rt.send(lm_address(msg.lm), StaleRuns(self.gm.g, [(running[k][0], order[running[k][1]][running[k][2]]) for k in stale]))
+            self.stale_runs += len(stale)
+            running_sent = [s for k, s in enumerate(running_sent) if k not in gone] if running_sent else running_sent
+            running = [r for k, r in enumerate(running) if k not in gone]
+        store: Any = self.gm.tasks  # a TaskStore: a task of a job not delivered again yet is in no queue
+        held = [t for t, _p, _pos in running if t in store]
+        if held:
+            self.copies_withdrawn += self.gm.withdraw(held)
+        self.gm.recover(msg.update, running)
+        self.placements.adopt(running, running_sent)
         if self.fair is not None and msg.holdings:
             self.fair.apply_report(HoldingsReport(msg.lm, msg.holdings))
         if msg.lm in self.missing:
@@ -209,7 +233,8 @@ class GMRecovery:
     def counters(self) -> dict[str, Any]:
         return {"recovered_in": self.recovered_in, "lms_missing": sorted(self.missing), "tasks_adopted": self.adopted,
                 "lm_takeovers_seen": self.takeovers_seen, "tasks_lost_at_takeovers": self.lost_at_takeovers,
-                "takeover_barriers": self.takeover_barriers}
+                "takeover_barriers": self.takeover_barriers, "queued_copies_withdrawn": self.copies_withdrawn,
+                "stale_runs_named": self.stale_runs}
 
 
 class DurableJobs:

@@ -68,7 +68,7 @@ from schedlab.workers.protocol import POOL_ADDRESS
 log = logging.getLogger("schedlab.services.transport")
 
 HTTP_TYPES = frozenset({"LaunchRequest", "PreemptRequest", "LaunchBatch", "LaunchTask", "KillTask", "HostAlive", "Recover", "Resolve",
-                        "HostState", "CancelRuns"})
+                        "HostState", "CancelRuns", "StaleRuns"})
 HTTP_TIMEOUT = 10.0
 HTTP_RETRIES = 5
 GAP_TIMEOUT = 2.0

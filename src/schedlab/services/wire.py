@@ -62,6 +62,7 @@ from schedlab.services.messages import (
     Recovered,
     Resolve,
     Resolved,
+    StaleRuns,
     SubmitJob,
     TaskKilled,
     VerifyEnds,
@@ -314,6 +315,11 @@ class CancelRunsW(_Body):
     items: list[tuple[int, int]] = Field(max_length=MAX_ITEMS)
 
 
+class StaleRunsW(_Body):
+    gm: int = Field(ge=0)
+    items: list[tuple[int, int]] = Field(max_length=MAX_ITEMS)
+
+
 class ResolveW(_Body):
     gm: int = Field(ge=0)
     ask: int = Field(ge=0)
@@ -500,6 +506,7 @@ SCHEMAS["Marker"] = (MarkerW, lambda m: {"token": m.token}, lambda w: Marker(w.t
 SCHEMAS["Done"] = (DoneW, lambda m: {"gm": m.gm, "tids": m.tids}, lambda w: Done(w.gm, list(w.tids)))
 SCHEMAS["CancelJob"] = (CancelJobW, lambda m: {"jid": m.jid, "gm": m.gm}, lambda w: CancelJob(w.jid, w.gm))
 SCHEMAS["CancelRuns"] = (CancelRunsW, lambda m: {"gm": m.gm, "items": m.items}, lambda w: CancelRuns(w.gm, [tuple(i) for i in w.items]))
+SCHEMAS["StaleRuns"] = (StaleRunsW, lambda m: {"gm": m.gm, "items": m.items}, lambda w: StaleRuns(w.gm, [tuple(i) for i in w.items]))
 SCHEMAS["Resolve"] = (ResolveW, lambda m: {"gm": m.gm, "ask": m.ask, "tids": m.tids}, lambda w: Resolve(w.gm, w.ask, list(w.tids)))
 SCHEMAS["Resolved"] = (ResolvedW, lambda m: {"lm": m.lm, "ask": m.ask, "completed": m.completed, "running": m.running},
                        lambda w: Resolved(w.lm, w.ask, list(w.completed), list(w.running)))
