@@ -15,6 +15,7 @@ from schedlab.services.embedded import EmbeddedMegha
 from schedlab.services.execution import TaskSpec
 from schedlab.services.messages import (
     HostAlive,
+    HostFinished,
     HostReport,
     HostState,
     KillTask,
@@ -23,6 +24,7 @@ from schedlab.services.messages import (
     Recovered,
     Resolve,
     Resolved,
+    StaleRuns,
     SubmitJob,
     VerifyEnds,
 )
@@ -57,6 +59,8 @@ BIG = (1 << 9999) | 0b1011
         HostAlive(3, 99, [(10, 44)], 5.5, [1 << 32 | 5]),
         KillTask(10, 44, ("lm", 1), 1 << 32 | 5),
         VerifyEnds([(10, 44)], [(1.0, 2.0, {"status": "ok"})]),
+        HostFinished([(10, 44)], (("lm", 1), ("gm", 0)), [(1.0, 2.0, {"status": "ok"})], [1 << 32 | 5], 2, [0.5]),
+        StaleRuns(1, [(10, 44), (11, 45)]),
     ],
 )
 def test_every_message_round_trips(msg):
@@ -104,6 +108,8 @@ def env(**kw):
         (env(dst="gm:-1"), "bad address 'gm:-1'"),
         (env(type="StateUpdate", body={"lm": 0, "snapshot": False, "bits": {"1": ["zz", "0"]}}), "bitsets must be hexadecimal"),
         (env(type="LaunchRequest", body={"gm": -1, "items": []}), "LaunchRequest: gm"),
+        (env(type="HostFinished", body={"group": [[1, 2]], "reply_to": ["lm:0"], "runs": [[1.0, 2.0, {}]], "sent": [1.0, 2.0]}),
+         "sent has 2 entries for 1 ends"),
         (b"x" * 100, "over the 64-byte limit"),
     ],
 )

@@ -119,6 +119,12 @@ def reproduce(
     unknown = sorted(wanted - PARTS.keys())
     if unknown:
         raise InputError("only", f"no part {', '.join(repr(u) for u in unknown)} (parts: {', '.join(PARTS)})")
+    figures = ("fig3", "fig5", "fig6", "fig6_mean4")
+    bad = sorted(set(figs) - set(figures))
+    if bad or not figs:
+        raise InputError("figs", f"no figure {', '.join(repr(b) for b in bad)} (figures: {', '.join(figures)})" if bad else "no figure named")
+    if not duplications or min(duplications) < 0:
+        raise InputError("duplications", "give one or more counts, each 0 or more")
     out = Path(out)
     n = max(100, int(round(100_000 * scale)))
     seeds = [int(s) for s in seeds]

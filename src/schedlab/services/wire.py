@@ -34,7 +34,7 @@ import json
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from schedlab.schedulers.megha.messages import (
     LaunchRejected,
@@ -256,6 +256,15 @@ class HostFinishedW(_Body):
     launches: list[int] = Field(default_factory=list, max_length=MAX_ITEMS)
     lm_incarnation: int = Field(default=0, ge=0)
     sent: list[float] = Field(default_factory=list, max_length=MAX_ITEMS)
+
+    @model_validator(mode="after")
+    def _one_per_end(self) -> HostFinishedW:
+        # the receiver pairs them end by end: a list of another length is refused here, not failed on there
+        n = len(self.group)
+        for name, values in (("runs", self.runs), ("launches", self.launches), ("sent", self.sent)):
+            if len(values) != n and (values or name == "runs"):
+                raise ValueError(f"{name} has {len(values)} entries for {n} ends")
+        return self
 
 
 class RecoverW(_Body):
