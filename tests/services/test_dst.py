@@ -143,10 +143,12 @@ RACES = [
 # new process found in its queue and sent to verify, its takeover saying nothing of it: the GM counted it lost — the
 # takeover now counts it found; 2200623 a trapped run's end, out late, recorded as the task's second end (allowed with
 # the rerun); 2206647 an old GM process's request, slow on the wire, ran after the GM restarted: the delta showed its
-# worker taken, and the end (the GM's own, left out of its deltas) never freed it in the new process's view
+# worker taken, and the end (the GM's own, left out of its deltas) never freed it in the new process's view; 3739733
+# (fifth session) a request in doubt at a takeover whose host answered too late, found nowhere by the new process and
+# run again while the old one's relayed end sat behind the GM's slow broker link — a GM now reads its queue first
 LONG_SEARCH_FINDS = [3543, 3614, 15588, 16958, 19126, 101389, 102222, 104129, 105420, 107658, 108345, 110246, 111692, 114073,
                      307230, 309328, 314505, 915019, 916441, 1021700, 1808007, 2006893, 2205242, 2200623, 2200736, 2206647,
-                     2209162, 2421959]
+                     2209162, 2421959, 3739733]
 
 
 @pytest.mark.parametrize("seed", LONG_SEARCH_FINDS)

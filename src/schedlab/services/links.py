@@ -42,7 +42,7 @@ keep the transport's longer defaults).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from schedlab.schedulers.megha.gm import GlobalMaster, lm_address
@@ -114,6 +114,7 @@ class LaunchLinks:
         self.in_doubt = 0
         self.doubt_running = 0  # in doubt, found running (or completed) at the LM
         self.doubt_again = 0  # in doubt, found nowhere: requested again
+        self.doubt_barriers = 0  # in doubt, found nowhere: this GM's queue read before requesting again
         self.pending: dict[int, tuple[int, float | None]] = {}  # tid -> (LM, stamp) of its request in doubt, not settled yet
         # a request's first send time, as the transport stamped it (None: unknown): a report of an earlier request
         # that got no answer says nothing of the task's current one (the router's request_sent)
@@ -169,7 +170,6 @@ class LaunchLinks:
                            {i}, [t for t, _p, _pos in items], lambda c, r: self._settle(items, stamps, c, r))
 
     def _settle(self, items: list[tuple[int, int, int]], stamps: list[float | None], completed: set[int], running: set[int]) -> None:
-        placed, sent_at, order = self.placements.placed, self.placements.sent_at, self.order
         again = []
         for (tid, p, pos), stamp in zip(items, stamps, strict=True):
             doubt = self.pending.get(tid)
@@ -177,8 +177,30 @@ class LaunchLinks:
                 del self.pending[tid]
             if tid in completed or tid in running:
                 self.doubt_running += 1
-            elif placed.get(tid) == order[p][pos] and sent_at.get(tid) == stamp:
-                again.append((tid, p, pos))  # still as the doubtful request left it, and it runs nowhere: request again
+            else:
+                again.append(((tid, p, pos), stamp))
+        if not again:
+            return
+        # found nowhere: run again — once this GM has read what its queue holds now. The LM process answering may
+        # not be the one that ran the task: the old one relayed its end through the broker, and this GM's link to
+        # the broker may be slow (found by the deterministic simulation, seed 3739733: a takeover whose host
+        # answered too late to count the end found; the end, relayed at 8.5 s, reached the GM at 23.9 s, after
+        # the answer by HTTP at 20.0 s — the task ran twice)
+        barrier = self.recovery.barrier
+        if barrier is None:
+            self._again(again)
+        else:
+            self.rt.spawn(self._again_after(barrier, again), "requests in doubt, found nowhere")
+
+    async def _again_after(self, barrier: Callable[[], Awaitable[None]], again: list[tuple[tuple[int, int, int], float | None]]) -> None:
+        self.doubt_barriers += 1
+        await barrier()
+        self._again(again)
+
+    def _again(self, found_nowhere: list[tuple[tuple[int, int, int], float | None]]) -> None:
+        placed, sent_at, order = self.placements.placed, self.placements.sent_at, self.order
+        # still as the doubtful request left it (not ended, not requested anew meanwhile): request again
+        again = [(tid, p, pos) for (tid, p, pos), stamp in found_nowhere if placed.get(tid) == order[p][pos] and sent_at.get(tid) == stamp]
         self.doubt_again += len(again)
         if again:
             # it may have started at an LM process that is gone since (its run ended with that process): the
@@ -203,7 +225,8 @@ class LaunchLinks:
     def counters(self) -> dict[str, int]:
         return {"lm_suspensions": self.suspensions, "requests_never_sent": self.never_sent, "requests_stale": self.stale,
                 "requests_in_doubt": self.in_doubt,
-                "doubt_found_placed": self.doubt_running, "doubt_requested_again": self.doubt_again}
+                "doubt_found_placed": self.doubt_running, "doubt_requested_again": self.doubt_again,
+                "doubt_barriers": self.doubt_barriers}
 
 
 def _items(msg: Any) -> list[tuple[int, int, int]]:
