@@ -17,31 +17,43 @@ classes run under the real services' runtime (:mod:`schedlab.services`).
 
 from __future__ import annotations
 
-import typing
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from schedlab.cluster.model import Cluster
+from schedlab.errors import InputError
 from schedlab.metrics.recorder import Recorder
 from schedlab.sim.runtime import Runtime
 from schedlab.workers.simulated import WorkerPool
 from schedlab.workload.model import Job, TaskTable
 
-# How a scheduler picks among the free workers that can run a task (one name, one meaning, for every scheduler).
-WorkerChoice = Literal["min-constraints", "random"]
-WORKER_CHOICES: tuple[str, ...] = typing.get_args(WorkerChoice)
+
+def _known_choice(name: str) -> str:
+    from schedlab.schedulers.placement import choice_class
+
+    try:
+        choice_class(name)
+    except InputError as e:
+        raise ValueError(e.problem) from None
+    return name
 
 
-def worker_choice_field(default: WorkerChoice) -> Any:
+# How a scheduler picks among the free workers that can run a task (one name, one meaning, for every scheduler):
+# the name of a policy of schedlab.schedulers.placement — a built-in or a plugin's
+WorkerChoiceName = Annotated[str, AfterValidator(_known_choice)]
+
+
+def worker_choice_field(default: str) -> Any:
     """The ``worker_choice`` parameter; each scheduler keeps its paper's default."""
     return Field(
         default,
         description="which eligible free worker gets a task: min-constraints (the one with the fewest machine "
-        "constraints, keeping versatile workers free) or random",
+        "constraints, keeping versatile workers free), random, or a plugin's policy (entry points "
+        "schedlab.worker_choices)",
     )
 
 

@@ -45,7 +45,7 @@ from schedlab.schedulers.base import (
     Scheduler,
     SchedulerContext,
     SchedulerParams,
-    WorkerChoice,
+    WorkerChoiceName,
     worker_choice_field,
 )
 from schedlab.schedulers.exact_view import ExactView
@@ -57,7 +57,7 @@ ADDRESS = "scheduler"
 
 
 class CentralizedParams(SchedulerParams):
-    worker_choice: WorkerChoice = worker_choice_field("min-constraints")
+    worker_choice: WorkerChoiceName = worker_choice_field("min-constraints")
     decision_cost: float = Field(20e-6, ge=0, description="fixed seconds of processing per decision")
     scan_cost_per_worker: float = Field(1e-8, ge=0, description="seconds per worker examined by a decision")
 

@@ -5,7 +5,8 @@ constraint-aware paper, Section 4.3): candidates = availability AND the
 bitsets of the task's constraints, over all workers ranked by (number of
 machine constraints, id), so ``min-constraints`` choice is the highest set bit
 (see :class:`~schedlab.cluster.bitsets.ConstraintBitsets`) and ``random`` picks
-a uniformly random set bit.
+a uniformly random set bit — the choice is the scheduler's ``worker_choice``
+policy (:mod:`schedlab.schedulers.placement`), any policy registered there.
 
 In multi-resource mode the availability bitset marks workers with some room
 left, and candidates are checked against the request in order (first fit in
@@ -24,10 +25,8 @@ from __future__ import annotations
 
 import random
 
-from schedlab.cluster.bitsets import choose_position, fit_position
 from schedlab.cluster.model import Cluster
-from schedlab.errors import InputError
-from schedlab.schedulers.base import WORKER_CHOICES
+from schedlab.schedulers import placement
 from schedlab.schedulers.waiting import WaitingClasses
 from schedlab.workload.model import TaskTable
 
@@ -49,12 +48,10 @@ class ExactView:
     """Availability of every worker, known exactly, and the tasks waiting for resources."""
 
     def __init__(self, cluster: Cluster, tasks: TaskTable, worker_choice: str, rng: random.Random) -> None:
-        if worker_choice not in WORKER_CHOICES:
-            raise InputError("worker_choice", f"unknown choice {worker_choice!r} (choose from {', '.join(WORKER_CHOICES)})")
         self.cluster = cluster
         self.tasks = tasks
-        self.random_choice = worker_choice == "random"
-        self.choice_rng = rng if self.random_choice else None  # the worker-choice policy's (choose_position)
+        self.choice = choice = placement.worker_choice(worker_choice, rng)
+        self.first_fit = type(choice) is placement.MinConstraints  # the hot path of place_many
         self.rng = rng
         self.index = cluster.bitsets()
         self.order = self.index.order  # bit position -> worker id
@@ -74,7 +71,7 @@ class ExactView:
             cand = self.available & self.index.eligible(self.tasks.mask[tid])
             if not cand:
                 return -1
-            pos = choose_position(cand, self.choice_rng)
+            pos = self.choice.pick(cand)
             self.available ^= 1 << pos
             return self.order[pos]
         w, _ = self.find_worker(tid)
@@ -86,7 +83,7 @@ class ExactView:
         """:meth:`place` each task in order → (``(tid, worker)`` placements, tids that found nothing)."""
         placed: list[tuple[int, int]] = []
         unplaced: list[int] = []
-        if not self.slot_mode or self.random_choice:
+        if not self.slot_mode or not self.first_fit:
             for tid in tids:
                 w = self.place(tid)
                 if w >= 0:
@@ -128,17 +125,17 @@ class ExactView:
         if not cand:
             return -1, size
         if self.slot_mode:
-            pos = choose_position(cand, self.choice_rng)
-            return self.order[pos], (size if self.random_choice else size - pos)
+            pos = self.choice.pick(cand)
+            return self.order[pos], self.choice.first_fit_rank(size, pos)
         req = self.tasks.request[tid]
         # positions are global worker bit positions: look up free vectors through the order
         free = self.free
         order = self.order
         view = _FreeByPosition(free, order)  # type: ignore[arg-type]
-        pos = fit_position(cand, view, req, self.choice_rng)  # type: ignore[arg-type]
+        pos = self.choice.fit(cand, view, req)  # type: ignore[arg-type]
         if pos < 0:
             return -1, size
-        return order[pos], (size if self.random_choice else size - pos)
+        return order[pos], self.choice.first_fit_rank(size, pos)
 
     def fits(self, tid: int, worker: int) -> bool:
         if self.tasks.mask[tid] & ~self.cluster.machine_masks[worker]:

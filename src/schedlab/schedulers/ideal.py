@@ -18,7 +18,7 @@ from schedlab.schedulers.base import (
     Scheduler,
     SchedulerContext,
     SchedulerParams,
-    WorkerChoice,
+    WorkerChoiceName,
     worker_choice_field,
 )
 from schedlab.schedulers.exact_view import ExactView
@@ -26,7 +26,7 @@ from schedlab.workload.model import Job
 
 
 class IdealParams(SchedulerParams):
-    worker_choice: WorkerChoice = worker_choice_field("min-constraints")
+    worker_choice: WorkerChoiceName = worker_choice_field("min-constraints")
 
 
 class IdealScheduler(Scheduler):

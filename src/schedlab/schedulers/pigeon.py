@@ -77,7 +77,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from schedlab.cluster.bitsets import ConstraintBitsets, choose_position, set_bits_array
+from schedlab.cluster.bitsets import ConstraintBitsets, set_bits_array
 from schedlab.cluster.model import Cluster, split_groups
 from schedlab.errors import InputError
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, Recorder
@@ -85,10 +85,11 @@ from schedlab.schedulers.base import (
     Scheduler,
     SchedulerContext,
     SchedulerParams,
-    WorkerChoice,
+    WorkerChoiceName,
     compat_field,
     worker_choice_field,
 )
+from schedlab.schedulers.placement import worker_choice
 from schedlab.schedulers.waiting import WaitingClasses
 from schedlab.sim.runtime import Component, Runtime
 from schedlab.workers.protocol import POOL_ADDRESS, LaunchBatch, TasksFinished
@@ -104,7 +105,7 @@ class _GroupParams(SchedulerParams):
     masters: int | None = Field(None, ge=1, description="number of masters/groups (default: the config's, else groups of ~100)")
     fqw: int | None = Field(None, ge=1, description="short tasks served per long one (default: the config's FQW, else 20)")
     cutoff: float | None = Field(None, ge=0, description="short job: mean task duration below this (default 90.5811 s)")
-    worker_choice: WorkerChoice = worker_choice_field("min-constraints")
+    worker_choice: WorkerChoiceName = worker_choice_field("min-constraints")
 
 
 class PigeonParams(_GroupParams):
@@ -290,15 +291,11 @@ class Master:
         self.dist_of: dict[int, int] = {}  # queued task -> its distributor
         self.served_short = 0  # queued short tasks served by general workers since the last long one
         self.short_turns = sched.fqw + self.extra_short_turns  # WFQ: short tasks served per long one
-        self.random_choice = sched.random_choice
         self.rng = sched.rt.rng(f"{sched.name}:master:{k}")
-        self.choice_rng = self.rng if self.random_choice else None  # the worker-choice policy's (choose_position)
+        self.choose = worker_choice(sched.choice_name, self.rng).pick  # the worker-choice policy (placement)
         self.queued = 0
         self.reserved_launches = 0
         self.long_turns = 0
-
-    def _choose(self, cand: int) -> int:
-        return choose_position(cand, self.choice_rng)
 
     def on_tasks(self, dist: int, short: bool, tids: list[int], now: float, out: dict[int, list[tuple[int, int]]]) -> None:
         s = self.s
@@ -323,7 +320,7 @@ class Master:
                 if cand:
                     self.reserved_launches += 1
             if cand:
-                pos = self._choose(cand)
+                pos = self.choose(cand)
                 avail ^= 1 << pos
                 placed.append((tid, order[pos]))
             else:
@@ -477,7 +474,8 @@ class _PigeonBase(Scheduler):
             self.cutoff = float(extra.get("cutoff", AUTHORS_CUTOFF))
         else:
             self.cutoff = SHORT_JOB_CUTOFF
-        self.random_choice = params.worker_choice == "random" and not self.authors
+        # the authors' simulator's masters take the first fit in min-constraints order, whatever the config says
+        self.choice_name = "min-constraints" if self.authors else params.worker_choice
         self.supply = MasterSupply(cluster.machine_masks, groups)
         self.dist_addr = [distributor_address(d) for d in range(nd)]
         # Never reserve a whole group: its long tasks could not run at all.

@@ -67,7 +67,7 @@ from schedlab.schedulers.base import (
     Scheduler,
     SchedulerContext,
     SchedulerParams,
-    WorkerChoice,
+    WorkerChoiceName,
     added_field,
     compat_field,
     worker_choice_field,
@@ -106,7 +106,7 @@ Departure = Literal["search_order", "batching", "retry_on_freed_worker", "reject
 class MeghaParams(SchedulerParams):
     gms: int | None = Field(None, ge=1, description="number of Global Masters (default 5, or the config's)")
     lms: int | None = Field(None, ge=1, description="number of Local Masters (default 5, or the config's)")
-    worker_choice: WorkerChoice = worker_choice_field("random")
+    worker_choice: WorkerChoiceName = worker_choice_field("random")
     choice_scope: Literal["partition", "group"] = Field(
         "partition", description="worker choice among the first partition's candidates, or among every candidate of the "
         "internal (else external) partitions (slot mode)")

@@ -152,14 +152,14 @@ class AuthorsGM(GlobalMaster):
         avail = self.avail
         for partitions in (self.internal, self.lm_order_external):
             if self.group_scope:
-                m = self._choose_in_group(partitions, el)
+                m = self.take_across(partitions, el)
                 if m is not None:
                     return m
                 continue
             for p in partitions:
                 cand = avail[p] & el[p]
                 if cand:
-                    return p, self._take_slot(p, cand)
+                    return p, self.take_in(p, cand)
         return None
 
     def _send_batch(self, lm: int, items: list[tuple[int, int, int]], now: float) -> None:

@@ -48,7 +48,7 @@ from collections.abc import Iterable, Sequence
 from operator import add, sub
 from typing import TYPE_CHECKING
 
-from schedlab.cluster.bitsets import choose_position, fit_position, iter_set_bits, kth_set_bit
+from schedlab.cluster.bitsets import iter_set_bits
 from schedlab.errors import InputError
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, PROCESSING
 from schedlab.schedulers.megha.costs import CostDraws
@@ -61,6 +61,7 @@ from schedlab.schedulers.megha.messages import (
     TaskPreempted,
 )
 from schedlab.schedulers.megha.slots import gm_release, gm_take, partition_walk
+from schedlab.schedulers.placement import worker_choice
 from schedlab.schedulers.waiting import WaitingClasses
 from schedlab.sim.processor import Processor
 from schedlab.sim.runtime import Component
@@ -101,9 +102,9 @@ class GlobalMaster(Component):
         self.rec = shared.observer
         self.rng = rng
         self.since = shared.handling_since  # a real process's (MeghaShared)
-        self.random_choice = shared.params.worker_choice == "random"
-        self.choice_rng = self.rng if self.random_choice else None  # the worker-choice policy's (choose_position)
-        self.choice_draw = self.rng.random if self.random_choice else None  # the same, as gm_take takes it
+        # the worker-choice policy (placement), drawing from this GM's stream; gm_take takes a built-in's draw
+        self.choice = worker_choice(shared.params.worker_choice, rng)
+        self.choice_draw = self.choice.draw
         self.snapshot_mode = shared.params.updates == "snapshot"
         self.guard = shared.params.updates != "delta+own-unguarded"  # the own-task guard (off only for the ablation)
         self.slot_mode = shared.slot_mode
@@ -276,7 +277,7 @@ class GlobalMaster(Component):
         if self.group_scope:
             el_all = self.layout.eligible(mask)
             for _g, group in self.groups:
-                m = self._choose_in_group(group, el_all)
+                m = self.take_across(group, el_all)
                 if m is not None:
                     return m
             return None
@@ -284,10 +285,10 @@ class GlobalMaster(Component):
         el = lay.eligible_cache.get(mask)
         if el is None:
             el = lay.eligible_entry(mask)
-        if self.slot_mode:
+        if self.slot_mode and self.choice.native:
             return gm_take(mask, el, lay.eligible_at, self.groups, self.rr, self.avail, self.reserved, self.choice_draw)
-        # Multi-resource mode: gm_take's walk, plus a fit check per candidate.
-        req = self.tasks.request[tid]
+        # Multi-resource mode, or a plugin's policy: gm_take's walk, with the policy's fit (or pick) per partition.
+        req = None if self.slot_mode else self.tasks.request[tid]
         avail = self.avail
         for g, after, p in partition_walk(self.groups, self.rr):
             e = el[p]
@@ -295,55 +296,37 @@ class GlobalMaster(Component):
                 e = lay.eligible_at(el, mask, p)
             cand = avail[p] & e
             if cand:
-                pos = self._fit(p, cand, req)  # type: ignore[arg-type]
+                if req is None:
+                    self.rr[g] = after
+                    return p, self.take_in(p, cand)
+                pos = self.choice.fit(cand, self.free[p], req)  # type: ignore[index]
                 if pos >= 0:
                     self.rr[g] = after
-                    self._take_multi(p, pos, req)  # type: ignore[arg-type]
+                    self._take_multi(p, pos, req)
                     return p, pos
         return None
 
-    def _choose_in_group(self, group: list[int], el: Sequence[int]) -> tuple[int, int] | None:
-        """``choice_scope="group"``: the worker among every candidate of these partitions — uniformly at
-        random, or the one with the fewest machine constraints (the first such in the group's order)."""
+    def take_across(self, group: Sequence[int], el: Sequence[int]) -> tuple[int, int] | None:
+        """``choice_scope="group"``: the worker the policy picks among every candidate of these partitions
+        (slot mode), taken: (partition, position), or None."""
         avail = self.avail
-        cands = [(p, avail[p] & el[p]) for p in group]
-        if self.random_choice:
-            total = sum(c.bit_count() for _p, c in cands)
-            if not total:
-                return None
-            k = int(self.rng.random() * total)
-            i = 0
-            while k >= cands[i][1].bit_count():
-                k -= cands[i][1].bit_count()
-                i += 1
-            p, pos = cands[i][0], kth_set_bit(cands[i][1], k)
-        else:
-            best = None
-            masks, order = self.sh.cluster.machine_masks, self.layout.order
-            for q, c in cands:
-                if c:
-                    top = c.bit_length() - 1  # positions are in min-constraints order within a partition
-                    n = masks[order[q][top]].bit_count()
-                    if best is None or n < best[0]:
-                        best = (n, q, top)
-            if best is None:
-                return None
-            _n, p, pos = best
+        masks, order = self.sh.cluster.machine_masks, self.layout.order
+        m = self.choice.pick_across([(p, avail[p] & el[p]) for p in group], lambda q, pos: masks[order[q][pos]].bit_count())
+        if m is None:
+            return None
+        p, pos = m
         bit = 1 << pos
         self.avail[p] ^= bit
         self.reserved[p] |= bit
         return p, pos
 
-    def _take_slot(self, p: int, cand: int) -> int:
-        pos = choose_position(cand, self.choice_rng)
+    def take_in(self, p: int, cand: int) -> int:
+        """The worker the policy picks among candidates ``cand`` of partition ``p`` (slot mode), taken: its position."""
+        pos = self.choice.pick(cand)
         bit = 1 << pos
         self.avail[p] ^= bit
         self.reserved[p] |= bit
         return pos
-
-    def _fit(self, p: int, cand: int, req: tuple[float, ...]) -> int:
-        """A candidate position with room for ``req``: the first in preference order, or a random fitting one."""
-        return fit_position(cand, self.free[p], req, self.choice_rng)  # type: ignore[index]
 
     def _take_multi(self, p: int, pos: int, req: tuple[float, ...]) -> None:
         fp = self.free[p]  # type: ignore[index]
