@@ -238,7 +238,7 @@ class GMNode(ServiceNode):
         gm = self.gm
         if gm is None:
             return out
-        out.update({"waiting": gm.waiting_count(), **gm.counters(), "gm_holdings": sum(r.bit_count() for r in gm.reserved) + len(gm.mine)})
+        out.update({"waiting": gm.waiting_count(), **gm.counters(), "gm_holdings": gm.view.holdings()})
         if self.fair is not None:
             out.update(self.fair.counters())
             out["holdings_reports"] = self.fair.reports

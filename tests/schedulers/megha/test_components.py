@@ -297,7 +297,7 @@ def test_fair_sharing_on_a_gm_that_knows_only_its_own_tasks():
     fair.publish()
     fair.record_vacate(103)  # ended after the round: GM 1 still believes it runs
     for p in range(2):
-        gm.free[p][0] = (0.0, 3584.0)
+        gm.view.free[p][0] = (0.0, 3584.0)
     assert fair.try_preempt(gm, 200)
     (dst, msg), = rt.take()
     assert isinstance(msg, PreemptRequest) and msg.victim == 103 and msg.tid == 200
@@ -357,7 +357,7 @@ def test_gm_matches_waiting_tasks_to_a_freed_worker_by_what_is_left_after_each_m
     deliver(gm, StateUpdate(0, False, free={0: {0: (5.0, 4096.0)}}))
     ((dst, req),) = rt.take()
     assert dst == ("lm", 0) and [tid for tid, _p, _pos in req.items] == [0, 1, 3]
-    assert gm.waiting_count() == 1 and gm.free[0][0] == (0.0, 2560.0)
+    assert gm.waiting_count() == 1 and gm.view.free[0][0] == (0.0, 2560.0)
 
 
 @given(st.lists(st.tuples(st.sampled_from(["launch", "vacate", "round"]), st.integers(0, 11), st.integers(0, 1), st.integers(0, 1)),

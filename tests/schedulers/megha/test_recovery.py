@@ -82,8 +82,8 @@ def test_a_gm_rebuilt_from_the_lms_holds_the_view_of_one_that_never_died(steps, 
     assert fresh.avail == old.avail
     assert fresh.reserved == old.reserved
     if multi:
-        assert fresh.free == old.free
-        assert {k: v for k, v in fresh.mine.items() if max(v) > 1e-9} == {k: v for k, v in old.mine.items() if max(v) > 1e-9}
+        assert fresh.view.free == old.view.free
+        assert {k: v for k, v in fresh.view.mine.items() if max(v) > 1e-9} == {k: v for k, v in old.view.mine.items() if max(v) > 1e-9}
     assert rt2.sent == []  # nothing waits at the fresh GM, so the recovery itself requests nothing
 
 

@@ -261,7 +261,7 @@ class MeghaScheduler(Scheduler):
     def counters(self) -> dict[str, int]:
         out: dict[str, int] = {"heartbeat_rounds": self.rounds, "stalled": int(self.stalled)}
         # What GMs still believe they hold once the run is over: must be 0 (a bookkeeping leak otherwise).
-        out["gm_holdings_at_end"] = sum(sum(r.bit_count() for r in gm.reserved) + len(gm.mine) for gm in self.gms)
+        out["gm_holdings_at_end"] = sum(gm.view.holdings() for gm in self.gms)
         comps: list[GlobalMaster | LocalMaster] = [*self.gms, *self.lms]
         for comp in comps:
             for k, v in comp.counters().items():

@@ -46,6 +46,7 @@ import numpy as np
 
 from schedlab.schedulers.megha.gm import EPS, GlobalMaster, lm_address
 from schedlab.schedulers.megha.messages import PreemptRejected, PreemptRequest, TaskPreempted
+from schedlab.schedulers.megha.view import CapacityView
 from schedlab.schedulers.waiting import WaitingClasses
 
 # Per round, a GM retries Algorithm 2 for waiting tasks from the front of its queues
@@ -348,7 +349,9 @@ class FairSharing:
         return False
 
     def _fits_after(self, p: int, pos: int, victim: int, req: tuple[float, ...], gm: GlobalMaster) -> bool:
-        fv = gm.free[p][pos]  # type: ignore[index]
+        view = gm.view
+        assert isinstance(view, CapacityView)  # (multi-resource mode only)
+        fv = view.free[p][pos]
         vreq = self._amount(victim)
         return all(r <= fv[k] + vreq[k] + EPS for k, r in enumerate(req))
 

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
-from operator import add, sub
 from typing import TYPE_CHECKING
 
 from schedlab.cluster.bitsets import iter_set_bits
@@ -61,6 +60,7 @@ from schedlab.schedulers.megha.messages import (
     TaskPreempted,
 )
 from schedlab.schedulers.megha.slots import gm_release, gm_take, partition_walk
+from schedlab.schedulers.megha.view import CapacityView, GMView, SlotView
 from schedlab.schedulers.placement import worker_choice
 from schedlab.schedulers.waiting import WaitingClasses
 from schedlab.sim.processor import Processor
@@ -112,8 +112,17 @@ class GlobalMaster(Component):
         if self.group_scope and not self.slot_mode:
             raise InputError("param choice_scope", "'group' is slot-mode only (no --resources multi)")
         P = lay.num_partitions
-        self.avail: list[int] = list(lay.full)
-        self.reserved: list[int] = [0] * P  # slot: workers held by this GM's in-flight/running tasks
+        # the view of every partition (view.py): what is believed free, what this GM's tasks hold; avail and
+        # reserved are the view's own lists (the compiled search and the fairness code read them)
+        if self.slot_mode:
+            self.view: GMView = SlotView(lay.full)
+        else:
+            cap = shared.cluster.capacity
+            assert cap is not None
+            self.view = CapacityView(lay.full, [[tuple(map(float, cap[w])) for w in lay.order[p]] for p in range(P)])
+        self.avail: list[int] = self.view.avail
+        self.reserved: list[int] = self.view.reserved  # slot: workers held by this GM's in-flight/running tasks
+        self.sizes = [lay.index[p].size for p in range(P)]
         self.internal = [lay.partition(i, g) for i in range(lay.num_lms)]
         self.external = [p for p in range(P) if lay.owner[p] != g]
         self.groups = ((0, self.internal), (1, self.external))
@@ -126,14 +135,6 @@ class GlobalMaster(Component):
         self.queue_of_user: dict[int, int] = {}
         self.rr_queue = 0
         self.lm_addr = [lm_address(i) for i in range(lay.num_lms)]
-        # multi-resource view: free vectors, and this GM's own holdings per worker
-        # free vectors are tuples, replaced, never changed in place: an LM's update hands the GM the LM's own
-        self.free: list[list[tuple[float, ...]]] | None = None
-        self.mine: dict[tuple[int, int], list[float]] = {}
-        if not self.slot_mode:
-            cap = shared.cluster.capacity
-            assert cap is not None
-            self.free = [[tuple(map(float, cap[w])) for w in lay.order[p]] for p in range(P)]
         self.proc = Processor(shared.runtime, self._before_send)
         # counters
         self.requests_sent = 0
@@ -287,24 +288,25 @@ class GlobalMaster(Component):
             el = lay.eligible_entry(mask)
         if self.slot_mode and self.choice.native:
             return gm_take(mask, el, lay.eligible_at, self.groups, self.rr, self.avail, self.reserved, self.choice_draw)
-        # Multi-resource mode, or a plugin's policy: gm_take's walk, with the policy's fit (or pick) per partition.
-        req = None if self.slot_mode else self.tasks.request[tid]
-        avail = self.avail
+        # Multi-resource mode, or a plugin's policy: gm_take's walk, with the policy's choice among the fitting.
+        req = self.request(tid)
+        avail, view, choice = self.avail, self.view, self.choice
         for g, after, p in partition_walk(self.groups, self.rr):
             e = el[p]
             if e is None:
                 e = lay.eligible_at(el, mask, p)
             cand = avail[p] & e
             if cand:
-                if req is None:
-                    self.rr[g] = after
-                    return p, self.take_in(p, cand)
-                pos = self.choice.fit(cand, self.free[p], req)  # type: ignore[index]
+                pos = view.fit(p, cand, req, choice)
                 if pos >= 0:
                     self.rr[g] = after
-                    self._take_multi(p, pos, req)
+                    view.take(p, pos, req)
                     return p, pos
         return None
+
+    def request(self, tid: int) -> tuple[float, ...] | None:
+        """A task's resource request, None in slot mode (a service GM may hold no description of the task)."""
+        return None if self.slot_mode else self.tasks.request[tid]
 
     def take_across(self, group: Sequence[int], el: Sequence[int]) -> tuple[int, int] | None:
         """``choice_scope="group"``: the worker the policy picks among every candidate of these partitions
@@ -314,58 +316,22 @@ class GlobalMaster(Component):
         m = self.choice.pick_across([(p, avail[p] & el[p]) for p in group], lambda q, pos: masks[order[q][pos]].bit_count())
         if m is None:
             return None
-        p, pos = m
-        bit = 1 << pos
-        self.avail[p] ^= bit
-        self.reserved[p] |= bit
-        return p, pos
+        self.view.take(m[0], m[1], None)
+        return m
 
     def take_in(self, p: int, cand: int) -> int:
         """The worker the policy picks among candidates ``cand`` of partition ``p`` (slot mode), taken: its position."""
         pos = self.choice.pick(cand)
-        bit = 1 << pos
-        self.avail[p] ^= bit
-        self.reserved[p] |= bit
+        self.view.take(p, pos, None)
         return pos
-
-    def _take_multi(self, p: int, pos: int, req: tuple[float, ...]) -> None:
-        fp = self.free[p]  # type: ignore[index]
-        fp[pos] = fv = tuple(map(sub, fp[pos], req))
-        mine = self.mine.get((p, pos))
-        if mine is None:
-            self.mine[(p, pos)] = list(req)
-        else:
-            for k, r in enumerate(req):
-                mine[k] += r
-        if min(fv) <= EPS and self.avail[p] >> pos & 1:
-            self.avail[p] ^= 1 << pos
 
     def hold(self, p: int, pos: int, tid: int) -> None:
         """Count ``tid`` as holding (p, pos) in the view (a request sent outside normal matching)."""
-        if self.slot_mode:
-            bit = 1 << pos
-            self.reserved[p] |= bit
-            self.avail[p] &= ~bit
-        else:
-            self._take_multi(p, pos, self.tasks.request[tid])  # type: ignore[arg-type]
+        self.view.hold(p, pos, self.request(tid))
 
     def give_back(self, p: int, pos: int, tid: int) -> None:
         """This GM's task no longer holds its worker: release it in the view."""
-        bit = 1 << pos
-        if self.slot_mode:
-            self.reserved[p] &= ~bit
-            self.avail[p] |= bit
-            return
-        req = self.tasks.request[tid]
-        fp = self.free[p]  # type: ignore[index]
-        fp[pos] = fv = tuple(map(add, fp[pos], req))  # type: ignore[arg-type]
-        mine = self.mine[(p, pos)]
-        for k, r in enumerate(req):  # type: ignore[arg-type]
-            mine[k] -= r
-        if max(mine) <= EPS:
-            del self.mine[(p, pos)]
-        if min(fv) > EPS:
-            self.avail[p] |= bit
+        self.view.give_back(p, pos, self.request(tid))
 
     # -- rescheduling: resources appeared in the view ----------------------------------------------
     def _refill_all(self, places: list[tuple[int, int]], out: dict) -> None:
@@ -402,15 +368,7 @@ class GlobalMaster(Component):
         match = self.match
         queues = self.queues
         nq = len(queues)
-        if self.slot_mode:
-            accept = None
-        else:
-            fp = self.free[p]  # type: ignore[index]
-
-            def accept(key) -> bool:
-                fv = fp[pos]  # read afresh: each match below replaces the worker's vector
-                return all(r <= fv[k] + EPS for k, r in enumerate(key[1]))
-
+        accept = self.view.accepts(p, pos)
         while self.avail[p] & bit:
             tid = -1
             for k in range(nq):
@@ -437,16 +395,8 @@ class GlobalMaster(Component):
         an old process's request, slow on the wire, ran after the GM restarted; the delta showed the worker taken,
         its end never freed it). A worker this process holds (``reserved``) is left alone. In multi-resource mode
         nothing is to do: the LM's vectors count a GM's holdings unknown to it as free already."""
-        if not self.slot_mode:
-            return
-        where, avail, reserved = self.layout.where, self.avail, self.reserved
-        freed = []
-        for w in workers:
-            p, pos = where[w]
-            bit = 1 << pos
-            if not reserved[p] & bit and not avail[p] & bit:
-                avail[p] |= bit
-                freed.append((p, pos))
+        where = self.layout.where
+        freed = self.view.freed_unknown(where[w] for w in workers)
         if freed and (self.waiting.count if len(self.queues) == 1 else self.waiting_count()):
             out: dict = {}
             self._refill_all(freed, out)
@@ -460,14 +410,14 @@ class GlobalMaster(Component):
         self.rec.tasks_reported(group, self.rt.now())
         where = self.layout.where
         freed: list[tuple[int, int]] = []
-        if self.slot_mode:
+        if self.slot_mode:  # the compiled release
             gm_release(group, where, self.reserved, self.avail, freed)
         else:
-            give_back = self.give_back
+            give_back, request = self.view.give_back, self.tasks.request
             for tid, w in group:
                 place = where[w]
                 freed.append(place)
-                give_back(place[0], place[1], tid)
+                give_back(place[0], place[1], request[tid])
         if self.fairness is not None:
             self.fairness.finished(self, group)
         if self.waiting.count if len(self.queues) == 1 else self.waiting_count():
@@ -482,45 +432,9 @@ class GlobalMaster(Component):
 
     def _apply(self, msg: StateUpdate, out: dict) -> None:
         """Fold an LM's state into the view; re-match waiting tasks on what became available."""
-        avail = self.avail
-        gained: list[tuple[int, int]] = []
-        n = 0
-        waiting = self.waiting_count() > 0  # what became available matters only to waiting tasks
-        if self.slot_mode:
-            reserved = self.reserved
-            for p, (free_bits, busy_bits) in msg.bits.items():
-                old = avail[p]
-                if msg.snapshot:
-                    new = free_bits
-                    n += self.layout.index[p].size
-                else:
-                    # the own-task guard: what this GM holds stays taken
-                    new = ((old | free_bits) & ~busy_bits) & ~reserved[p] if self.guard else (old | free_bits) & ~busy_bits
-                    n += (free_bits | busy_bits).bit_count()
-                avail[p] = new
-                if waiting:
-                    g = new & ~old
-                    if g:
-                        gained.extend((p, pos) for pos in iter_set_bits(g))
-        else:
-            free = self.free
-            get = None if msg.snapshot or not self.mine else self.mine.get
-            for p, changes in msg.free.items():
-                fp = free[p]  # type: ignore[index]
-                bits = avail[p]
-                n += len(changes)
-                for pos, vec in changes.items():
-                    held = None if get is None else get((p, pos))
-                    # the update's vector is immutable (the LM's own, or the wire's): adopt it
-                    after = (vec if type(vec) is tuple else tuple(vec)) if held is None else tuple(map(sub, vec, held))
-                    if min(after) > EPS:
-                        bits |= 1 << pos
-                        if waiting and any(a > b + EPS for a, b in zip(after, fp[pos], strict=True)):
-                            gained.append((p, pos))
-                    else:
-                        bits &= ~(1 << pos)
-                    fp[pos] = after
-                avail[p] = bits
+        # what became available matters only to waiting tasks
+        gained: list[tuple[int, int]] | None = [] if self.waiting_count() > 0 else None
+        n = self.view.fold(msg, self.guard, self.sizes, gained)
         self._charge(workers=n)
         if gained:
             self._refill_all(gained, out)
@@ -546,18 +460,7 @@ class GlobalMaster(Component):
 
     def forget(self, p: int, pos: int, tid: int) -> None:
         """A request for (p, pos) failed: the worker is not ours; believe it busy until told otherwise."""
-        bit = 1 << pos
-        if self.slot_mode:
-            self.reserved[p] &= ~bit
-            self.avail[p] &= ~bit
-            return
-        req = self.tasks.request[tid]
-        mine = self.mine[(p, pos)]
-        for k, r in enumerate(req):  # type: ignore[arg-type]
-            mine[k] -= r
-        if max(mine) <= EPS:
-            del self.mine[(p, pos)]
-        # the state in the rejection carries the worker's true free vector
+        self.view.forget(p, pos, self.request(tid))
 
     # -- fair sharing (Algorithm 2), delegated ------------------------------------------------------
     def _on_preempt_rejected(self, msg: PreemptRejected) -> None:
@@ -597,13 +500,7 @@ class GlobalMaster(Component):
     def view_unknown(self) -> None:
         """This GM has just (re)started: it knows nothing of any partition yet, so nothing is available in
         its view until each LM's state arrives (:meth:`recover`)."""
-        for p in range(len(self.avail)):
-            self.avail[p] = 0
-            self.reserved[p] = 0
-        if self.free is not None:
-            for fp in self.free:
-                fp[:] = [(0.0,) * len(fv) for fv in fp]
-        self.mine.clear()
+        self.view.unknown()
 
     def recover(self, update: StateUpdate, running: list[tuple[int, int, int]]) -> None:
         """One LM's truth after a restart: its snapshot replaces the view of its partitions, and the tasks
@@ -614,10 +511,7 @@ class GlobalMaster(Component):
         parts = set(update.bits) | set(update.free)
         if update.lm in self.suspended:  # it answered: match there again
             self.resume_lm(update.lm)
-        for p in parts:
-            self.reserved[p] = 0
-        for key in [k for k in self.mine if k[0] in parts]:
-            del self.mine[key]
+        self.view.drop_parts(parts)
         self._apply(update, out)
         if self.waiting_count():
             # waiting tasks are matched again on every worker the answer shows available, not only on those it
@@ -625,15 +519,9 @@ class GlobalMaster(Component):
             # deterministic simulation: tasks left waiting beside free workers)
             avail = self.avail
             self._refill_all([(p, pos) for p in sorted(parts) for pos in iter_set_bits(avail[p])], out)
-        bits = self.reserved
+        held_again = self.view.held_again
         for tid, p, pos in running:
-            if self.slot_mode:
-                bits[p] |= 1 << pos  # already busy in the snapshot
-            else:
-                req = self.tasks.request[tid]
-                mine = self.mine.setdefault((p, pos), [0.0] * len(req))  # type: ignore[arg-type]
-                for k, r in enumerate(req):  # type: ignore[arg-type]
-                    mine[k] += r
+            held_again(p, pos, self.request(tid))  # (busy in the snapshot already)
         self._dispatch(out)
 
     def suspend_lm(self, i: int) -> None:
@@ -686,7 +574,7 @@ class GlobalMaster(Component):
         :mod:`schedlab.services.cancel`): the workers go back to the view, and waiting tasks are matched on them."""
         out: dict = {}
         for tid, p, pos in items:
-            if self.slot_mode or (p, pos) in self.mine:
+            if self.view.holds(p, pos):
                 self.give_back(p, pos, tid)
         if self.waiting_count():
             self._refill_all([(p, pos) for _tid, p, pos in items], out)
@@ -699,7 +587,7 @@ class GlobalMaster(Component):
         for tid, p, pos in items:
             # the LM never changed: the view goes back to what it was before the request (no state update
             # would ever correct a worker believed busy here); a snapshot taken since may have let go already
-            if self.slot_mode or (p, pos) in self.mine:
+            if self.view.holds(p, pos):
                 self.give_back(p, pos, tid)
         tasks = self.tasks
         for tid, _p, _pos in items:
