@@ -256,12 +256,12 @@ def test_lm_multi_resource_packs_two_tasks_and_rejects_a_third_that_does_not_fit
             LaunchRejected(0, [(2, 0, 1)], StateUpdate(0, False, free={0: {1: (4.0, 4096.0)}})),
         ),
     ]
-    assert lm.free[0][1] == (0.0, 2048.0) and lm.avail[0] == 0b01
+    assert lm.state.free[0][1] == (0.0, 2048.0) and lm.avail[0] == 0b01
     deliver(lm, LaunchRequest(0, [(2, 0, 0)]))  # worker 1 has room
     assert rt.take() == [(POOL_ADDRESS, LaunchBatch([(2, 1)], (("lm", 0), ("gm", 0))))]
     deliver(lm, TasksFinished([(0, 0)]))
-    assert lm.free[0][0] == (3.0, 3584.0)  # worker 1 runs task 2 and still has room
-    assert lm.free[0][1] == (2.0, 3072.0) and lm.avail[0] == 0b11
+    assert lm.state.free[0][0] == (3.0, 3584.0)  # worker 1 runs task 2 and still has room
+    assert lm.state.free[0][1] == (2.0, 3072.0) and lm.avail[0] == 0b11
 
 
 @pytest.mark.parametrize("worker_choice", ["random", "min-constraints"])

@@ -33,14 +33,12 @@ Megha paper, Section IV-A/B; constraint-aware paper, Sections 2.1 and 4.4.
 
 from __future__ import annotations
 
-from operator import add, sub
 from typing import TYPE_CHECKING, Protocol
 
-from schedlab.cluster.bitsets import iter_set_bits
 from schedlab.errors import InputError
 from schedlab.metrics.recorder import COMMUNICATION, FRAMEWORK_QUEUING, PROCESSING
 from schedlab.schedulers.megha.costs import CostDraws
-from schedlab.schedulers.megha.gm import EPS, gm_address, lm_address
+from schedlab.schedulers.megha.gm import gm_address, lm_address
 from schedlab.schedulers.megha.messages import (
     LaunchRejected,
     LaunchRequest,
@@ -51,6 +49,7 @@ from schedlab.schedulers.megha.messages import (
     TaskPreempted,
 )
 from schedlab.schedulers.megha.slots import lm_accept, lm_vacate
+from schedlab.schedulers.megha.state import CapacityState, LMState, SlotState
 from schedlab.sim.processor import Processor
 from schedlab.sim.runtime import Component
 from schedlab.workers.protocol import POOL_ADDRESS, LaunchBatch, TasksFinished
@@ -96,15 +95,15 @@ class LocalMaster(Component):
         self.own_completions = shared.params.updates in ("delta+own", "delta+own-unguarded")
         if self.own_completions and not self.slot_mode:
             raise InputError("param updates", f"{shared.params.updates!r} is slot-mode only (no --resources multi)")
-        self.avail: dict[int, int] = {p: lay.full[p] for p in self.parts}  # slot: free workers; multi: with room
-        # multi: per partition, each worker's free vector as a tuple (immutable, so an update can carry
-        # the LM's own vector to every GM without copying, and a tuple of floats is not tracked by the
-        # cyclic garbage collector, whose full passes over ~10^6 small lists cost half of a 50,000-worker run)
-        self.free: dict[int, list[tuple[float, ...]]] = {}
-        if not self.slot_mode:
+        # the state of its workers (state.py); avail is the state's own dict (slot: free workers; multi: with
+        # room), which the compiled validation and release work on
+        if self.slot_mode:
+            self.state: LMState = SlotState(lay.full, self.parts)
+        else:
             cap = shared.cluster.capacity
             assert cap is not None
-            self.free = {p: [tuple(map(float, cap[w])) for w in lay.order[p]] for p in self.parts}
+            self.state = CapacityState(lay.full, self.parts, {p: [tuple(map(float, cap[w])) for w in lay.order[p]] for p in self.parts}, self.G)
+        self.avail: dict[int, int] = self.state.avail
         # per GM, per local partition: positions changed since the last update to that GM
         self.changed: list[list[int]] = [[0] * self.G for _ in range(self.G)]
         # per local partition, per GM whose task caused it (the last slot: no GM's): changes not yet in
@@ -113,7 +112,6 @@ class LocalMaster(Component):
         self.noted: list[list[int]] = [[0] * (self.G + 1) for _ in range(self.G)]
         self.any_noted = False  # whether `noted` holds anything: most heartbeats of a quiet run fold nothing
         self.running: dict[int, tuple[int, int, int]] = {}  # tid -> (p, pos, gm)
-        self.held: list[dict[tuple[int, int], list[float]]] = [{} for _ in range(self.G)]  # multi: per GM
         self.gm_addr = [gm_address(g) for g in range(self.G)]
         self.proc = Processor(shared.runtime)
         # fair sharing's ledger (FairSharing in a simulation, a LedgerFeed in a real cluster):
@@ -194,29 +192,16 @@ class LocalMaster(Component):
         w = self.layout.order[p][pos]
         if self.tasks.mask[tid] & ~self.sh.cluster.machine_masks[w]:
             return False
-        if self.slot_mode:
-            return bool(self.avail[p] >> pos & 1)
-        fv = self.free[p][pos]
-        return all(r <= fv[k] + EPS for k, r in enumerate(self.tasks.request[tid]))  # type: ignore[arg-type]
+        return self.state.room(p, pos, self.request(tid))
+
+    def request(self, tid: int) -> tuple[float, ...] | None:
+        """A task's resource request, None in slot mode."""
+        return None if self.slot_mode else self.tasks.request[tid]
 
     def _occupy(self, p: int, pos: int, tid: int, gm: int) -> None:
-        bit = 1 << pos
-        if self.slot_mode:
-            self.avail[p] ^= bit
-        else:
-            req = self.tasks.request[tid]
-            fp = self.free[p]
-            fp[pos] = fv = tuple(map(sub, fp[pos], req))  # type: ignore[arg-type]
-            if min(fv) <= EPS:
-                self.avail[p] &= ~bit
-            h = self.held[gm].get((p, pos))
-            if h is None:
-                self.held[gm][(p, pos)] = list(req)  # type: ignore[arg-type]
-            else:
-                for k, r in enumerate(req):  # type: ignore[arg-type]
-                    h[k] += r
+        self.state.occupy(p, pos, self.request(tid), gm)
         self.running[tid] = (p, pos, gm)
-        self._note(p, bit, gm)
+        self._note(p, 1 << pos, gm)
         if self.fairness is not None:
             self.fairness.launched(tid, p, pos)
 
@@ -224,21 +209,8 @@ class LocalMaster(Component):
         p, pos, gm = self.running.pop(tid)
         if self.fairness is not None:
             self.fairness.vacated(tid)
-        bit = 1 << pos
-        if self.slot_mode:
-            self.avail[p] |= bit
-        else:
-            req = self.tasks.request[tid]
-            fp = self.free[p]
-            fp[pos] = fv = tuple(map(add, fp[pos], req))  # type: ignore[arg-type]
-            h = self.held[gm][(p, pos)]
-            for k, r in enumerate(req):  # type: ignore[arg-type]
-                h[k] -= r
-            if max(h) <= EPS:
-                del self.held[gm][(p, pos)]
-            if min(fv) > EPS:
-                self.avail[p] |= bit
-        self._note(p, bit, gm)
+        self.state.vacate(p, pos, self.request(tid), gm)
+        self._note(p, 1 << pos, gm)
         return p, pos, gm
 
     # -- requests ----------------------------------------------------------------------------------
@@ -335,35 +307,7 @@ class LocalMaster(Component):
         if extra:
             for p, pos in extra:
                 ch[p - self.base] |= 1 << pos
-        if self.slot_mode:
-            for j, p in enumerate(self.parts):
-                a = self.avail[p]
-                if self.snapshot_mode:
-                    upd.bits[p] = (a, self.layout.full[p] ^ a)
-                elif ch[j]:
-                    c = ch[j]
-                    upd.bits[p] = (c & a, c & ~a)
-                ch[j] = 0
-        else:
-            # Vectors are immutable tuples: every GM's update carries the LM's own, uncopied.
-            held = self.held[gm]
-            snapshot = self.snapshot_mode
-            for j, p in enumerate(self.parts):
-                c = self.layout.full[p] if snapshot else ch[j]
-                if not c:
-                    continue
-                fp = self.free[p]
-                positions = range(len(fp)) if snapshot else iter_set_bits(c)
-                if snapshot or not held:  # the GM's own holdings are reported only in deltas
-                    changes = {pos: fp[pos] for pos in positions}
-                else:
-                    changes = {}
-                    get = held.get
-                    for pos in positions:
-                        h = get((p, pos))
-                        changes[pos] = fp[pos] if h is None else tuple(map(add, fp[pos], h))
-                upd.free[p] = changes
-                ch[j] = 0
+        self.state.changes(upd, ch, gm, self.snapshot_mode)
         return upd
 
     def heartbeat(self) -> None:
@@ -392,11 +336,8 @@ class LocalMaster(Component):
             self._vacate(tid)
             self.proc.send(self.gm_addr[gm], TaskLost(tid, p, pos))
         for p, pos in positions:
-            bit = 1 << pos
-            self.avail[p] &= ~bit
-            if not self.slot_mode:
-                self.free[p][pos] = (0.0,) * len(self.free[p][pos])
-            self._note(p, bit, -1)
+            self.state.down(p, pos)
+            self._note(p, 1 << pos, -1)
         return [tid for tid, _w in lost]
 
     def hand_back(self, launches: list[tuple[int, int]]) -> list[int]:
@@ -424,23 +365,15 @@ class LocalMaster(Component):
 
     def workers_up(self, positions: list[tuple[int, int]]) -> None:
         """These workers are back, empty (a restarted worker runs nothing)."""
-        cap = self.sh.cluster.capacity
+        cap, order = self.sh.cluster.capacity, self.layout.order
         for p, pos in positions:
-            bit = 1 << pos
-            self.avail[p] |= bit
-            if not self.slot_mode:
-                assert cap is not None
-                self.free[p][pos] = tuple(map(float, cap[self.layout.order[p][pos]]))
-            self._note(p, bit, -1)
+            self.state.up(p, pos, None if cap is None else cap[order[p][pos]])
+            self._note(p, 1 << pos, -1)
 
     # -- an LM process that takes over (real clusters: restarted, or a standby) ----------------------
     def view_unknown(self) -> None:
         """This LM process has just started: no worker is available until its host has said what it runs."""
-        for p in self.parts:
-            self.avail[p] = 0
-            if not self.slot_mode:
-                fp = self.free[p]
-                fp[:] = [(0.0,) * len(fv) for fv in fp]
+        self.state.unknown()
 
     def host_back(self, positions: list[tuple[int, int]], running: list[tuple[int, int, int, int]]) -> None:
         """A worker host told this LM what it runs, as ``(tid, p, pos, gm)``: its workers are available again
@@ -459,11 +392,7 @@ class LocalMaster(Component):
         upd = StateUpdate(self.i, True)
         ch = self.pending_changes(gm)
         for j, p in enumerate(self.parts):
-            if self.slot_mode:
-                a = self.avail[p]
-                upd.bits[p] = (a, self.layout.full[p] ^ a)
-            else:
-                upd.free[p] = dict(enumerate(self.free[p]))
+            self.state.whole(upd, p)
             ch[j] = 0
         return upd, [(tid, p, pos) for tid, (p, pos, g) in self.running.items() if g == gm]
 
@@ -498,11 +427,7 @@ class LocalMaster(Component):
         w = self.layout.order[msg.p][msg.pos]
         if self.tasks.mask[msg.tid] & ~self.sh.cluster.machine_masks[w]:
             return False
-        if self.slot_mode:
-            return True
-        fv = self.free[msg.p][msg.pos]
-        vreq = self.tasks.request[msg.victim]
-        return all(r <= fv[k] + vreq[k] + EPS for k, r in enumerate(self.tasks.request[msg.tid]))  # type: ignore[arg-type,index]
+        return self.state.room_after(msg.p, msg.pos, self.request(msg.tid), self.request(msg.victim))
 
     def counters(self) -> dict[str, int]:
         return {
