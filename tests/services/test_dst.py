@@ -412,3 +412,21 @@ def test_a_run_handed_over_after_its_host_was_cut_past_its_lease_runs_once(sched
     named = sum(n.recovery.stale_runs for n in gms)
     withdrawn = sum(n.recovery.copies_withdrawn for n in gms)
     assert (named, withdrawn) == ((0, 1) if jobs == 12 else (1, 0))
+
+
+# the same handover, the stale run ending before the GM's StaleRuns reached the LM (its HTTP link to the GM slow): the
+# LM vouched for the adopted run's end, recorded as the task's second end. An LM process now lets the ends of runs it
+# adopted at its start go to their GM to judge (VerifyEnds), which knows where it placed the task since
+def test_an_adopted_run_that_ends_before_it_is_named_stale_is_judged_by_its_gm():
+    from dataclasses import replace
+
+    from schedlab.services.dst.invariants import check
+    from schedlab.services.dst.search import plan_of
+    from schedlab.services.dst.world import World, draw_jobs, quiet_logs
+
+    quiet_logs()
+    long = [replace(j, durations=[8.0] * len(j.durations)) for j in draw_jobs(random.Random("1:workload"), SETUP)[:2]]
+    schedule = "cut:lm0-host0@1.0+3.0,crash:lm0@4.5+1.0,delay:gm0-lm0:4.0@5.0+6.0"
+    obs = World(1, parse_schedule(schedule), SETUP, plan_of(SETUP), False, long).run()
+    assert not check(obs)
+    assert obs.mem.nodes[("lm", 0)].relay.adopted_verified >= 1

@@ -291,6 +291,14 @@ class CompletionRelay:
         # takeover tells the GM it found that run ended (recovery.LMTakeover.found), or the GM, hearing the takeover
         # before the VerifyEnds, would count the task lost and run it again
         self.found_ended: Callable[[int, Any, float], None] | None = None
+        # adopted(tid, launch id): is this the end of a run the LM process adopted from its host at its start? Its GM
+        # may have counted that run lost and placed the task elsewhere since (a host cut off past its lease): the GM
+        # judges its end (VerifyEnds), and the LM lets the run go (let_go(tid)) — found by a crafted schedule of
+        # the deterministic simulation: the stale run ended before the GM's StaleRuns reached the LM, and its end,
+        # vouched for, was the task's second
+        self.adopted: Callable[[int, int], bool] | None = None
+        self.let_go: Callable[[int], None] | None = None
+        self.adopted_verified = 0
         for addr in self.lms:
             def on_finished(msg: HostFinished, a: Any = addr) -> None:  # the default binds each LM's own address
                 self._on_finished(a, msg)
@@ -318,6 +326,12 @@ class CompletionRelay:
                 else:
                     self.dropped += 1
                 continue
+            if self.adopted is not None and self.adopted(tid, launch):
+                unvouched.append(((tid, w), (started, ended, outcome), launch))
+                self.adopted_verified += 1
+                if self.let_go is not None:
+                    self.let_go(tid)
+                continue
             if outcome.get("status") == REFUSED:
                 refused.append((tid, w))
                 continue
@@ -330,7 +344,7 @@ class CompletionRelay:
             self.refusals += len(refused)
             if self.on_refused is not None:
                 self.on_refused(refused)
-        if unvouched:  # ended while no LM process watched: the GM, which knows where it placed them, decides
+        if unvouched:  # ended while no LM process watched, or adopted: the GM, which knows where it placed them, decides
             self.verify_sent += len(unvouched)
             for other in msg.reply_to:
                 if other != addr:

@@ -148,6 +148,7 @@ class LMNode(ServiceNode):
         self.kills_again: set[tuple[int, int]] = set()  # (tid, launch) of kills refused beside stale launches, sent again
         self._numbered: dict[int, int] = {}  # GM -> messages numbered to it at the last heartbeat
         self.request_sent: dict[int, float] = {}  # tid -> when the request that launched its run was first sent
+        self.adopted_runs: dict[int, int] = {}  # tid -> the launch id of a run this process adopted from its host at its start
         self.launches_handed_back = 0
         self.launches_dropped = 0  # launches on their way to hosts whose tasks were vacated meanwhile
         self.replaced_by: str | None = None  # why this process stepped down (a newer one serves as this LM)
@@ -199,6 +200,9 @@ class LMNode(ServiceNode):
         self.takeover.launch_of = self.launch_of
         self.takeover.sent_of = self._run_sent
         relay.found_ended = self.takeover.found_ended
+        self.takeover.adopted_runs = self.adopted_runs
+        relay.adopted = self._adopted_end
+        relay.let_go = self._let_go
         router.on_undelivered = self._undelivered_to_host
         if workers is not None:
             workers.add(lm, plan.num_gms)
@@ -467,6 +471,19 @@ class LMNode(ServiceNode):
             lm.drop_run(tid)
             self.stale_runs_dropped += 1
 
+    def _adopted_end(self, tid: int, launch: int) -> bool:
+        """Is this the end of a run this process adopted at its start? (Its GM judges it: CompletionRelay.adopted.)"""
+        return bool(launch) and self.adopted_runs.get(tid) == launch
+
+    def _let_go(self, tid: int) -> None:
+        """An adopted run ended, its end sent to its GM to judge: the worker is free again, for every GM."""
+        lm = self.lm
+        assert lm is not None
+        self.adopted_runs.pop(tid, None)
+        self.launch_of.pop(tid, None)
+        self.request_sent.pop(tid, None)
+        lm.drop_run(tid)
+
     def _vouch(self, tid: int, launch: int) -> bool:
         mine = self.launch_of.get(tid)
         return not launch or mine is None or mine == launch
@@ -559,6 +576,7 @@ class LMNode(ServiceNode):
             out["completions_dropped"] = self.relay.dropped
             out["launches_refused"] = self.relay.refusals
             out["ends_sent_to_verify"] = self.relay.verify_sent
+            out["adopted_ends_verified"] = self.relay.adopted_verified
             out["stale_runs_dropped"] = self.stale_runs_dropped
         out["standby_took_over"] = self.standby
         if self.replaced_by is not None:

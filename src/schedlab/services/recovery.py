@@ -676,6 +676,7 @@ class LMTakeover:
         self._answered = rt.event()
         self.launch_of: dict[int, int] | None = None  # the LM's launch ids of its tasks: those of adopted runs are added
         self.sent_of: Callable[[int], float] | None = None  # tid -> its run's request's first send time (recovered)
+        self.adopted_runs: dict[int, int] | None = None  # tid -> launch of each run adopted from the hosts (their ends: VerifyEnds)
         # gm -> {tid: sent} of its tasks the hosts reported running or lately ended (sent: the first send time of the
         # GM's request that started the run; 0: unknown)
         self.found: dict[int, dict[int, float]] = {}
@@ -724,6 +725,8 @@ class LMTakeover:
         for tid, _w, _g, launch, _s in adopt:
             if launch and self.launch_of is not None:
                 self.launch_of[tid] = launch
+            if launch and self.adopted_runs is not None:
+                self.adopted_runs[tid] = launch
         self.adopted += len(adopt)
         found = self.found
         for tid, gm, sent in msg.ended:  # newest last: of two runs ended, the later
