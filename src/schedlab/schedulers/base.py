@@ -33,12 +33,12 @@ from schedlab.workload.model import Job, TaskTable
 
 
 def _known_choice(name: str) -> str:
-    from schedlab.schedulers.placement import choice_class
+    from schedlab.schedulers.placement import choice_class, choice_names
 
     try:
         choice_class(name)
-    except InputError as e:
-        raise ValueError(e.problem) from None
+    except InputError:  # worded as pydantic words a Literal's refusal (one line, the value appended by the caller)
+        raise ValueError("Input should be " + " or ".join(repr(n) for n in choice_names())) from None
     return name
 
 
