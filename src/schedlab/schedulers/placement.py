@@ -47,7 +47,8 @@ from schedlab.cluster.bitsets import choose_position_drawn, fit_position, kth_se
 from schedlab.errors import InputError
 
 ENTRY_POINT_GROUP = "schedlab.worker_choices"
-EPS = 1e-9
+EPS = 1e-9  # resource amounts compare within this (capacity vectors are sums of floats)
+Request = Sequence[float] | None  # a task's resource request (None in slot mode)
 
 
 class WorkerChoice:

@@ -468,6 +468,7 @@ class LMNode(ServiceNode):
             if where is None or order[where[0]][where[1]] != w or where[2] != msg.gm:
                 continue
             self.rt.send(POOL_ADDRESS, KillTask(tid, w, lm.address, self.launch_of.pop(tid, 0)))
+            self.adopted_runs.pop(tid, None)
             lm.drop_run(tid)
             self.stale_runs_dropped += 1
 
@@ -492,6 +493,7 @@ class LMNode(ServiceNode):
         for t, _w in msg.group:
             self.launch_of.pop(t, None)
             self.request_sent.pop(t, None)
+            self.adopted_runs.pop(t, None)
         self.store.forget(t for t, _w in msg.group)
 
     def _settle_doubts(self, msg: Any) -> None:

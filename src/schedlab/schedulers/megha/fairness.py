@@ -44,9 +44,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from schedlab.schedulers.megha.gm import EPS, GlobalMaster, lm_address
+from schedlab.schedulers.megha.gm import GlobalMaster, lm_address
 from schedlab.schedulers.megha.messages import PreemptRejected, PreemptRequest, TaskPreempted
 from schedlab.schedulers.megha.view import CapacityView
+from schedlab.schedulers.placement import EPS
 from schedlab.schedulers.waiting import WaitingClasses
 
 # Per round, a GM retries Algorithm 2 for waiting tasks from the front of its queues

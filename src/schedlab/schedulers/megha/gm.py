@@ -71,7 +71,6 @@ if TYPE_CHECKING:
     from schedlab.schedulers.megha import MeghaShared
     from schedlab.schedulers.megha.fairness import FairSharing
 
-EPS = 1e-9
 
 
 def gm_address(g: int) -> tuple[str, int]:

@@ -30,9 +30,7 @@ from operator import add, sub
 
 from schedlab.cluster.bitsets import iter_set_bits
 from schedlab.schedulers.megha.messages import StateUpdate
-
-EPS = 1e-9
-Request = Sequence[float] | None  # a task's resource request (None in slot mode)
+from schedlab.schedulers.placement import EPS, Request
 
 
 class SlotState:

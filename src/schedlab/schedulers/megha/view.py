@@ -32,10 +32,7 @@ from typing import Any
 
 from schedlab.cluster.bitsets import iter_set_bits
 from schedlab.schedulers.megha.messages import StateUpdate
-from schedlab.schedulers.placement import WorkerChoice
-
-EPS = 1e-9
-Request = Sequence[float] | None  # a task's resource request (None in slot mode)
+from schedlab.schedulers.placement import EPS, Request, WorkerChoice
 
 
 class SlotView:
